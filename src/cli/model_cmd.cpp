@@ -1,0 +1,88 @@
+// Subcommands about one model: `info` (the imported graph) and `ops` (what tensorsched lowers).
+#include <fmt/format.h>
+
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "graph/onnx_import.h"
+#include "graph/passes.h"
+#include "lower/lower.h"
+
+namespace ts {
+
+namespace {
+
+std::vector<std::pair<CLI::App*, std::function<int()>>>& actions() {
+  static std::vector<std::pair<CLI::App*, std::function<int()>>> a;
+  return a;
+}
+
+}  // namespace
+
+void on_command(CLI::App* sub, std::function<int()> action) { actions().emplace_back(sub, std::move(action)); }
+
+int run_selected_command(CLI::App& app) {
+  for (auto& [sub, action] : actions())
+    if (sub->parsed()) return action();
+  return 2;
+}
+
+// Flags shared by every command that loads a model.
+struct ModelArgs {
+  std::string path;
+  std::vector<std::string> shapes;
+};
+
+static void add_model_args(CLI::App* sub, ModelArgs& m) {
+  sub->add_option("model", m.path, "ONNX model file")->required();
+  sub->add_option("--shape", m.shapes, "Fix a dynamic input shape: NAME=D0,D1,...");
+}
+
+Graph load_model(const ModelArgs& m) {
+  ImportOptions opts;
+  opts.op_supported = op_supported;
+  for (const auto& s : m.shapes) opts.shape_overrides.insert(parse_shape_override(s));
+  Graph g = import_onnx(m.path, opts);
+  run_default_passes(g);
+  return g;
+}
+
+void add_model_commands(CLI::App& app) {
+  auto info = std::make_shared<ModelArgs>();
+  auto info_json = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("info", "Import a model and summarize its graph after passes");
+  add_model_args(sub, *info);
+  sub->add_flag("--json", *info_json, "JSON output");
+  on_command(sub, [info, info_json] {
+    Graph g = load_model(*info);
+    std::map<std::string, int> ops;
+    for (const auto& n : g.nodes) ops[n.op]++;
+    auto io = [&](const std::vector<std::string>& names) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& n : names)
+        a.push_back({{"name", n}, {"dtype", dtype_name(g.tensor(n).dtype)}, {"shape", g.tensor(n).shape}});
+      return a;
+    };
+    nlohmann::json j = {{"model", g.path}, {"opset", g.opset}, {"nodes", g.nodes.size()},
+                        {"ops", ops}, {"inputs", io(g.inputs)}, {"outputs", io(g.outputs)}};
+    if (*info_json) {
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << fmt::format("{}: opset {}, {} nodes\n", g.path, g.opset, g.nodes.size());
+      for (const auto& n : g.inputs) std::cout << fmt::format("  input  {} {} {}\n", n, dtype_name(g.tensor(n).dtype), shape_str(g.tensor(n).shape));
+      for (const auto& n : g.outputs) std::cout << fmt::format("  output {} {} {}\n", n, dtype_name(g.tensor(n).dtype), shape_str(g.tensor(n).shape));
+      for (const auto& [op, c] : ops) std::cout << fmt::format("  {:>4} x {}\n", c, op);
+    }
+    return 0;
+  });
+
+  auto* ops = app.add_subcommand("ops", "List the ONNX ops tensorsched lowers to Halide");
+  on_command(ops, [] {
+    for (const auto& op : supported_ops()) std::cout << op << "\n";
+    return 0;
+  });
+}
+
+}  // namespace ts

@@ -1,0 +1,70 @@
+#include "graph/graph.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace ts {
+
+template <typename T>
+static const T* get_attr(const Node& n, const std::string& a) {
+  auto it = n.attrs.find(a);
+  if (it == n.attrs.end()) return nullptr;
+  const T* v = std::get_if<T>(&it->second.value);
+  if (!v) throw Error(fmt::format("{}: attribute '{}' has an unexpected type", n.describe(), a));
+  return v;
+}
+
+int64_t Node::attr_int(const std::string& a, int64_t def) const {
+  const int64_t* v = get_attr<int64_t>(*this, a);
+  return v ? *v : def;
+}
+double Node::attr_float(const std::string& a, double def) const {
+  auto it = attrs.find(a);
+  if (it != attrs.end())
+    if (const int64_t* i = std::get_if<int64_t>(&it->second.value)) return static_cast<double>(*i);
+  const double* v = get_attr<double>(*this, a);
+  return v ? *v : def;
+}
+std::string Node::attr_string(const std::string& a, const std::string& def) const {
+  const std::string* v = get_attr<std::string>(*this, a);
+  return v ? *v : def;
+}
+std::vector<int64_t> Node::attr_ints(const std::string& a, std::vector<int64_t> def) const {
+  const auto* v = get_attr<std::vector<int64_t>>(*this, a);
+  return v ? *v : def;
+}
+std::vector<double> Node::attr_floats(const std::string& a, std::vector<double> def) const {
+  const auto* v = get_attr<std::vector<double>>(*this, a);
+  return v ? *v : def;
+}
+const Tensor* Node::attr_tensor(const std::string& a) const { return get_attr<Tensor>(*this, a); }
+
+std::string Node::describe() const { return fmt::format("node '{}' ({})", name, op); }
+
+const TensorInfo& Graph::tensor(const std::string& name) const {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) throw Error(fmt::format("{}: tensor '{}' is not defined", path, name));
+  return it->second;
+}
+TensorInfo& Graph::tensor(const std::string& name) {
+  return const_cast<TensorInfo&>(static_cast<const Graph*>(this)->tensor(name));
+}
+bool Graph::is_constant(const std::string& name) const {
+  auto it = tensors.find(name);
+  return it != tensors.end() && it->second.value.has_value();
+}
+std::vector<size_t> Graph::consumers(const std::string& name) const {
+  std::vector<size_t> r;
+  for (size_t i = 0; i < nodes.size(); i++)
+    for (const auto& in : nodes[i].inputs)
+      if (in == name) { r.push_back(i); break; }
+  return r;
+}
+std::vector<std::string> Graph::op_types() const {
+  std::set<std::string> s;
+  for (const auto& n : nodes) s.insert(n.op);
+  return {s.begin(), s.end()};
+}
+
+}  // namespace ts

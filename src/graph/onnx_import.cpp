@@ -1,0 +1,383 @@
+#include "graph/onnx_import.h"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "graph/const_eval.h"
+
+namespace ts {
+
+namespace {
+
+constexpr int kMinOpset = 7, kMaxOpset = 17;
+
+Attribute convert_attr(const onnx::AttributeProto& a, const std::string& where) {
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::INT: return {a.i()};
+    case A::FLOAT: return {static_cast<double>(a.f())};
+    case A::STRING: return {a.s()};
+    case A::INTS: return {std::vector<int64_t>(a.ints().begin(), a.ints().end())};
+    case A::FLOATS: return {std::vector<double>(a.floats().begin(), a.floats().end())};
+    case A::STRINGS: return {std::vector<std::string>(a.strings().begin(), a.strings().end())};
+    case A::TENSOR: return {tensor_from_proto(a.t(), where + " attribute '" + a.name() + "'")};
+    default: break;
+  }
+  throw Unsupported(fmt::format("{}: attribute '{}' has a type tensorsched does not read (graph/sparse)", where, a.name()));
+}
+
+Node convert_node(const onnx::NodeProto& p, size_t index) {
+  Node n;
+  n.op = p.op_type();
+  n.name = p.name().empty() ? fmt::format("{}_{}", p.op_type(), index) : p.name();
+  n.inputs.assign(p.input().begin(), p.input().end());
+  n.outputs.assign(p.output().begin(), p.output().end());
+  for (const auto& a : p.attribute()) n.attrs[a.name()] = convert_attr(a, n.describe());
+  return n;
+}
+
+// Static shape of a ValueInfo, or nullopt when any dim is symbolic/unknown.
+std::optional<Shape> static_shape(const onnx::ValueInfoProto& v) {
+  if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return std::nullopt;
+  Shape s;
+  for (const auto& d : v.type().tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
+    s.push_back(d.dim_value());
+  }
+  return s;
+}
+
+std::string dim_description(const onnx::ValueInfoProto& v) {
+  std::string r;
+  if (!v.type().tensor_type().has_shape()) return "its rank is unknown";
+  int i = 0;
+  for (const auto& d : v.type().tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0)
+      r += fmt::format("{}dimension {}{}", r.empty() ? "" : ", ", i,
+                       d.has_dim_param() ? " ('" + d.dim_param() + "')" : "");
+    i++;
+  }
+  return r + " is dynamic";
+}
+
+// Which inputs of an op are parameters (weights) rather than activations: used to tell the
+// weights of a graph-only model (weights stored as graph inputs) from its real inputs.
+bool is_param_slot(const std::string& op, size_t slot, size_t rank) {
+  if (op == "Conv" || op == "ConvTranspose" || op == "Gemm") return slot >= 1;
+  if (op == "BatchNormalization") return slot >= 1;
+  if (op == "LayerNormalization" || op == "InstanceNormalization" || op == "PRelu") return slot >= 1;
+  if (op == "MatMul") return slot == 1 && rank == 2;
+  return false;
+}
+
+// Random weights for a graph-only model, shaped so that a network stays numerically tame:
+// uniform(+-1/sqrt(fan_in)) for weights, and positive variances for BatchNormalization.
+Tensor generate_weight(const std::string& name, DType t, const Shape& s, const std::string& op,
+                       size_t slot, uint64_t seed) {
+  uint64_t h = seed;
+  for (char c : name) h = h * 1099511628211ULL + static_cast<uint8_t>(c);
+  if (op == "BatchNormalization" && slot == 4) return random_tensor(t, s, h, 0.5, 1.5);
+  if ((op == "BatchNormalization" || op == "LayerNormalization" || op == "InstanceNormalization") && slot == 1)
+    return random_tensor(t, s, h, 0.5, 1.5);
+  int64_t fan_in = s.size() >= 2 ? num_elements(s) / s[0] : std::max<int64_t>(num_elements(s), 1);
+  if ((op == "MatMul") && s.size() == 2) fan_in = s[0];
+  double b = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fan_in, 1)));
+  return random_tensor(t, s, h, -b, b);
+}
+
+class Importer {
+ public:
+  Importer(const std::string& path, const ImportOptions& opts) : path_(path), opts_(opts) {}
+
+  // Loads the file and rejects unsupported ops, domains and opsets, without shape work.
+  void check() {
+    load();
+    check_opset_and_ops();
+  }
+
+  Graph run() {
+    check();
+    apply_input_options();
+    for (int round = 0; round < 16; round++) {
+      infer_shapes();
+      if (!fold_once()) break;
+    }
+    return build_graph();
+  }
+
+ private:
+  void load() {
+    std::error_code ec;
+    if (!std::filesystem::exists(path_, ec)) throw Error(fmt::format("{}: no such file", path_));
+    if (std::filesystem::is_directory(path_, ec)) throw Error(fmt::format("{}: is a directory, not an ONNX file", path_));
+    std::ifstream f(path_, std::ios::binary);
+    if (!f) throw Error(fmt::format("{}: cannot open for reading", path_));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string bytes = ss.str();
+    if (bytes.empty()) throw Error(fmt::format("{}: file is empty", path_));
+    if (!model_.ParseFromString(bytes))
+      throw Error(fmt::format("{}: not an ONNX model (protobuf parse failed: truncated or another format)", path_));
+    if (model_.ir_version() <= 0 || !model_.has_graph() || model_.opset_import_size() == 0)
+      throw Error(fmt::format("{}: not an ONNX model (no IR version, graph or opset import)", path_));
+    if (model_.graph().output_size() == 0) throw Error(fmt::format("{}: the graph has no outputs", path_));
+    base_dir_ = std::filesystem::path(path_).parent_path().string();
+  }
+
+  void check_opset_and_ops() {
+    for (const auto& o : model_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = static_cast<int>(o.version());
+    const auto& g = model_.graph();
+    for (int i = 0; i < g.node_size(); i++) {
+      const auto& p = g.node(i);
+      std::string name = p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name();
+      bool default_domain = p.domain().empty() || p.domain() == "ai.onnx";
+      bool folded_anyway = p.op_type() == "Constant" || p.op_type() == "Shape" || p.op_type() == "Size" ||
+                           p.op_type() == "ConstantOfShape";
+      if (!default_domain || (opts_.op_supported && !folded_anyway && !opts_.op_supported(p.op_type())))
+        throw Unsupported(fmt::format("{}: node '{}': op {}{} (opset {}) is not supported", path_, name,
+                                      default_domain ? "" : p.domain() + ".", p.op_type(), opset_));
+    }
+    if (opset_ == 0) throw Error(fmt::format("{}: imports no opset of the default ONNX domain", path_));
+    if (opset_ < kMinOpset || opset_ > kMaxOpset)
+      throw Unsupported(fmt::format("{}: opset {} is not supported (supported: {}-{})", path_, opset_, kMinOpset, kMaxOpset));
+  }
+
+  void apply_input_options() {
+    auto* g = model_.mutable_graph();
+    std::set<std::string> init_names;
+    for (const auto& t : g->initializer()) init_names.insert(t.name());
+    std::set<std::string> input_names;
+    for (const auto& v : g->input()) input_names.insert(v.name());
+    for (const auto& [name, shape] : opts_.shape_overrides) {
+      if (!input_names.count(name))
+        throw Error(fmt::format("{}: --shape names '{}', which is not a graph input", path_, name));
+      for (auto& v : *g->mutable_input()) {
+        if (v.name() != name) continue;
+        auto* ts = v.mutable_type()->mutable_tensor_type()->mutable_shape();
+        ts->clear_dim();
+        for (int64_t d : shape) ts->add_dim()->set_dim_value(d);
+      }
+    }
+    for (const auto& [name, value] : opts_.constant_inputs) {
+      if (!input_names.count(name) || init_names.count(name)) continue;
+      auto* t = g->add_initializer();
+      tensor_to_proto(value, t);
+      t->set_name(name);
+      init_names.insert(name);
+    }
+    // Graph-only models: no initializer in the file, parameters are graph inputs with shapes.
+    if (opts_.generate_weights && model_.graph().initializer_size() == static_cast<int>(opts_.constant_inputs.size()))
+      generate_missing_weights(init_names);
+  }
+
+  void generate_missing_weights(std::set<std::string>& init_names) {
+    auto* g = model_.mutable_graph();
+    std::set<std::string> declared;
+    for (const auto& p : model_.metadata_props())
+      if (p.key() == "tensorsched.weights") {
+        std::stringstream ss(p.value());
+        for (std::string w; std::getline(ss, w, ',');) declared.insert(w);
+      }
+    int generated = 0;
+    for (const auto& v : g->input()) {
+      if (init_names.count(v.name())) continue;
+      auto shape = static_shape(v);
+      if (!shape) continue;
+      // Find the consumers' slots: a weight is used only as a parameter.
+      std::string op;
+      size_t slot = 0;
+      bool only_params = true, used = false;
+      for (const auto& n : g->node())
+        for (int i = 0; i < n.input_size(); i++)
+          if (n.input(i) == v.name()) {
+            used = true;
+            if (!is_param_slot(n.op_type(), i, shape->size())) only_params = false;
+            op = n.op_type();
+            slot = i;
+          }
+      if (!(declared.count(v.name()) || (declared.empty() && used && only_params))) continue;
+      DType t = dtype_from_onnx(v.type().tensor_type().elem_type(), fmt::format("{}: input '{}'", path_, v.name()));
+      auto* p = g->add_initializer();
+      tensor_to_proto(generate_weight(v.name(), t, *shape, op, slot, opts_.weight_seed), p);
+      p->set_name(v.name());
+      init_names.insert(v.name());
+      generated++;
+    }
+    if (generated && !opts_.quiet)
+      std::cerr << fmt::format("notice: {} has no weights; generated deterministic random values for {} "
+                               "parameter inputs (seed {})\n", path_, generated, opts_.weight_seed);
+  }
+
+  void infer_shapes() {
+    onnx::ShapeInferenceOptions o(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+    try {
+      // Start from a clean slate so stale value_info of folded nodes cannot linger.
+      model_.mutable_graph()->clear_value_info();
+      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), o);
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("{}: ONNX shape inference failed: {}", path_, e.what()));
+    }
+  }
+
+  const Tensor* constant(const std::string& name) {
+    auto it = consts_.find(name);
+    if (it != consts_.end()) return &it->second;
+    for (const auto& t : model_.graph().initializer())
+      if (t.name() == name)
+        return &consts_.emplace(name, tensor_from_proto(t, fmt::format("{}: initializer '{}'", path_, name), base_dir_))
+                    .first->second;
+    return nullptr;
+  }
+
+  std::map<std::string, const onnx::ValueInfoProto*> value_infos() const {
+    std::map<std::string, const onnx::ValueInfoProto*> m;
+    const auto& g = model_.graph();
+    for (const auto& v : g.input()) m[v.name()] = &v;
+    for (const auto& v : g.value_info()) m[v.name()] = &v;
+    for (const auto& v : g.output()) m[v.name()] = &v;
+    return m;
+  }
+
+  // Folds every node whose result is known at compile time; true when something changed.
+  bool fold_once() {
+    auto infos = value_infos();
+    std::set<std::string> init_names;
+    for (const auto& t : model_.graph().initializer()) init_names.insert(t.name());
+    std::set<std::string> graph_outputs;
+    for (const auto& v : model_.graph().output()) graph_outputs.insert(v.name());
+    auto* g = model_.mutable_graph();
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+    bool changed = false;
+    for (int i = 0; i < g->node_size(); i++) {
+      const auto& p = g->node(i);
+      Node n = convert_node(p, i);
+      std::vector<const Tensor*> ins;
+      std::vector<std::optional<Shape>> shapes;
+      for (const auto& name : n.inputs) {
+        ins.push_back(!name.empty() && init_names.count(name) ? constant(name) : nullptr);
+        std::optional<Shape> s;
+        if (ins.back()) s = ins.back()->shape;
+        else if (infos.count(name)) s = static_shape(*infos[name]);
+        shapes.push_back(s);
+      }
+      auto r = eval_constant_node(n, opset_, ins, shapes);
+      if (!r) { *kept.Add() = p; continue; }
+      for (size_t k = 0; k < r->size() && k < n.outputs.size(); k++) {
+        auto* t = g->add_initializer();
+        tensor_to_proto((*r)[k], t);
+        t->set_name(n.outputs[k]);
+        consts_[n.outputs[k]] = (*r)[k];
+        init_names.insert(n.outputs[k]);
+      }
+      changed = true;
+    }
+    g->mutable_node()->Swap(&kept);
+    return changed;
+  }
+
+  Graph build_graph() {
+    Graph graph;
+    graph.path = path_;
+    graph.opset = opset_;
+    auto infos = value_infos();
+    const auto& g = model_.graph();
+    std::set<std::string> init_names;
+    for (const auto& t : g.initializer()) {
+      init_names.insert(t.name());
+      const Tensor* c = constant(t.name());
+      graph.tensors[t.name()] = TensorInfo{t.name(), c->dtype, c->shape, *c};
+    }
+    auto add_from_info = [&](const std::string& name, const std::string& role) {
+      if (graph.tensors.count(name)) return;
+      auto it = infos.find(name);
+      if (it == infos.end() || !it->second->type().has_tensor_type())
+        throw Error(fmt::format("{}: {} has no type after shape inference", path_, role));
+      const auto& v = *it->second;
+      DType t = dtype_from_onnx(v.type().tensor_type().elem_type(), fmt::format("{}: {}", path_, role));
+      auto s = static_shape(v);
+      if (!s) throw Error(fmt::format("{}: {}: {}{}", path_, role, dim_description(v),
+                                      role.rfind("input", 0) == 0 ? fmt::format("; fix it with --shape {}=D0,D1,...", name)
+                                                                  : " after shape inference"));
+      graph.tensors[name] = TensorInfo{name, t, *s, std::nullopt};
+    };
+    for (const auto& v : g.input()) {
+      if (init_names.count(v.name())) continue;
+      add_from_info(v.name(), fmt::format("input '{}'", v.name()));
+      graph.inputs.push_back(v.name());
+    }
+    for (int i = 0; i < g.node_size(); i++) {
+      Node n = convert_node(g.node(i), i);
+      for (const auto& in : n.inputs)
+        if (!in.empty() && !graph.tensors.count(in))
+          throw Error(fmt::format("{}: {} reads tensor '{}', which nothing produces", path_, n.describe(), in));
+      for (const auto& out : n.outputs)
+        if (!out.empty()) add_from_info(out, fmt::format("tensor '{}' (output of {})", out, n.describe()));
+      graph.nodes.push_back(std::move(n));
+    }
+    for (const auto& v : g.output()) {
+      if (!graph.tensors.count(v.name()))
+        throw Error(fmt::format("{}: graph output '{}' is not produced by any node", path_, v.name()));
+      graph.outputs.push_back(v.name());
+    }
+    return graph;
+  }
+
+  std::string path_, base_dir_;
+  const ImportOptions& opts_;
+  onnx::ModelProto model_;
+  int opset_ = 0;
+  std::map<std::string, Tensor> consts_;  // parsed initializers and folded values
+};
+
+}  // namespace
+
+Graph import_onnx(const std::string& path, const ImportOptions& opts) {
+  try {
+    return Importer(path, opts).run();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+void check_model_supported(const std::string& path, const ImportOptions& opts) {
+  try {
+    Importer(path, opts).check();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+std::pair<std::string, Shape> parse_shape_override(const std::string& spec) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error(fmt::format("--shape '{}': expected NAME=D0,D1,... (e.g. input=1,3,224,224)", spec));
+  Shape s;
+  std::stringstream ss(spec.substr(eq + 1));
+  for (std::string d; std::getline(ss, d, ',');) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(d, &used);
+      if (used != d.size() || v <= 0) throw std::invalid_argument(d);
+      s.push_back(v);
+    } catch (const std::exception&) {
+      throw Error(fmt::format("--shape '{}': '{}' is not a positive integer dimension", spec, d));
+    }
+  }
+  if (s.empty()) throw Error(fmt::format("--shape '{}': no dimensions", spec));
+  return {spec.substr(0, eq), s};
+}
+
+}  // namespace ts

@@ -1,0 +1,152 @@
+#include "graph/passes.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "graph/const_eval.h"
+
+namespace ts {
+
+namespace {
+
+void rename_uses(Graph& g, const std::string& from, const std::string& to) {
+  for (auto& n : g.nodes)
+    for (auto& in : n.inputs)
+      if (in == from) in = to;
+  for (auto& o : g.outputs)
+    if (o == from) o = to;
+}
+
+bool is_graph_output(const Graph& g, const std::string& name) {
+  for (const auto& o : g.outputs)
+    if (o == name) return true;
+  return false;
+}
+
+}  // namespace
+
+int fold_constants(Graph& g) {
+  int folded = 0;
+  std::vector<Node> kept;
+  for (auto& n : g.nodes) {
+    std::vector<const Tensor*> ins;
+    std::vector<std::optional<Shape>> shapes;
+    for (const auto& name : n.inputs) {
+      ins.push_back(!name.empty() && g.is_constant(name) ? &*g.tensor(name).value : nullptr);
+      shapes.push_back(name.empty() ? std::nullopt : std::optional<Shape>(g.tensor(name).shape));
+    }
+    auto r = eval_constant_node(n, g.opset, ins, shapes);
+    if (!r) { kept.push_back(std::move(n)); continue; }
+    for (size_t k = 0; k < r->size() && k < n.outputs.size(); k++) g.tensor(n.outputs[k]).value = (*r)[k];
+    folded++;
+  }
+  g.nodes = std::move(kept);
+  return folded;
+}
+
+int remove_identity_ops(Graph& g) {
+  int removed = 0;
+  std::vector<Node> kept;
+  for (auto& n : g.nodes) {
+    bool dropout_plain = n.op == "Dropout" && (n.outputs.size() < 2 || n.outputs[1].empty() ||
+                                               (g.consumers(n.outputs[1]).empty() && !is_graph_output(g, n.outputs[1])));
+    // Dropout in training mode (opset 12+: input 2 true) is not an identity.
+    if (n.op == "Dropout" && n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const auto& t = g.tensor(n.inputs[2]);
+      if (!t.value || t.value->get_i64(0) != 0) dropout_plain = false;
+    }
+    // Keep the op when its output is a graph output that is also read under another name: the
+    // runtime then copies. Renaming graph outputs to inputs is fine otherwise.
+    if ((n.op == "Identity" || dropout_plain) && !is_graph_output(g, n.outputs[0])) {
+      rename_uses(g, n.outputs[0], n.inputs[0]);
+      removed++;
+      continue;
+    }
+    kept.push_back(std::move(n));
+  }
+  g.nodes = std::move(kept);
+  return removed;
+}
+
+int fold_batchnorm_into_conv(Graph& g) {
+  int folds = 0;
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); i++)
+    for (const auto& o : g.nodes[i].outputs) producer[o] = i;
+  std::set<size_t> dead;
+  for (size_t i = 0; i < g.nodes.size(); i++) {
+    Node& bn = g.nodes[i];
+    if (bn.op != "BatchNormalization" || bn.outputs.size() != 1 || bn.inputs.size() < 5) continue;
+    bool params_const = true;
+    for (size_t k = 1; k < 5; k++) params_const &= g.is_constant(bn.inputs[k]);
+    auto p = producer.find(bn.inputs[0]);
+    if (!params_const || p == producer.end()) continue;
+    Node& conv = g.nodes[p->second];
+    if (conv.op != "Conv" || !g.is_constant(conv.inputs[1]) ||
+        (conv.inputs.size() > 2 && !conv.inputs[2].empty() && !g.is_constant(conv.inputs[2])))
+      continue;
+    if (g.consumers(conv.outputs[0]).size() != 1 || is_graph_output(g, conv.outputs[0])) continue;
+    const Tensor& w = *g.tensor(conv.inputs[1]).value;
+    if (w.dtype != DType::Float32) continue;
+    const int64_t cout = w.shape[0];
+    auto scale = g.tensor(bn.inputs[1]).value->to_f64_vector();
+    auto beta = g.tensor(bn.inputs[2]).value->to_f64_vector();
+    auto mean = g.tensor(bn.inputs[3]).value->to_f64_vector();
+    auto var = g.tensor(bn.inputs[4]).value->to_f64_vector();
+    if (static_cast<int64_t>(scale.size()) != cout) continue;
+    double eps = bn.attr_float("epsilon", 1e-5);
+    Tensor nw = w;
+    Tensor nb(DType::Float32, {cout});
+    std::vector<double> old_b(cout, 0.0);
+    if (conv.inputs.size() > 2 && !conv.inputs[2].empty()) old_b = g.tensor(conv.inputs[2]).value->to_f64_vector();
+    const int64_t per = w.size() / cout;
+    for (int64_t c = 0; c < cout; c++) {
+      double s = scale[c] / std::sqrt(var[c] + eps);
+      for (int64_t k = 0; k < per; k++) nw.data<float>()[c * per + k] = static_cast<float>(w.data<float>()[c * per + k] * s);
+      nb.data<float>()[c] = static_cast<float>((old_b[c] - mean[c]) * s + beta[c]);
+    }
+    std::string wname = conv.name + "::bnfolded_w", bname = conv.name + "::bnfolded_b";
+    g.tensors[wname] = TensorInfo{wname, DType::Float32, nw.shape, nw};
+    g.tensors[bname] = TensorInfo{bname, DType::Float32, nb.shape, nb};
+    conv.inputs.resize(3);
+    conv.inputs[1] = wname;
+    conv.inputs[2] = bname;
+    conv.outputs[0] = bn.outputs[0];
+    dead.insert(i);
+    folds++;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); i++)
+    if (!dead.count(i)) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  return folds;
+}
+
+int remove_dead_nodes(Graph& g) {
+  std::set<std::string> live(g.outputs.begin(), g.outputs.end());
+  std::vector<bool> keep(g.nodes.size(), false);
+  for (size_t k = g.nodes.size(); k-- > 0;) {
+    for (const auto& o : g.nodes[k].outputs)
+      if (live.count(o)) keep[k] = true;
+    if (keep[k])
+      for (const auto& in : g.nodes[k].inputs) live.insert(in);
+  }
+  std::vector<Node> kept;
+  int removed = 0;
+  for (size_t k = 0; k < g.nodes.size(); k++) {
+    if (keep[k]) kept.push_back(std::move(g.nodes[k])); else removed++;
+  }
+  g.nodes = std::move(kept);
+  return removed;
+}
+
+void run_default_passes(Graph& g) {
+  fold_constants(g);
+  remove_identity_ops(g);
+  fold_batchnorm_into_conv(g);
+  remove_dead_nodes(g);
+}
+
+}  // namespace ts

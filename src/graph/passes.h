@@ -1,0 +1,20 @@
+#pragma once
+// Graph passes that run after import, each in place and idempotent.
+#include "graph/graph.h"
+
+namespace ts {
+
+// Folds every node whose inputs are all constant (see const_eval.h); returns nodes removed.
+int fold_constants(Graph& g);
+// Removes Identity and inference-mode Dropout by rewiring their consumers; returns nodes removed.
+int remove_identity_ops(Graph& g);
+// Folds BatchNormalization into the Conv that feeds it when the Conv has no other consumer and
+// both have constant parameters; other BatchNormalizations stay as their own op. Returns folds.
+int fold_batchnorm_into_conv(Graph& g);
+// Removes nodes whose outputs nothing reads; returns nodes removed.
+int remove_dead_nodes(Graph& g);
+
+// All of the above in order.
+void run_default_passes(Graph& g);
+
+}  // namespace ts

@@ -1,0 +1,274 @@
+#include "graph/tensor.h"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace ts {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::Float64: case DType::Int64: case DType::UInt64: return 8;
+    case DType::Float32: case DType::Int32: case DType::UInt32: return 4;
+    case DType::Int16: case DType::UInt16: return 2;
+    case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
+  }
+  return 0;
+}
+
+std::string dtype_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Int8: return "int8";
+    case DType::UInt8: return "uint8";
+    case DType::Int16: return "int16";
+    case DType::UInt16: return "uint16";
+    case DType::Int32: return "int32";
+    case DType::UInt32: return "uint32";
+    case DType::Int64: return "int64";
+    case DType::UInt64: return "uint64";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+bool dtype_is_float(DType t) { return t == DType::Float32 || t == DType::Float64; }
+
+DType dtype_from_onnx(int t, const std::string& where) {
+  using P = onnx::TensorProto;
+  switch (t) {
+    case P::FLOAT: return DType::Float32;
+    case P::DOUBLE: return DType::Float64;
+    case P::INT8: return DType::Int8;
+    case P::UINT8: return DType::UInt8;
+    case P::INT16: return DType::Int16;
+    case P::UINT16: return DType::UInt16;
+    case P::INT32: return DType::Int32;
+    case P::UINT32: return DType::UInt32;
+    case P::INT64: return DType::Int64;
+    case P::UINT64: return DType::UInt64;
+    case P::BOOL: return DType::Bool;
+    default: break;
+  }
+  std::string name = P::DataType_IsValid(t) ? P::DataType_Name(static_cast<P::DataType>(t)) : std::to_string(t);
+  throw Unsupported(fmt::format("{}: element type {} is not supported (supported: float32, float64, "
+                                "int8-64, uint8-64, bool)", where, name));
+}
+
+int dtype_to_onnx(DType t) {
+  using P = onnx::TensorProto;
+  switch (t) {
+    case DType::Float32: return P::FLOAT;
+    case DType::Float64: return P::DOUBLE;
+    case DType::Int8: return P::INT8;
+    case DType::UInt8: return P::UINT8;
+    case DType::Int16: return P::INT16;
+    case DType::UInt16: return P::UINT16;
+    case DType::Int32: return P::INT32;
+    case DType::UInt32: return P::UINT32;
+    case DType::Int64: return P::INT64;
+    case DType::UInt64: return P::UINT64;
+    case DType::Bool: return P::BOOL;
+  }
+  return P::UNDEFINED;
+}
+
+int64_t num_elements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); i++) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+Tensor::Tensor(DType t, Shape s) : dtype(t), shape(std::move(s)) {
+  bytes.assign(dtype_size(t) * num_elements(shape), 0);
+}
+
+// Dispatch on dtype with the C++ element type bound to T.
+template <typename F>
+static auto visit_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    case DType::Int8: return f(int8_t{});
+    case DType::UInt8: return f(uint8_t{});
+    case DType::Int16: return f(int16_t{});
+    case DType::UInt16: return f(uint16_t{});
+    case DType::Int32: return f(int32_t{});
+    case DType::UInt32: return f(uint32_t{});
+    case DType::Int64: return f(int64_t{});
+    case DType::UInt64: return f(uint64_t{});
+    case DType::Bool: return f(bool{});
+  }
+  return f(float{});
+}
+
+double Tensor::get_f64(int64_t i) const {
+  return visit_dtype(dtype, [&](auto z) { return static_cast<double>(data<decltype(z)>()[i]); });
+}
+int64_t Tensor::get_i64(int64_t i) const {
+  return visit_dtype(dtype, [&](auto z) { return static_cast<int64_t>(data<decltype(z)>()[i]); });
+}
+void Tensor::set_f64(int64_t i, double v) {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    data<T>()[i] = static_cast<T>(v);
+    return 0;
+  });
+}
+std::vector<int64_t> Tensor::to_i64_vector() const {
+  std::vector<int64_t> r(size());
+  for (int64_t i = 0; i < size(); i++) r[i] = get_i64(i);
+  return r;
+}
+std::vector<double> Tensor::to_f64_vector() const {
+  std::vector<double> r(size());
+  for (int64_t i = 0; i < size(); i++) r[i] = get_f64(i);
+  return r;
+}
+Tensor Tensor::cast(DType to) const {
+  Tensor r(to, shape);
+  bool int_path = !dtype_is_float(dtype) && !dtype_is_float(to);
+  for (int64_t i = 0; i < size(); i++) {
+    if (int_path) {
+      int64_t v = get_i64(i);
+      visit_dtype(to, [&](auto z) { r.data<decltype(z)>()[i] = static_cast<decltype(z)>(v); return 0; });
+    } else {
+      r.set_f64(i, get_f64(i));
+    }
+  }
+  return r;
+}
+Tensor Tensor::from_i64(const std::vector<int64_t>& v, Shape s) {
+  Tensor t(DType::Int64, std::move(s));
+  if (t.size() != static_cast<int64_t>(v.size())) throw Error("Tensor::from_i64: size mismatch");
+  std::memcpy(t.bytes.data(), v.data(), v.size() * 8);
+  return t;
+}
+Tensor Tensor::scalar_f32(float v) {
+  Tensor t(DType::Float32, {});
+  t.data<float>()[0] = v;
+  return t;
+}
+
+static std::string read_external(const onnx::TensorProto& p, const std::string& where,
+                                 const std::string& base_dir, size_t nbytes) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : p.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    if (kv.key() == "offset") offset = std::stoll(kv.value());
+    if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  std::string path = (std::filesystem::path(base_dir) / location).string();
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(fmt::format("{}: external data file '{}' cannot be opened", where, path));
+  f.seekg(offset);
+  std::string buf(length >= 0 ? static_cast<size_t>(length) : nbytes, '\0');
+  f.read(buf.data(), buf.size());
+  if (static_cast<size_t>(f.gcount()) != buf.size())
+    throw Error(fmt::format("{}: external data file '{}' is truncated", where, path));
+  return buf;
+}
+
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& where, const std::string& base_dir) {
+  Shape shape(p.dims().begin(), p.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) throw Error(fmt::format("{}: negative dimension in {}", where, shape_str(shape)));
+  Tensor t(dtype_from_onnx(p.data_type(), where), shape);
+  const int64_t n = t.size();
+  const size_t nbytes = t.bytes.size();
+  auto expect = [&](int64_t got) {
+    if (got != n)
+      throw Error(fmt::format("{}: has {} values, shape {} needs {}", where, got, shape_str(shape), n));
+  };
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string raw = read_external(p, where, base_dir, nbytes);
+    expect(static_cast<int64_t>(raw.size() / dtype_size(t.dtype)));
+    std::memcpy(t.bytes.data(), raw.data(), nbytes);
+  } else if (p.has_raw_data()) {
+    expect(static_cast<int64_t>(p.raw_data().size() / dtype_size(t.dtype)));
+    std::memcpy(t.bytes.data(), p.raw_data().data(), nbytes);
+  } else if (p.float_data_size()) {
+    expect(p.float_data_size());
+    for (int64_t i = 0; i < n; i++) t.set_f64(i, p.float_data(i));
+  } else if (p.double_data_size()) {
+    expect(p.double_data_size());
+    for (int64_t i = 0; i < n; i++) t.set_f64(i, p.double_data(i));
+  } else if (p.int64_data_size()) {
+    expect(p.int64_data_size());
+    for (int64_t i = 0; i < n; i++) {
+      int64_t v = p.int64_data(i);
+      if (t.dtype == DType::Int64) t.data<int64_t>()[i] = v; else t.set_f64(i, static_cast<double>(v));
+    }
+  } else if (p.int32_data_size()) {
+    expect(p.int32_data_size());
+    for (int64_t i = 0; i < n; i++) t.set_f64(i, p.int32_data(i));
+  } else if (p.uint64_data_size()) {
+    expect(p.uint64_data_size());
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t v = p.uint64_data(i);
+      if (t.dtype == DType::UInt64) t.data<uint64_t>()[i] = v; else t.set_f64(i, static_cast<double>(v));
+    }
+  } else {
+    expect(0);
+  }
+  return t;
+}
+
+void tensor_to_proto(const Tensor& t, onnx::TensorProto* p) {
+  p->set_data_type(dtype_to_onnx(t.dtype));
+  p->clear_dims();
+  for (int64_t d : t.shape) p->add_dims(d);
+  p->set_raw_data(std::string(t.bytes.begin(), t.bytes.end()));
+}
+
+Tensor read_tensor_pb(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(fmt::format("{}: cannot open tensor file", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  onnx::TensorProto p;
+  if (!p.ParseFromString(ss.str())) throw Error(fmt::format("{}: not a serialized ONNX TensorProto", path));
+  return tensor_from_proto(p, path, std::filesystem::path(path).parent_path().string());
+}
+
+void write_tensor_pb(const Tensor& t, const std::string& name, const std::string& path) {
+  onnx::TensorProto p;
+  tensor_to_proto(t, &p);
+  p.set_name(name);
+  std::ofstream f(path, std::ios::binary);
+  if (!f || !p.SerializeToOstream(&f)) throw Error(fmt::format("{}: cannot write tensor file", path));
+}
+
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+Tensor random_tensor(DType t, const Shape& s, uint64_t seed, double lo, double hi) {
+  Tensor r(t, s);
+  uint64_t base = splitmix64(seed);
+  for (int64_t i = 0; i < r.size(); i++) {
+    double u = (splitmix64(base + static_cast<uint64_t>(i)) >> 11) * (1.0 / 9007199254740992.0);
+    double v = lo + (hi - lo) * u;
+    if (!dtype_is_float(t)) v = std::floor(v);
+    if (t == DType::Bool) v = u < 0.5 ? 0 : 1;
+    r.set_f64(i, v);
+  }
+  return r;
+}
+
+}  // namespace ts

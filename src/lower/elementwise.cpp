@@ -1,0 +1,188 @@
+// Elementwise ops: unary activations and math, numpy-broadcasting binary and variadic ops,
+// comparisons and logic, Where, Cast.
+#include <fmt/format.h>
+
+#include "lower/lower.h"
+#include "lower/math.h"
+
+namespace ts {
+
+using Halide::Expr;
+using Idx = std::vector<Expr>;
+
+namespace {
+
+using UnaryBody = std::function<Expr(Expr, const LowerContext&)>;
+
+LowerFn unary(UnaryBody f) {
+  return [f](const LowerContext& c) {
+    const LTensor& x = c.in(0);
+    return std::vector<LTensor>{c.output([&](const Idx& i) { return f(x.at(i), c); })};
+  };
+}
+
+// Float-only activation: rejects integer inputs by name.
+LowerFn unary_float(UnaryBody f) {
+  return [f](const LowerContext& c) {
+    if (!dtype_is_float(c.in(0).dtype)) c.unsupported(fmt::format("input type {} (float only)", dtype_name(c.in(0).dtype)));
+    return unary(f)(c);
+  };
+}
+
+Expr fconst(const Expr& like, double v) { return Halide::cast(like.type(), Expr(v)); }
+
+LowerFn binary(std::function<Expr(Expr, Expr, const LowerContext&)> f) {
+  return [f](const LowerContext& c) {
+    const LTensor &a = c.in(0), &b = c.in(1);
+    return std::vector<LTensor>{c.output([&](const Idx& i) { return f(a.at_broadcast(i), b.at_broadcast(i), c); })};
+  };
+}
+
+// Variadic Min/Max/Sum/Mean with broadcasting across all inputs.
+LowerFn variadic(std::function<Expr(Expr, Expr)> combine, bool mean) {
+  return [combine, mean](const LowerContext& c) {
+    return std::vector<LTensor>{c.output([&](const Idx& i) {
+      Expr acc = c.in(0).at_broadcast(i);
+      for (size_t k = 1; k < c.inputs.size(); k++) acc = combine(acc, c.in(k).at_broadcast(i));
+      return mean ? acc / fconst(acc, static_cast<double>(c.inputs.size())) : acc;
+    })};
+  };
+}
+
+// Division with ONNX semantics: integers truncate toward zero (Halide's `/` is Euclidean).
+Expr onnx_div(Expr a, Expr b) {
+  if (a.type().is_float() || a.type().is_uint()) return a / b;
+  Expr q = a / b, r = a % b;
+  Expr adjust = Halide::select(a < 0 && r != 0, Halide::select(b > 0, 1, -1), 0);
+  return q + Halide::cast(q.type(), adjust);
+}
+
+Expr onnx_pow(Expr a, Expr b, const LowerContext& c) {
+  // A constant scalar exponent becomes multiplies/sqrt (the common x^2, x^0.5 of LayerNorm-like
+  // decompositions), so they vectorize and count as what they are.
+  if (const Tensor* e = c.constant(1); e && e->size() == 1 && a.type().is_float()) {
+    double v = e->get_f64(0);
+    if (v == 1.0) return a;
+    if (v == 2.0) return a * a;
+    if (v == 3.0) return a * a * a;
+    if (v == 0.5) return Halide::sqrt(a);
+    if (v == -1.0) return fconst(a, 1) / a;
+  }
+  Halide::Type ft = a.type().is_float() ? a.type() : Halide::Float(64);
+  return Halide::cast(a.type(), Halide::pow(Halide::cast(ft, a), Halide::cast(ft, b)));
+}
+
+Expr clip_bound(const LowerContext& c, size_t input, const char* attr, Expr x, bool upper) {
+  if (c.opset() < 11) {
+    double d = upper ? 3.4028234663852886e38 : -3.4028234663852886e38;
+    return fconst(x, c.node.attr_float(attr, d));
+  }
+  if (c.has_input(input)) return c.in(input).at({});
+  return upper ? x.type().max() : x.type().min();
+}
+
+}  // namespace
+
+void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
+  r["Relu"] = unary([](Expr x, auto&) { return Halide::max(x, Halide::cast(x.type(), 0)); });
+  r["LeakyRelu"] = unary_float([](Expr x, auto& c) { return Halide::select(x < 0, x * fconst(x, c.node.attr_float("alpha", 0.01)), x); });
+  r["Elu"] = unary_float([](Expr x, auto& c) {
+    return Halide::select(x < 0, fconst(x, c.node.attr_float("alpha", 1.0)) * (ts_exp(x) - fconst(x, 1)), x);
+  });
+  r["Celu"] = unary_float([](Expr x, auto& c) {
+    Expr a = fconst(x, c.node.attr_float("alpha", 1.0));
+    return Halide::max(x, fconst(x, 0)) + Halide::min(fconst(x, 0), a * (ts_exp(x / a) - fconst(x, 1)));
+  });
+  r["Selu"] = unary_float([](Expr x, auto& c) {
+    Expr a = fconst(x, c.node.attr_float("alpha", 1.67326319217681884765625));
+    Expr g = fconst(x, c.node.attr_float("gamma", 1.05070102214813232421875));
+    return g * Halide::select(x <= 0, a * (ts_exp(x) - fconst(x, 1)), x);
+  });
+  r["Sigmoid"] = unary_float([](Expr x, auto&) { return ts_sigmoid(x); });
+  r["HardSigmoid"] = unary_float([](Expr x, auto& c) {
+    Expr y = fconst(x, c.node.attr_float("alpha", 0.2)) * x + fconst(x, c.node.attr_float("beta", 0.5));
+    return Halide::clamp(y, fconst(x, 0), fconst(x, 1));
+  });
+  r["HardSwish"] = unary_float([](Expr x, auto&) {
+    return x * Halide::clamp(x * fconst(x, 1.0 / 6) + fconst(x, 0.5), fconst(x, 0), fconst(x, 1));
+  });
+  r["Tanh"] = unary_float([](Expr x, auto&) { return ts_tanh(x); });
+  r["Softplus"] = unary_float([](Expr x, auto&) {
+    return Halide::select(x > 20, x, ts_log(fconst(x, 1) + ts_exp(x)));
+  });
+  r["Softsign"] = unary_float([](Expr x, auto&) { return x / (fconst(x, 1) + Halide::abs(x)); });
+  r["ThresholdedRelu"] = unary_float([](Expr x, auto& c) {
+    return Halide::select(x > fconst(x, c.node.attr_float("alpha", 1.0)), x, fconst(x, 0));
+  });
+  r["Erf"] = unary_float([](Expr x, auto&) { return ts_erf(x); });
+  r["Exp"] = unary_float([](Expr x, auto&) { return ts_exp(x); });
+  r["Log"] = unary_float([](Expr x, auto&) { return ts_log(x); });
+  r["Sqrt"] = unary_float([](Expr x, auto&) { return Halide::sqrt(x); });
+  r["Reciprocal"] = unary_float([](Expr x, auto&) { return fconst(x, 1) / x; });
+  r["Floor"] = unary_float([](Expr x, auto&) { return Halide::floor(x); });
+  r["Ceil"] = unary_float([](Expr x, auto&) { return Halide::ceil(x); });
+  r["Round"] = unary_float([](Expr x, auto&) { return Halide::round(x); });  // half to even, as ONNX
+  r["Abs"] = unary([](Expr x, auto&) { return x.type().is_uint() ? x : Halide::cast(x.type(), Halide::abs(x)); });
+  r["Neg"] = unary([](Expr x, auto&) { return -x; });
+  r["Sign"] = unary([](Expr x, auto&) {
+    Expr z = Halide::cast(x.type(), 0);
+    return Halide::select(x > z, Halide::cast(x.type(), 1), x < z, Halide::cast(x.type(), -1), z);
+  });
+  r["Not"] = unary([](Expr x, auto&) { return !x; });
+  r["Identity"] = unary([](Expr x, auto&) { return x; });
+  r["Dropout"] = [](const LowerContext& c) {
+    if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.unsupported("the mask output");
+    if (c.has_input(2)) {
+      const Tensor* t = c.constant(2);
+      if (!t || t->get_i64(0) != 0) c.unsupported("training mode");
+    }
+    const LTensor& x = c.in(0);
+    return std::vector<LTensor>{c.output([&](const Idx& i) { return x.at(i); })};
+  };
+  r["Cast"] = [](const LowerContext& c) {
+    const LTensor& x = c.in(0);
+    DType to = c.out_info().dtype;
+    return std::vector<LTensor>{c.output([&](const Idx& i) {
+      Expr v = x.at(i);
+      // float -> bool is "!= 0"; Halide's cast would truncate first.
+      if (to == DType::Bool) return Expr(v != Halide::cast(v.type(), 0));
+      return Halide::cast(halide_type(to), v);
+    })};
+  };
+  r["Clip"] = [](const LowerContext& c) {
+    const LTensor& x = c.in(0);
+    return std::vector<LTensor>{c.output([&](const Idx& i) {
+      Expr v = x.at(i);
+      return Halide::min(Halide::max(v, clip_bound(c, 1, "min", v, false)), clip_bound(c, 2, "max", v, true));
+    })};
+  };
+
+  r["Add"] = binary([](Expr a, Expr b, auto&) { return a + b; });
+  r["Sub"] = binary([](Expr a, Expr b, auto&) { return a - b; });
+  r["Mul"] = binary([](Expr a, Expr b, auto&) { return a * b; });
+  r["Div"] = binary([](Expr a, Expr b, auto&) { return onnx_div(a, b); });
+  r["Pow"] = binary([](Expr a, Expr b, auto& c) { return onnx_pow(a, b, c); });
+  r["PRelu"] = binary([](Expr x, Expr s, auto&) { return Halide::select(x < 0, x * s, x); });
+  r["Equal"] = binary([](Expr a, Expr b, auto&) { return a == b; });
+  r["Less"] = binary([](Expr a, Expr b, auto&) { return a < b; });
+  r["LessOrEqual"] = binary([](Expr a, Expr b, auto&) { return a <= b; });
+  r["Greater"] = binary([](Expr a, Expr b, auto&) { return a > b; });
+  r["GreaterOrEqual"] = binary([](Expr a, Expr b, auto&) { return a >= b; });
+  r["And"] = binary([](Expr a, Expr b, auto&) { return a && b; });
+  r["Or"] = binary([](Expr a, Expr b, auto&) { return a || b; });
+  r["Xor"] = binary([](Expr a, Expr b, auto&) { return a != b; });
+
+  r["Min"] = variadic([](Expr a, Expr b) { return Halide::min(a, b); }, false);
+  r["Max"] = variadic([](Expr a, Expr b) { return Halide::max(a, b); }, false);
+  r["Sum"] = variadic([](Expr a, Expr b) { return a + b; }, false);
+  r["Mean"] = variadic([](Expr a, Expr b) { return a + b; }, true);
+
+  r["Where"] = [](const LowerContext& c) {
+    const LTensor &cond = c.in(0), &x = c.in(1), &y = c.in(2);
+    return std::vector<LTensor>{c.output([&](const Idx& i) {
+      return Halide::select(cond.at_broadcast(i), x.at_broadcast(i), y.at_broadcast(i));
+    })};
+  };
+}
+
+}  // namespace ts

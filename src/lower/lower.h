@@ -1,0 +1,92 @@
+#pragma once
+// Lowering: every Graph node becomes Halide Funcs with fixed shapes.
+//
+// Reading guide: LTensor is a tensor as Halide sees it (a Func plus its ONNX shape). An op is
+// lowered by a LowerFn registered per op type (one .cpp per op family: elementwise, conv,
+// pool, gemm, normalization, reduce, shape_ops, resize). lower_graph() walks the nodes in order.
+// Conventions: Halide's argument 0 is the innermost (last ONNX) axis, so LTensor::at() takes
+// indices in ONNX order and reverses them. Every access stays inside its producer's shape
+// (padding is a clamp plus a select), so a pipeline's bounds are exactly its tensors' shapes.
+#include <Halide.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace ts {
+
+Halide::Type halide_type(DType t);
+
+struct LTensor {
+  Halide::Func func;  // func(x_{r-1}, ..., x_0): argument 0 is the last ONNX axis
+  Shape shape;        // ONNX order
+  DType dtype = DType::Float32;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  Halide::Type type() const { return halide_type(dtype); }
+  // Element at ONNX-order indices.
+  Halide::Expr at(const std::vector<Halide::Expr>& idx) const;
+  // Element at `out_idx` of a broadcast result of rank >= rank() (numpy rules, right-aligned).
+  Halide::Expr at_broadcast(const std::vector<Halide::Expr>& out_idx) const;
+  // Element at `idx`, or `outside` where any index leaves the shape (reads stay in bounds).
+  Halide::Expr at_or(const std::vector<Halide::Expr>& idx, Halide::Expr outside) const;
+};
+
+// Defines Func `name` of `shape` whose value at ONNX-order indices is body(indices).
+LTensor define_tensor(const std::string& name, const Shape& shape, DType dtype,
+                      const std::function<Halide::Expr(const std::vector<Halide::Expr>&)>& body);
+// A Func reading a constant tensor (an initializer or folded value).
+LTensor constant_tensor(const std::string& name, const Tensor& t);
+// Halide Buffer holding a copy of t, dims reversed.
+Halide::Buffer<> to_halide_buffer(const Tensor& t, const std::string& name);
+// Halide-safe name (letters, digits, underscore), unique per `ctx` via a counter.
+std::string sanitize_name(const std::string& s);
+
+// What a lowering function sees of its node.
+struct LowerContext {
+  const Graph& graph;                       // whole graph (shapes, constants)
+  const Node& node;                         // the node being lowered
+  std::vector<const LTensor*> inputs;       // null where the input is absent ("")
+  std::string prefix;                       // unique Func-name prefix for this node
+
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
+  const LTensor& in(size_t i) const;        // throws naming the node when absent
+  // Value of input i when it is a compile-time constant (shape, axes, pads, scales...).
+  const Tensor* constant(size_t i) const;
+  // Value of input i, which must be constant (throws Unsupported naming the node otherwise).
+  const Tensor& require_constant(size_t i, const char* what) const;
+  const TensorInfo& out_info(size_t i = 0) const;
+  std::string name(const std::string& suffix = "") const { return prefix + suffix; }
+  // Output tensor i defined by body over output indices.
+  LTensor output(const std::function<Halide::Expr(const std::vector<Halide::Expr>&)>& body, size_t i = 0) const;
+  int opset() const { return graph.opset; }
+  // Throws Unsupported: "<file>: node 'x' (Op): <what>".
+  [[noreturn]] void unsupported(const std::string& what) const;
+  [[noreturn]] void fail(const std::string& what) const;
+};
+
+using LowerFn = std::function<std::vector<LTensor>(const LowerContext&)>;
+
+// Registry of every op type tensorsched lowers.
+const std::map<std::string, LowerFn>& op_registry();
+bool op_supported(const std::string& op);
+std::vector<std::string> supported_ops();
+
+// Lowers every node of g. `bound` gives the Funcs of graph inputs (ImageParams or buffers);
+// constants become buffer-backed Funcs. Returns the LTensor of every tensor name.
+std::map<std::string, LTensor> lower_graph(const Graph& g, const std::map<std::string, LTensor>& bound);
+
+// Per-family registration (one per file in src/lower/).
+void register_elementwise_ops(std::map<std::string, LowerFn>& r);
+void register_conv_ops(std::map<std::string, LowerFn>& r);
+void register_pool_ops(std::map<std::string, LowerFn>& r);
+void register_gemm_ops(std::map<std::string, LowerFn>& r);
+void register_normalization_ops(std::map<std::string, LowerFn>& r);
+void register_reduce_ops(std::map<std::string, LowerFn>& r);
+void register_shape_ops(std::map<std::string, LowerFn>& r);
+void register_resize_ops(std::map<std::string, LowerFn>& r);
+
+}  // namespace ts

@@ -1,0 +1,73 @@
+#include "lower/math.h"
+
+#include <limits>
+
+namespace ts {
+
+using Halide::Expr;
+
+static bool is_f32(const Expr& x) { return x.type() == Halide::Float(32); }
+
+Expr ts_exp(Expr x) {
+  if (!is_f32(x)) return Halide::exp(x);
+  // exp(x) = 2^k * exp(r), k = round(x / ln2), r = x - k*ln2 split in two parts for accuracy.
+  Expr xc = Halide::clamp(x, -87.0f, 88.72f);
+  Expr k = Halide::round(xc * 1.44269504f);
+  Expr r = xc - k * 0.693145752f - k * 1.42860677e-6f;
+  Expr p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f + r * (0.00833333377f + r * 0.00138888892f)))));
+  // Scale by 2^(k-1) * 2 so that k = 128 (x near 88.7) does not overflow the exponent field.
+  Expr bits = Halide::cast<int32_t>(k + 126.0f) << 23;
+  Expr y = (p * Halide::reinterpret(Halide::Float(32), bits)) * 2.0f;
+  y = Halide::select(x < -87.0f, 0.0f, y);
+  y = Halide::select(x > 88.72f, std::numeric_limits<float>::infinity(), y);
+  return Halide::select(x != x, x, y);  // NaN stays NaN
+}
+
+Expr ts_log(Expr x) {
+  if (!is_f32(x)) return Halide::log(x);
+  // x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log(x) = e*ln2 + log(m), log(m) via atanh series
+  // on s = (m-1)/(m+1): log(m) = 2(s + s^3/3 + s^5/5 + s^7/7 + s^9/9).
+  Expr bits = Halide::reinterpret(Halide::Int(32), x);
+  Expr e = ((bits >> 23) & 0xff) - 127;
+  Expr m = Halide::reinterpret(Halide::Float(32), (bits & 0x007fffff) | 0x3f800000);
+  Expr big = m > 1.41421356f;
+  m = Halide::select(big, m * 0.5f, m);
+  Expr ef = Halide::cast<float>(Halide::select(big, e + 1, e));
+  Expr s = (m - 1.0f) / (m + 1.0f);
+  Expr s2 = s * s;
+  Expr poly = 2.0f * s * (1.0f + s2 * (0.333333333f + s2 * (0.2f + s2 * (0.142857143f + s2 * 0.111111111f))));
+  Expr y = ef * 0.693147181f + poly;
+  // Denormals, zero, negatives, infinity and NaN keep IEEE semantics.
+  y = Halide::select(x < 1.17549435e-38f, Halide::log(x), y);
+  return Halide::select(x > 3.4e38f || x != x, x, y);
+}
+
+Expr ts_tanh(Expr x) {
+  if (!is_f32(x)) return Halide::tanh(x);
+  Expr ax = Halide::abs(x);
+  Expr x2 = x * x;
+  Expr small = x * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * 0.0218694885f))));
+  Expr e = ts_exp(-2.0f * ax);
+  Expr large = (1.0f - e) / (1.0f + e);
+  large = Halide::select(x < 0, -large, large);
+  return Halide::select(ax < 0.25f, small, large);
+}
+
+Expr ts_erf(Expr x) {
+  if (!is_f32(x)) return Halide::cast(x.type(), ts_erf(Halide::cast<float>(x)));
+  Expr ax = Halide::abs(x);
+  Expr t = 1.0f / (1.0f + 0.3275911f * ax);
+  Expr poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  Expr y = 1.0f - poly * ts_exp(-ax * ax);
+  // Near zero use the Taylor series: the form above has absolute, not relative, accuracy.
+  Expr x2 = x * x;
+  Expr taylor = x * 1.12837917f * (1.0f + x2 * (-0.333333333f + x2 * (0.1f + x2 * -0.0238095238f)));
+  return Halide::select(ax < 0.1f, taylor, Halide::select(x < 0, -y, y));
+}
+
+Expr ts_sigmoid(Expr x) {
+  Expr one = Halide::cast(x.type(), 1);
+  return one / (one + ts_exp(-x));
+}
+
+}  // namespace ts

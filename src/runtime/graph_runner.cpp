@@ -1,0 +1,101 @@
+#include "runtime/graph_runner.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "lower/lower.h"
+
+namespace ts {
+
+struct GraphRunner::Impl {
+  const Graph& graph;
+  std::map<std::string, Halide::ImageParam> params;  // one per runtime input
+  std::vector<Halide::Func> outputs;                 // one wrapper Func per graph output
+  Halide::Pipeline pipeline;
+};
+
+GraphRunner::GraphRunner(const Graph& g) : impl_(new Impl{g, {}, {}, {}}) {
+  std::map<std::string, LTensor> bound;
+  for (const auto& name : g.inputs) {
+    const auto& info = g.tensor(name);
+    Halide::ImageParam p(halide_type(info.dtype), static_cast<int>(info.shape.size()), sanitize_name("in_" + name));
+    impl_->params.emplace(name, p);
+    bound[name] = define_tensor(sanitize_name("input_" + name), info.shape, info.dtype, [&](const std::vector<Halide::Expr>& idx) {
+      return p(std::vector<Halide::Expr>(idx.rbegin(), idx.rend()));
+    });
+  }
+  auto values = lower_graph(g, bound);
+  for (const auto& node : g.nodes)
+    for (const auto& o : node.outputs)
+      if (!o.empty()) values.at(o).func.compute_root();
+  for (size_t k = 0; k < g.outputs.size(); k++) {
+    const LTensor& t = values.at(g.outputs[k]);
+    LTensor out = define_tensor(fmt::format("output_{}", k), t.shape, t.dtype,
+                                [&](const std::vector<Halide::Expr>& idx) { return t.at(idx); });
+    impl_->outputs.push_back(out.func);
+  }
+  // Stages with update definitions (reductions) cannot be inlined: give them their own root.
+  for (const auto& f : impl_->outputs)
+    for (auto& [name, fn] : Halide::Internal::find_transitive_calls(f.function()))
+      if (fn.has_update_definition()) Halide::Func(fn).compute_root();
+  impl_->pipeline = Halide::Pipeline(impl_->outputs);
+  impl_->pipeline.compile_jit(Halide::get_jit_target_from_environment());
+}
+
+GraphRunner::~GraphRunner() = default;
+
+std::vector<Tensor> GraphRunner::run(const std::map<std::string, Tensor>& inputs) {
+  const Graph& g = impl_->graph;
+  std::vector<Halide::Buffer<>> keep;
+  for (const auto& name : g.inputs) {
+    auto it = inputs.find(name);
+    if (it == inputs.end()) throw Error(fmt::format("{}: no value given for input '{}'", g.path, name));
+    const auto& info = g.tensor(name);
+    if (it->second.shape != info.shape || it->second.dtype != info.dtype)
+      throw Error(fmt::format("{}: input '{}' is {} {}, the model expects {} {}", g.path, name,
+                              dtype_name(it->second.dtype), shape_str(it->second.shape), dtype_name(info.dtype),
+                              shape_str(info.shape)));
+    keep.push_back(to_halide_buffer(it->second, name));
+    impl_->params.at(name).set(keep.back());
+  }
+  std::vector<Tensor> results;
+  std::vector<Halide::Buffer<>> bufs;
+  for (const auto& name : g.outputs) {
+    const auto& info = g.tensor(name);
+    results.emplace_back(info.dtype, info.shape);
+    bufs.push_back(to_halide_buffer(results.back(), name));
+  }
+  impl_->pipeline.realize(Halide::Realization(bufs));
+  for (size_t k = 0; k < bufs.size(); k++)
+    if (!results[k].bytes.empty()) std::memcpy(results[k].bytes.data(), bufs[k].data(), results[k].bytes.size());
+  return results;
+}
+
+Comparison compare_tensors(const Tensor& got, const Tensor& want, double rtol, double atol) {
+  Comparison c;
+  if (got.shape != want.shape) {
+    c.ok = false;
+    c.message = fmt::format("shape {} != expected {}", shape_str(got.shape), shape_str(want.shape));
+    return c;
+  }
+  int64_t bad = -1;
+  for (int64_t i = 0; i < want.size(); i++) {
+    double a = got.get_f64(i), b = want.get_f64(i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (std::isinf(b) && a == b) continue;
+    double err = std::fabs(a - b);
+    if (std::isnan(err)) err = INFINITY;
+    c.max_abs_error = std::max(c.max_abs_error, err);
+    if (b != 0) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(b));
+    if (!(err <= atol + rtol * std::fabs(b)) && bad < 0) bad = i;
+  }
+  if (bad >= 0) {
+    c.ok = false;
+    c.message = fmt::format("element {}: got {} expected {}", bad, got.get_f64(bad), want.get_f64(bad));
+  }
+  return c;
+}
+
+}  // namespace ts

@@ -1,0 +1,37 @@
+#pragma once
+// GraphRunner: lowers a whole graph into one Halide pipeline and JIT-compiles it. Meant for
+// small graphs (ONNX conformance cases, tests); whole networks go through CompiledModel, which
+// compiles each workload as its own pipeline.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace ts {
+
+class GraphRunner {
+ public:
+  // Lowers g (every node output computed at root, helpers inlined) and JIT-compiles it.
+  explicit GraphRunner(const Graph& g);
+  ~GraphRunner();
+  // Runs on `inputs` (by graph input name; each must match shape and dtype) and returns the
+  // graph outputs in order.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Compares `got` against `want` with |got - want| <= atol + rtol * |want| (NaN equals NaN).
+struct Comparison {
+  bool ok = true;
+  double max_abs_error = 0;   // largest |got - want|
+  double max_rel_error = 0;   // largest |got - want| / |want| over nonzero want
+  std::string message;        // why not ok (shape, dtype, values)
+};
+Comparison compare_tensors(const Tensor& got, const Tensor& want, double rtol, double atol);
+
+}  // namespace ts
