@@ -17,7 +17,7 @@ namespace ts {
 
 namespace {
 
-constexpr int kMinOpset = 7, kMaxOpset = 17;
+constexpr int kMinOpset = 6, kMaxOpset = 17;
 
 Attribute convert_attr(const onnx::AttributeProto& a, const std::string& where) {
   using A = onnx::AttributeProto;
@@ -130,6 +130,9 @@ class Importer {
       throw Error(fmt::format("{}: not an ONNX model (no IR version, graph or opset import)", path_));
     if (model_.graph().output_size() == 0) throw Error(fmt::format("{}: the graph has no outputs", path_));
     base_dir_ = std::filesystem::path(path_).parent_path().string();
+    // Folded constants become initializers that are not graph inputs, which shape inference
+    // only honours from IR version 4 on.
+    if (model_.ir_version() < 4) model_.set_ir_version(4);
   }
 
   void check_opset_and_ops() {

@@ -29,12 +29,23 @@ LowerFn unary_float(UnaryBody f) {
   };
 }
 
-Expr fconst(const Expr& like, double v) { return Halide::cast(like.type(), Expr(v)); }
+Expr fconst(const Expr& like, double v) { return typed_const(like.type(), v); }
+
+// Opset < 7 binary ops with broadcast=1 and `axis`: b's dims line up with a's starting at axis.
+Expr legacy_broadcast(const LTensor& b, const Idx& out, int64_t axis) {
+  Idx i;
+  for (int d = 0; d < b.rank(); d++) i.push_back(b.shape[d] == 1 ? Expr(0) : out[axis + d]);
+  return b.at(i);
+}
 
 LowerFn binary(std::function<Expr(Expr, Expr, const LowerContext&)> f) {
   return [f](const LowerContext& c) {
     const LTensor &a = c.in(0), &b = c.in(1);
-    return std::vector<LTensor>{c.output([&](const Idx& i) { return f(a.at_broadcast(i), b.at_broadcast(i), c); })};
+    const bool legacy = c.opset() < 7 && c.node.attr_int("broadcast", 0) != 0 && c.node.has("axis");
+    const int64_t axis = legacy ? c.node.attr_int("axis", 0) + (c.node.attr_int("axis", 0) < 0 ? a.rank() : 0) : 0;
+    return std::vector<LTensor>{c.output([&](const Idx& i) {
+      return f(a.at_broadcast(i), legacy ? legacy_broadcast(b, i, axis) : b.at_broadcast(i), c);
+    })};
   };
 }
 
@@ -162,7 +173,16 @@ void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
   r["Mul"] = binary([](Expr a, Expr b, auto&) { return a * b; });
   r["Div"] = binary([](Expr a, Expr b, auto&) { return onnx_div(a, b); });
   r["Pow"] = binary([](Expr a, Expr b, auto& c) { return onnx_pow(a, b, c); });
-  r["PRelu"] = binary([](Expr x, Expr s, auto&) { return Halide::select(x < 0, x * s, x); });
+  r["PRelu"] = [](const LowerContext& c) {
+    const LTensor &x = c.in(0), &slope = c.in(1);
+    // Before opset 7 a 1-D slope of size C is per channel (axis 1), not numpy-broadcast.
+    const bool per_channel = c.opset() < 7 && slope.rank() == 1 && x.rank() > 1 && slope.shape[0] == x.shape[1] &&
+                             slope.shape[0] != 1;
+    return std::vector<LTensor>{c.output([&](const Idx& i) {
+      Expr v = x.at(i), s = per_channel ? slope.at({i[1]}) : slope.at_broadcast(i);
+      return Halide::select(v < 0, v * s, v);
+    })};
+  };
   r["Equal"] = binary([](Expr a, Expr b, auto&) { return a == b; });
   r["Less"] = binary([](Expr a, Expr b, auto&) { return a < b; });
   r["LessOrEqual"] = binary([](Expr a, Expr b, auto&) { return a <= b; });

@@ -1,7 +1,94 @@
+// Gemm and MatMul: an accumulation stage (pure init + one update over the K reduction) followed
+// by the output stage that applies alpha/beta/bias, so the schedule space sees one matmul nest.
+#include <fmt/format.h>
+
 #include "lower/lower.h"
 
 namespace ts {
 
-void register_gemm_ops(std::map<std::string, LowerFn>& r) {}
+using Halide::Expr;
+using Idx = std::vector<Expr>;
+
+namespace {
+
+// acc(out) = sum_k a_at(out, k) * b_at(out, k), over an RDom of extent K.
+LTensor accumulate(const std::string& name, const Shape& out_shape, DType t, int64_t K,
+                   const std::function<Expr(const Idx&, Expr)>& a_at, const std::function<Expr(const Idx&, Expr)>& b_at) {
+  LTensor acc = define_tensor(name, out_shape, t, [&](const Idx&) { return Halide::cast(halide_type(t), 0); });
+  Halide::RDom k(0, static_cast<int>(K), name + "_k");
+  std::vector<Halide::Var> args = acc.func.args();
+  const int R = static_cast<int>(out_shape.size());
+  Idx o(R);
+  for (int d = 0; d < R; d++) o[d] = args[R - 1 - d];
+  std::vector<Expr> lhs(args.begin(), args.end());
+  acc.func(lhs) += a_at(o, k.x) * b_at(o, k.x);
+  return acc;
+}
+
+std::vector<LTensor> gemm(const LowerContext& c) {
+  const LTensor &A = c.in(0), &B = c.in(1);
+  if (A.rank() != 2 || B.rank() != 2) c.fail("A and B must be 2-D");
+  const bool ta = c.node.attr_int("transA", 0) != 0, tb = c.node.attr_int("transB", 0) != 0;
+  const int64_t K = ta ? A.shape[0] : A.shape[1];
+  if ((tb ? B.shape[1] : B.shape[0]) != K) c.fail(fmt::format("inner dimensions differ: A {} B {}", shape_str(A.shape), shape_str(B.shape)));
+  const auto& info = c.out_info();
+  LTensor acc = accumulate(c.name("_acc"), info.shape, info.dtype, K,
+                           [&](const Idx& o, Expr k) { return ta ? A.at({k, o[0]}) : A.at({o[0], k}); },
+                           [&](const Idx& o, Expr k) { return tb ? B.at({o[1], k}) : B.at({k, o[1]}); });
+  const Halide::Type t = halide_type(info.dtype);
+  const double alpha = c.node.attr_float("alpha", 1.0), beta = c.node.attr_float("beta", 1.0);
+  return {c.output([&](const Idx& o) {
+    Expr y = acc.at(o);
+    if (alpha != 1.0) y = y * typed_const(t, alpha);
+    if (c.has_input(2)) {
+      Expr bias = c.in(2).at_broadcast(o);
+      y = y + (beta != 1.0 ? bias * typed_const(t, beta) : bias);
+    }
+    return y;
+  })};
+}
+
+// numpy matmul: 1-D operands get a unit dim (then dropped), batch dims broadcast.
+std::vector<LTensor> matmul(const LowerContext& c) {
+  const LTensor &A = c.in(0), &B = c.in(1);
+  const bool a1 = A.rank() == 1, b1 = B.rank() == 1;
+  const int64_t K = a1 ? A.shape[0] : A.shape[A.rank() - 1];
+  if ((b1 ? B.shape[0] : B.shape[B.rank() - 2]) != K)
+    c.fail(fmt::format("inner dimensions differ: A {} B {}", shape_str(A.shape), shape_str(B.shape)));
+  const auto& info = c.out_info();
+  const int R = static_cast<int>(info.shape.size());
+  const int batch = R - (a1 ? 0 : 1) - (b1 ? 0 : 1);  // output batch dims
+  auto batch_idx = [&](const Idx& o, const LTensor& t) {
+    // Right-aligned batch dims of t (all but its last two), broadcast against the output's.
+    Idx i;
+    const int tb = t.rank() - 2;
+    for (int d = 0; d < tb; d++) i.push_back(t.shape[d] == 1 ? Expr(0) : o[batch - tb + d]);
+    return i;
+  };
+  LTensor acc = accumulate(
+      c.name("_acc"), info.shape, info.dtype, K,
+      [&](const Idx& o, Expr k) {
+        if (a1) return A.at({k});
+        Idx i = batch_idx(o, A);
+        i.push_back(o[batch]);
+        i.push_back(k);
+        return A.at(i);
+      },
+      [&](const Idx& o, Expr k) {
+        if (b1) return B.at({k});
+        Idx i = batch_idx(o, B);
+        i.push_back(k);
+        i.push_back(o[R - 1]);
+        return B.at(i);
+      });
+  return {c.output([&](const Idx& o) { return acc.at(o); })};
+}
+
+}  // namespace
+
+void register_gemm_ops(std::map<std::string, LowerFn>& r) {
+  r["Gemm"] = gemm;
+  r["MatMul"] = matmul;
+}
 
 }  // namespace ts

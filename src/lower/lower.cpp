@@ -53,6 +53,9 @@ Expr LTensor::at_or(const std::vector<Expr>& idx, Expr outside) const {
   return Halide::select(inside, at(clamped), Halide::cast(type(), outside));
 }
 
+Expr typed_const(Halide::Type t, double v) { return Halide::Internal::make_const(t, v); }
+Expr typed_const(Halide::Type t, int64_t v) { return Halide::Internal::make_const(t, v); }
+
 std::string sanitize_name(const std::string& s) {
   std::string r;
   for (char c : s) r += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -35,6 +35,10 @@ struct LTensor {
   Halide::Expr at_or(const std::vector<Halide::Expr>& idx, Halide::Expr outside) const;
 };
 
+// Constant of type t (make_const: exact for 64-bit integers, no double->Expr ambiguity).
+Halide::Expr typed_const(Halide::Type t, double v);
+Halide::Expr typed_const(Halide::Type t, int64_t v);
+
 // Defines Func `name` of `shape` whose value at ONNX-order indices is body(indices).
 LTensor define_tensor(const std::string& name, const Shape& shape, DType dtype,
                       const std::function<Halide::Expr(const std::vector<Halide::Expr>&)>& body);

@@ -1,7 +1,162 @@
-#include "lower/lower.h"
+// Normalizations (BatchNormalization, InstanceNormalization, LayerNormalization) and the
+// softmax family (Softmax, LogSoftmax, Hardmax), all on the shared reduction stage.
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "graph/const_eval.h"
+#include "lower/math.h"
+#include "lower/reduction.h"
 
 namespace ts {
 
-void register_normalization_ops(std::map<std::string, LowerFn>& r) {}
+using Halide::Expr;
+
+namespace {
+
+Expr fconst(Halide::Type t, double v) { return typed_const(t, v); }
+
+ReduceSpec spec_over(const LTensor& x, std::set<int> axes) {
+  ReduceSpec s;
+  s.in_shape = x.shape;
+  s.axes = std::move(axes);
+  s.keepdims = true;
+  s.acc_type = x.dtype;
+  return s;
+}
+
+// Mean and 1/sqrt(var + eps) of x over `axes` (keepdims), as two reduction stages + one stage.
+struct Moments {
+  LTensor mean, inv_std;
+};
+Moments moments(const LowerContext& c, const LTensor& x, const std::set<int>& axes, double eps) {
+  ReduceSpec s = spec_over(x, axes);
+  const Halide::Type t = x.type();
+  const Expr n = fconst(t, static_cast<double>(reduction_size(s)));
+  LTensor sum = reduce_tensor(c.name("_sum"), s, fconst(t, 0), [](Expr a, Expr b) { return a + b; },
+                              [&](const Idx& i) { return x.at(i); });
+  LTensor mean = define_tensor(c.name("_mean"), sum.shape, x.dtype, [&](const Idx& i) { return sum.at(i) / n; });
+  LTensor sq = reduce_tensor(c.name("_sqdev"), s, fconst(t, 0), [](Expr a, Expr b) { return a + b; },
+                             [&](const Idx& i) {
+                               Expr d = x.at(i) - read_reduced(mean, i, axes);
+                               return d * d;
+                             });
+  LTensor inv_std = define_tensor(c.name("_invstd"), sq.shape, x.dtype, [&](const Idx& i) {
+    return fconst(t, 1) / Halide::sqrt(sq.at(i) / n + fconst(t, eps));
+  });
+  return {mean, inv_std};
+}
+
+std::vector<LTensor> batch_norm(const LowerContext& c) {
+  if (c.node.attr_int("training_mode", 0) != 0) c.unsupported("training_mode=1");
+  if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.unsupported("training outputs (running mean/var)");
+  if (c.opset() < 9 && c.node.attr_int("spatial", 1) == 0) c.unsupported("spatial=0");
+  const LTensor &x = c.in(0), &scale = c.in(1), &bias = c.in(2), &mean = c.in(3), &var = c.in(4);
+  const double eps = c.node.attr_float("epsilon", 1e-5);
+  const Halide::Type t = x.type();
+  // Per-channel affine coefficients, computed once: y = x * a[c] + b[c].
+  LTensor a = define_tensor(c.name("_a"), {x.shape[1]}, x.dtype, [&](const Idx& i) {
+    return scale.at(i) / Halide::sqrt(var.at(i) + fconst(t, eps));
+  });
+  LTensor b = define_tensor(c.name("_b"), {x.shape[1]}, x.dtype, [&](const Idx& i) {
+    return bias.at(i) - mean.at(i) * a.at(i);
+  });
+  return {c.output([&](const Idx& i) { return x.at(i) * a.at({i[1]}) + b.at({i[1]}); })};
+}
+
+std::vector<LTensor> instance_norm(const LowerContext& c) {
+  const LTensor &x = c.in(0), &scale = c.in(1), &bias = c.in(2);
+  std::set<int> axes;
+  for (int d = 2; d < x.rank(); d++) axes.insert(d);
+  Moments m = moments(c, x, axes, c.node.attr_float("epsilon", 1e-5));
+  return {c.output([&](const Idx& i) {
+    return (x.at(i) - read_reduced(m.mean, i, axes)) * read_reduced(m.inv_std, i, axes) * scale.at({i[1]}) +
+           bias.at({i[1]});
+  })};
+}
+
+std::vector<LTensor> layer_norm(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  const int axis = static_cast<int>(normalize_axis(c.node.attr_int("axis", -1), x.rank(), c.node));
+  std::set<int> axes;
+  for (int d = axis; d < x.rank(); d++) axes.insert(d);
+  Moments m = moments(c, x, axes, c.node.attr_float("epsilon", 1e-5));
+  std::vector<LTensor> outs = {c.output([&](const Idx& i) {
+    Expr y = (x.at(i) - read_reduced(m.mean, i, axes)) * read_reduced(m.inv_std, i, axes);
+    if (c.has_input(1)) y = y * c.in(1).at_broadcast(i);
+    if (c.has_input(2)) y = y + c.in(2).at_broadcast(i);
+    return y;
+  })};
+  // Optional Mean and InvStdDev outputs (shape: x with normalized axes set to 1).
+  if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty())
+    outs.push_back(c.output([&](const Idx& i) { return m.mean.at(i); }, 1));
+  if (c.node.outputs.size() > 2 && !c.node.outputs[2].empty()) {
+    if (outs.size() == 1) outs.push_back(m.mean);  // placeholder for the unrequested output 1
+    outs.push_back(c.output([&](const Idx& i) { return m.inv_std.at(i); }, 2));
+  }
+  return outs;
+}
+
+// Axes a softmax-like op normalizes over: before opset 13 the input is viewed as 2-D at `axis`
+// (all trailing axes together); from 13 on only `axis` itself.
+std::set<int> softmax_axes(const LowerContext& c, const LTensor& x) {
+  const bool v13 = c.opset() >= 13;
+  const int axis = static_cast<int>(normalize_axis(c.node.attr_int("axis", v13 ? -1 : 1), x.rank(), c.node));
+  std::set<int> axes = {axis};
+  if (!v13)
+    for (int d = axis + 1; d < x.rank(); d++) axes.insert(d);
+  return axes;
+}
+
+LowerFn softmax(bool log) {
+  return [log](const LowerContext& c) {
+    const LTensor& x = c.in(0);
+    if (!dtype_is_float(x.dtype)) c.unsupported("non-float input");
+    std::set<int> axes = softmax_axes(c, x);
+    ReduceSpec s = spec_over(x, axes);
+    const Halide::Type t = x.type();
+    // Subtracting the max keeps exp() in range.
+    LTensor mx = reduce_tensor(c.name("_max"), s, fconst(t, -std::numeric_limits<double>::infinity()),
+                               [](Expr a, Expr b) { return Halide::max(a, b); },
+                               [&](const Idx& i) { return x.at(i); });
+    LTensor sum = reduce_tensor(c.name("_expsum"), s, fconst(t, 0), [](Expr a, Expr b) { return a + b; },
+                                [&](const Idx& i) { return ts_exp(x.at(i) - read_reduced(mx, i, axes)); });
+    return std::vector<LTensor>{c.output([&](const Idx& i) {
+      Expr shifted = x.at(i) - read_reduced(mx, i, axes);
+      return log ? shifted - ts_log(read_reduced(sum, i, axes)) : ts_exp(shifted) / read_reduced(sum, i, axes);
+    })};
+  };
+}
+
+std::vector<LTensor> hardmax(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  std::set<int> axes = softmax_axes(c, x);
+  ReduceSpec s = spec_over(x, axes);
+  // Row-major position inside the normalized axes: the first maximum wins.
+  auto flat = [&](const Idx& i) {
+    Expr f = 0;
+    for (int a : axes) f = f * static_cast<int>(x.shape[a]) + i[a];
+    return f;
+  };
+  const int n = static_cast<int>(reduction_size(s));
+  LTensor mx = reduce_tensor(c.name("_max"), s, x.type().min(), [](Expr a, Expr b) { return Halide::max(a, b); },
+                             [&](const Idx& i) { return x.at(i); });
+  ReduceSpec si = s;
+  si.acc_type = DType::Int32;
+  LTensor first = reduce_tensor(c.name("_first"), si, Expr(n), [](Expr a, Expr b) { return Halide::min(a, b); },
+                                [&](const Idx& i) { return Halide::select(x.at(i) == read_reduced(mx, i, axes), flat(i), n); });
+  return {c.output([&](const Idx& i) { return Halide::select(flat(i) == read_reduced(first, i, axes), 1, 0); })};
+}
+
+}  // namespace
+
+void register_normalization_ops(std::map<std::string, LowerFn>& r) {
+  r["BatchNormalization"] = batch_norm;
+  r["InstanceNormalization"] = instance_norm;
+  r["LayerNormalization"] = layer_norm;
+  r["Softmax"] = softmax(false);
+  r["LogSoftmax"] = softmax(true);
+  r["Hardmax"] = hardmax;
+}
 
 }  // namespace ts

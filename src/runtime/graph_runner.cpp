@@ -49,6 +49,10 @@ GraphRunner::~GraphRunner() = default;
 std::vector<Tensor> GraphRunner::run(const std::map<std::string, Tensor>& inputs) {
   const Graph& g = impl_->graph;
   std::vector<Halide::Buffer<>> keep;
+  for (const auto& [name, t] : inputs)
+    if (!impl_->params.count(name))
+      throw Error(fmt::format("{}: '{}' is not a runtime input of the model{}", g.path, name,
+                              g.tensors.count(name) && g.is_constant(name) ? " (it is a weight)" : ""));
   for (const auto& name : g.inputs) {
     auto it = inputs.find(name);
     if (it == inputs.end()) throw Error(fmt::format("{}: no value given for input '{}'", g.path, name));

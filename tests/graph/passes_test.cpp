@@ -1,0 +1,80 @@
+// Graph passes on real ONNX files, checked for structure and for unchanged results.
+#include "graph/passes.h"
+
+#include <gtest/gtest.h>
+
+#include "graph/onnx_import.h"
+#include "lower/lower.h"
+#include "runtime/graph_runner.h"
+#include "support/onnx_builder.h"
+
+namespace ts {
+namespace {
+
+using test::OnnxBuilder;
+
+Graph import_raw(const std::string& path) {
+  ImportOptions o;
+  o.op_supported = op_supported;
+  o.quiet = true;
+  return import_onnx(path, o);
+}
+
+std::string conv_bn_model(bool second_consumer) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 3, 6, 6})
+      .initializer("w", test::rand_f32({4, 3, 3, 3}, 1))
+      .initializer("cb", test::rand_f32({4}, 2))
+      .initializer("scale", random_tensor(DType::Float32, {4}, 3, 0.5, 1.5))
+      .initializer("beta", test::rand_f32({4}, 4))
+      .initializer("mean", test::rand_f32({4}, 5))
+      .initializer("var", random_tensor(DType::Float32, {4}, 6, 0.5, 1.5))
+      .node("Conv", {"x", "w", "cb"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"bn"}, {{"epsilon", 1e-3}})
+      .node("Identity", {"bn"}, {"id"})
+      .node("Relu", {"id"}, {"y"})
+      .output("y");
+  if (second_consumer) b.node("Relu", {"c"}, {"z"}).output("z");
+  return b.save(second_consumer ? "conv_bn_shared.onnx" : "conv_bn.onnx");
+}
+
+TEST(Passes, FoldsBatchNormIntoConvAndKeepsResults) {
+  Graph before = import_raw(conv_bn_model(false));
+  Graph after = before;
+  EXPECT_EQ(remove_identity_ops(after), 1);
+  EXPECT_EQ(fold_batchnorm_into_conv(after), 1);
+  ASSERT_EQ(after.nodes.size(), 2u);
+  EXPECT_EQ(after.nodes[0].op, "Conv");
+  EXPECT_EQ(after.nodes[1].op, "Relu");
+  std::map<std::string, Tensor> in = {{"x", test::rand_f32({1, 3, 6, 6}, 9)}};
+  auto want = GraphRunner(before).run(in);
+  auto got = GraphRunner(after).run(in);
+  auto cmp = compare_tensors(got[0], want[0], 1e-5, 1e-5);
+  EXPECT_TRUE(cmp.ok) << cmp.message;
+}
+
+TEST(Passes, KeepsBatchNormWhenConvOutputIsShared) {
+  Graph g = import_raw(conv_bn_model(true));
+  EXPECT_EQ(fold_batchnorm_into_conv(g), 0);
+  run_default_passes(g);
+  int bns = 0;
+  for (const auto& n : g.nodes) bns += n.op == "BatchNormalization";
+  EXPECT_EQ(bns, 1);
+}
+
+TEST(Passes, RemovesDropoutAndDeadNodes) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {4})
+      .node("Dropout", {"x"}, {"d"})
+      .node("Relu", {"d"}, {"y"})
+      .node("Exp", {"x"}, {"unused"})
+      .output("y");
+  Graph g = import_raw(b.save("dropout.onnx"));
+  run_default_passes(g);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op, "Relu");
+  EXPECT_EQ(g.nodes[0].inputs[0], "x");
+}
+
+}  // namespace
+}  // namespace ts

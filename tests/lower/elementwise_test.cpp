@@ -1,0 +1,91 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "lower/lower_test_util.h"
+
+namespace ts {
+namespace {
+
+using test::OnnxBuilder;
+
+Tensor unary(const std::string& op, const Tensor& x, std::map<std::string, test::AttrValue> attrs = {}) {
+  OnnxBuilder b(14);
+  b.input("x", x.dtype, x.shape).node(op, {"x"}, {"y"}, attrs).output("y");
+  return test::run_model(b.save(op + ".onnx"), {{"x", x}})[0];
+}
+
+Tensor map_ref(const Tensor& x, const std::function<double(double)>& f) {
+  Tensor r = x;
+  for (int64_t i = 0; i < r.size(); i++) r.set_f64(i, f(x.get_f64(i)));
+  return r;
+}
+
+TEST(LowerElementwise, Activations) {
+  Tensor x = random_tensor(DType::Float32, {3, 17}, 1, -6, 6);
+  test::expect_close(unary("Relu", x), map_ref(x, [](double v) { return std::max(v, 0.0); }));
+  test::expect_close(unary("Sigmoid", x), map_ref(x, [](double v) { return 1 / (1 + std::exp(-v)); }));
+  test::expect_close(unary("Tanh", x), map_ref(x, [](double v) { return std::tanh(v); }));
+  test::expect_close(unary("Erf", x), map_ref(x, [](double v) { return std::erf(v); }));
+  test::expect_close(unary("LeakyRelu", x, {{"alpha", 0.1}}), map_ref(x, [](double v) { return v < 0 ? 0.1 * v : v; }));
+  test::expect_close(unary("HardSwish", x), map_ref(x, [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); }));
+  test::expect_close(unary("Softplus", x), map_ref(x, [](double v) { return std::log1p(std::exp(v)); }));
+  test::expect_close(unary("Elu", x, {{"alpha", 0.5}}), map_ref(x, [](double v) { return v < 0 ? 0.5 * (std::exp(v) - 1) : v; }));
+}
+
+TEST(LowerElementwise, BroadcastingBinary) {
+  Tensor a = test::rand_f32({2, 3, 4}, 1), b = test::rand_f32({3, 1}, 2);
+  OnnxBuilder m(13);
+  m.input("a", DType::Float32, a.shape).input("b", DType::Float32, b.shape);
+  m.node("Sub", {"a", "b"}, {"y"}).output("y");
+  Tensor got = test::run_model(m.save("sub.onnx"), {{"a", a}, {"b", b}})[0];
+  Tensor want(DType::Float32, {2, 3, 4});
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++)
+      for (int k = 0; k < 4; k++) want.data<float>()[(i * 3 + j) * 4 + k] = a.data<float>()[(i * 3 + j) * 4 + k] - b.data<float>()[j];
+  test::expect_close(got, want, 0, 0);
+}
+
+TEST(LowerElementwise, IntegerDivisionTruncatesTowardZero) {
+  OnnxBuilder m(13);
+  m.input("a", DType::Int32, {4}).input("b", DType::Int32, {4}).node("Div", {"a", "b"}, {"y"}).output("y", DType::Int32);
+  Tensor a(DType::Int32, {4}), b(DType::Int32, {4});
+  std::vector<int> av = {7, -7, 7, -7}, bv = {2, 2, -2, -2};
+  for (int i = 0; i < 4; i++) a.data<int>()[i] = av[i], b.data<int>()[i] = bv[i];
+  Tensor got = test::run_model(m.save("idiv.onnx"), {{"a", a}, {"b", b}})[0];
+  EXPECT_EQ(got.to_i64_vector(), (std::vector<int64_t>{3, -3, -3, 3}));
+}
+
+TEST(LowerElementwise, WhereCompareCast) {
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, {5})
+      .initializer("zero", Tensor::scalar_f32(0))
+      .node("Greater", {"x", "zero"}, {"pos"})
+      .node("Where", {"pos", "x", "zero"}, {"relu"})
+      .node("Cast", {"pos"}, {"posf"}, {{"to", int64_t{1}}})
+      .output("relu")
+      .output("posf");
+  Tensor x = test::make_f32({5}, {-2, -0.5, 0, 0.5, 2});
+  auto out = test::run_model(m.save("where.onnx"), {{"x", x}});
+  test::expect_close(out[0], test::make_f32({5}, {0, 0, 0, 0.5, 2}));
+  test::expect_close(out[1], test::make_f32({5}, {0, 0, 0, 1, 1}));
+}
+
+TEST(LowerElementwise, VariadicMeanAndClip) {
+  OnnxBuilder m(13);
+  Tensor a = test::rand_f32({2, 3}, 1), b = test::rand_f32({3}, 2), c = test::rand_f32({2, 1}, 3);
+  m.input("a", DType::Float32, {2, 3}).input("b", DType::Float32, {3}).input("c", DType::Float32, {2, 1});
+  m.initializer("lo", Tensor::scalar_f32(-0.2f)).initializer("hi", Tensor::scalar_f32(0.3f));
+  m.node("Mean", {"a", "b", "c"}, {"m"}).node("Clip", {"m", "lo", "hi"}, {"y"}).output("y");
+  Tensor got = test::run_model(m.save("mean.onnx"), {{"a", a}, {"b", b}, {"c", c}})[0];
+  Tensor want(DType::Float32, {2, 3});
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++) {
+      float v = (a.data<float>()[i * 3 + j] + b.data<float>()[j] + c.data<float>()[i]) / 3;
+      want.data<float>()[i * 3 + j] = std::clamp(v, -0.2f, 0.3f);
+    }
+  test::expect_close(got, want);
+}
+
+}  // namespace
+}  // namespace ts

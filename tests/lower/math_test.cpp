@@ -1,0 +1,57 @@
+// The polynomial transcendentals against libm over the ranges networks use.
+#include "lower/math.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace ts {
+namespace {
+
+// Evaluates f on n points in [lo, hi] through a real Halide JIT pipeline; returns max rel error.
+double max_rel_error(const std::function<Halide::Expr(Halide::Expr)>& f, const std::function<double(double)>& ref,
+                     float lo, float hi, double floor = 1e-30) {
+  const int n = 20001;
+  Halide::Buffer<float> in(n);
+  for (int k = 0; k < n; k++) in(k) = lo + (hi - lo) * static_cast<float>(k) / (n - 1);
+  Halide::Var i;
+  Halide::Func g;
+  g(i) = f(in(i));
+  Halide::Buffer<float> out = g.realize({n});
+  double worst = 0;
+  for (int k = 0; k < n; k++) {
+    double want = ref(in(k));
+    double err = std::fabs(out(k) - want) / std::max(std::fabs(want), floor);
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+TEST(Math, ExpPolynomial) {
+  EXPECT_LT(max_rel_error(ts_exp, [](double x) { return std::exp(x); }, -80.f, 80.f), 1e-6);
+}
+
+TEST(Math, ExpSaturatesLikeIeee) {
+  Halide::Func g;
+  g() = ts_exp(Halide::Expr(100.0f));
+  Halide::Buffer<float> big = g.realize();
+  EXPECT_TRUE(std::isinf(big()));
+  Halide::Func h;
+  h() = ts_exp(Halide::Expr(-200.0f));
+  Halide::Buffer<float> small = h.realize();
+  EXPECT_EQ(small(), 0.0f);
+}
+
+TEST(Math, LogPolynomial) {
+  EXPECT_LT(max_rel_error(ts_log, [](double x) { return std::log(x); }, 1e-6f, 1e6f, 1e-3), 1e-6);
+  EXPECT_LT(max_rel_error(ts_log, [](double x) { return std::log(x); }, 0.5f, 2.0f, 1e-3), 1e-6);
+}
+
+TEST(Math, TanhErfSigmoid) {
+  EXPECT_LT(max_rel_error(ts_tanh, [](double x) { return std::tanh(x); }, -10.f, 10.f, 1e-4), 1e-5);
+  EXPECT_LT(max_rel_error(ts_erf, [](double x) { return std::erf(x); }, -5.f, 5.f, 1e-4), 1e-5);
+  EXPECT_LT(max_rel_error(ts_sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, -30.f, 30.f), 1e-5);
+}
+
+}  // namespace
+}  // namespace ts

@@ -1,0 +1,70 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "lower/lower_test_util.h"
+
+namespace ts {
+namespace {
+
+using test::OnnxBuilder;
+
+TEST(LowerSoftmax, Opset13AxisAndOpset11Flattening) {
+  Tensor x = random_tensor(DType::Float32, {2, 3, 4}, 1, -5, 5);
+  auto softmax_ref = [&](int groups, int n) {  // softmax of each contiguous run of n values
+    Tensor r = x;
+    for (int g = 0; g < groups; g++) {
+      double mx = -INFINITY, s = 0;
+      for (int k = 0; k < n; k++) mx = std::max(mx, static_cast<double>(x.data<float>()[g * n + k]));
+      for (int k = 0; k < n; k++) s += std::exp(x.data<float>()[g * n + k] - mx);
+      for (int k = 0; k < n; k++) r.data<float>()[g * n + k] = static_cast<float>(std::exp(x.data<float>()[g * n + k] - mx) / s);
+    }
+    return r;
+  };
+  OnnxBuilder m13(13);
+  m13.input("x", DType::Float32, x.shape).node("Softmax", {"x"}, {"y"}).output("y");
+  test::expect_close(test::run_model(m13.save("sm13.onnx"), {{"x", x}})[0], softmax_ref(6, 4));
+  OnnxBuilder m11(11);
+  m11.input("x", DType::Float32, x.shape).node("Softmax", {"x"}, {"y"}, {{"axis", int64_t{1}}}).output("y");
+  test::expect_close(test::run_model(m11.save("sm11.onnx"), {{"x", x}})[0], softmax_ref(2, 12));
+}
+
+TEST(LowerNormalization, LayerNormMatchesReference) {
+  Tensor x = test::rand_f32({3, 8}, 1), g = test::rand_f32({8}, 2), b = test::rand_f32({8}, 3);
+  OnnxBuilder m(17);
+  m.input("x", DType::Float32, x.shape).initializer("g", g).initializer("b", b);
+  m.node("LayerNormalization", {"x", "g", "b"}, {"y"}, {{"epsilon", 1e-5}}).output("y");
+  Tensor got = test::run_model(m.save("ln.onnx"), {{"x", x}})[0];
+  Tensor want = x;
+  for (int i = 0; i < 3; i++) {
+    double mean = 0, var = 0;
+    for (int k = 0; k < 8; k++) mean += x.data<float>()[i * 8 + k] / 8.0;
+    for (int k = 0; k < 8; k++) var += std::pow(x.data<float>()[i * 8 + k] - mean, 2) / 8.0;
+    for (int k = 0; k < 8; k++)
+      want.data<float>()[i * 8 + k] =
+          static_cast<float>((x.data<float>()[i * 8 + k] - mean) / std::sqrt(var + 1e-5) * g.data<float>()[k] + b.data<float>()[k]);
+  }
+  test::expect_close(got, want, 1e-4, 1e-5);
+}
+
+TEST(LowerNormalization, BatchNormInference) {
+  Tensor x = test::rand_f32({2, 3, 2, 2}, 1);
+  Tensor s = test::rand_f32({3}, 2), b = test::rand_f32({3}, 3), mean = test::rand_f32({3}, 4);
+  Tensor var = random_tensor(DType::Float32, {3}, 5, 0.5, 1.5);
+  OnnxBuilder m(15);
+  m.input("x", DType::Float32, x.shape).input("s", DType::Float32, {3}).input("b", DType::Float32, {3});
+  m.input("mean", DType::Float32, {3}).input("var", DType::Float32, {3});
+  m.node("BatchNormalization", {"x", "s", "b", "mean", "var"}, {"y"}).output("y");
+  Tensor got = test::run_model(m.save("bn.onnx"), {{"x", x}, {"s", s}, {"b", b}, {"mean", mean}, {"var", var}})[0];
+  Tensor want = x;
+  for (int64_t i = 0; i < x.size(); i++) {
+    int c = static_cast<int>((i / 4) % 3);
+    want.data<float>()[i] = static_cast<float>((x.data<float>()[i] - mean.data<float>()[c]) /
+                                                   std::sqrt(var.data<float>()[c] + 1e-5) * s.data<float>()[c] +
+                                               b.data<float>()[c]);
+  }
+  test::expect_close(got, want, 1e-5, 1e-5);
+}
+
+}  // namespace
+}  // namespace ts
