@@ -5,12 +5,24 @@
 
 #include <functional>
 
+#include "graph/graph.h"
+
 namespace ts {
 
 void add_conformance_command(CLI::App& app);
 void add_model_commands(CLI::App& app);
+void add_run_commands(CLI::App& app);
 // Registers the action of a subcommand.
 void on_command(CLI::App* sub, std::function<int()> action);
 int run_selected_command(CLI::App& app);
+
+// Flags shared by every command that loads a model.
+struct ModelArgs {
+  std::string path;
+  std::vector<std::string> shapes;
+};
+void add_model_args(CLI::App* sub, ModelArgs& m);
+// Imports the model (graph-only models get generated weights) and runs the default passes.
+Graph load_model(const ModelArgs& m);
 
 }  // namespace ts

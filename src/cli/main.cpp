@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tensorsched ") + TENSORSCHED_VERSION);
   ts::add_conformance_command(app);
   ts::add_model_commands(app);
+  ts::add_run_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

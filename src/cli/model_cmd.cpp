@@ -29,13 +29,7 @@ int run_selected_command(CLI::App& app) {
   return 2;
 }
 
-// Flags shared by every command that loads a model.
-struct ModelArgs {
-  std::string path;
-  std::vector<std::string> shapes;
-};
-
-static void add_model_args(CLI::App* sub, ModelArgs& m) {
+void add_model_args(CLI::App* sub, ModelArgs& m) {
   sub->add_option("model", m.path, "ONNX model file")->required();
   sub->add_option("--shape", m.shapes, "Fix a dynamic input shape: NAME=D0,D1,...");
 }

@@ -73,6 +73,8 @@ LTensor define_tensor(const std::string& name, const Shape& shape, DType dtype,
   Func f(name);
   Expr value = body(idx);
   f(args) = Halide::cast(halide_type(dtype), value);
+  // The fixed shape, as estimates: what the default schedule and Halide's autoschedulers read.
+  for (int k = 0; k < r; k++) f.set_estimate(args[k], 0, static_cast<int>(shape[r - 1 - k]));
   return LTensor{f, shape, dtype};
 }
 

@@ -1,0 +1,173 @@
+// `tensorsched workloads MODEL` (the partition) and `tensorsched run MODEL` (compile, run,
+// time, check against ONNX test data).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "graph/workload.h"
+#include "runtime/compiled_model.h"
+#include "runtime/graph_runner.h"
+
+namespace fs = std::filesystem;
+
+namespace ts {
+
+namespace {
+
+struct RunArgs {
+  ModelArgs model;
+  int iters = 10;
+  int threads = 0;
+  std::vector<std::string> input_files;  // NAME=FILE.pb
+  std::string check_dir;
+  std::string cache_dir;
+  bool json = false;
+};
+
+std::vector<std::string> pb_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> r;
+  for (int i = 0; fs::exists(dir / fmt::format("{}{}.pb", prefix, i)); i++) r.push_back((dir / fmt::format("{}{}.pb", prefix, i)).string());
+  return r;
+}
+
+std::vector<fs::path> data_sets(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw Error(fmt::format("--check {}: not a directory", dir));
+  std::vector<fs::path> r;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) r.push_back(e.path());
+  std::sort(r.begin(), r.end());
+  if (r.empty()) throw Error(fmt::format("--check {}: no test_data_set_* folder", dir));
+  return r;
+}
+
+std::map<std::string, Tensor> inputs_from_set(const Graph& g, const fs::path& set) {
+  auto files = pb_files(set, "input_");
+  if (files.size() != g.inputs.size())
+    throw Error(fmt::format("{}: {} input files, the model has {} runtime inputs", set.string(), files.size(), g.inputs.size()));
+  std::map<std::string, Tensor> r;
+  for (size_t i = 0; i < files.size(); i++) r[g.inputs[i]] = read_tensor_pb(files[i]);
+  return r;
+}
+
+int run_command(const RunArgs& a) {
+  Graph g = load_model(a.model);
+  CompileOptions copts;
+  copts.cache_root = a.cache_dir;
+  CompiledModel model(std::move(g), copts);
+  const Graph& graph = model.graph();
+  if (a.threads > 0) model.set_threads(a.threads);
+  const auto& st = model.stats();
+
+  std::map<std::string, Tensor> inputs = random_inputs(graph, 1);
+  for (const auto& spec : a.input_files) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos) throw Error(fmt::format("--input '{}': expected NAME=FILE.pb", spec));
+    std::string name = spec.substr(0, eq);
+    if (!inputs.count(name)) throw Error(fmt::format("--input '{}': the model has no runtime input '{}'", spec, name));
+    inputs[name] = read_tensor_pb(spec.substr(eq + 1));
+  }
+
+  nlohmann::json j = {{"model", graph.path},
+                      {"workloads", st.workloads},
+                      {"steps", st.steps},
+                      {"compiled", st.compiled},
+                      {"cache_hits", st.cache_hits},
+                      {"compile_seconds", st.seconds}};
+  if (!a.json)
+    std::cout << fmt::format("{}: {} workloads ({} steps): compiled {}, cache hits {}, {:.2f} s\n", graph.path,
+                             st.workloads, st.steps, st.compiled, st.cache_hits, st.seconds);
+
+  bool check_ok = true;
+  if (!a.check_dir.empty()) {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const auto& set : data_sets(a.check_dir)) {
+      auto outs = model.run(inputs_from_set(graph, set));
+      auto want_files = pb_files(set, "output_");
+      if (want_files.size() != outs.size())
+        throw Error(fmt::format("{}: {} output files, the model has {} outputs", set.string(), want_files.size(), outs.size()));
+      for (size_t k = 0; k < outs.size(); k++) {
+        Tensor want = read_tensor_pb(want_files[k]);
+        double ref_max = 0;
+        for (int64_t i = 0; i < want.size(); i++) ref_max = std::max(ref_max, std::fabs(want.get_f64(i)));
+        // Pass when max |got - want| <= 1e-3 * max |want|.
+        Comparison c = compare_tensors(outs[k], want, 0, 1e-3 * ref_max);
+        check_ok &= c.ok;
+        checks.push_back({{"data_set", set.filename().string()}, {"output", k}, {"ok", c.ok},
+                          {"max_abs_error", c.max_abs_error}, {"max_abs_reference", ref_max}});
+        if (!a.json)
+          std::cout << fmt::format("check {} output {}: {} (max abs error {:.3g}, max |reference| {:.3g}){}\n",
+                                   set.filename().string(), k, c.ok ? "ok" : "MISMATCH", c.max_abs_error, ref_max,
+                                   c.ok ? "" : ": " + c.message);
+      }
+    }
+    j["check"] = checks;
+    j["check_ok"] = check_ok;
+  }
+
+  model.run(inputs);  // warm-up
+  std::vector<double> ms;
+  for (int i = 0; i < a.iters; i++) {
+    auto t0 = std::chrono::steady_clock::now();
+    model.run(inputs);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (!ms.empty()) {
+    std::sort(ms.begin(), ms.end());
+    double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+    j["latency_ms"] = {{"median", median}, {"min", ms.front()}, {"max", ms.back()}, {"iters", a.iters}};
+    if (!a.json)
+      std::cout << fmt::format("latency over {} runs: median {:.3f} ms, min {:.3f} ms, max {:.3f} ms\n", a.iters,
+                               median, ms.front(), ms.back());
+  }
+  if (a.json) std::cout << j.dump() << "\n";
+  return check_ok ? 0 : 3;
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  auto* run = app.add_subcommand("run", "Compile a model (each workload once, cached) and run it");
+  add_model_args(run, args->model);
+  run->add_option("--iters", args->iters, "Timed runs after one warm-up")->check(CLI::NonNegativeNumber);
+  run->add_option("--threads", args->threads, "Halide threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  run->add_option("--input", args->input_files, "Input value from a TensorProto file: NAME=FILE.pb (others random)");
+  run->add_option("--check", args->check_dir, "Compare with ONNX test data: DIR/test_data_set_*/{input,output}_i.pb");
+  run->add_option("--cache-dir", args->cache_dir, "Compiled-code cache root (default ~/.cache/tensorsched)");
+  run->add_flag("--json", args->json, "One JSON object");
+  on_command(run, [args] { return run_command(*args); });
+
+  auto wl = std::make_shared<ModelArgs>();
+  auto wl_json = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("workloads", "List the workloads a model is partitioned into");
+  add_model_args(sub, *wl);
+  sub->add_flag("--json", *wl_json, "One JSON object per workload");
+  on_command(sub, [wl, wl_json] {
+    Graph g = load_model(*wl);
+    Partition p = partition_graph(g);
+    int64_t total_flops = 0;
+    for (const auto& w : p.workloads) total_flops += w.flops * w.count;
+    if (!*wl_json)
+      std::cout << fmt::format("{}: {} distinct workloads, {} steps, {:.3f} GFLOP per inference\n", g.path,
+                               p.workloads.size(), p.steps.size(), total_flops * 1e-9);
+    for (const auto& w : p.workloads) {
+      if (*wl_json) {
+        nlohmann::json j = {{"key", w.key_hash()}, {"class", w.class_hash()}, {"name", w.name},
+                            {"count", w.count}, {"flops", w.flops}, {"bytes", w.bytes},
+                            {"exact_key", w.exact_key}, {"class_key", w.class_key}};
+        std::cout << j.dump() << "\n";
+      } else {
+        std::cout << fmt::format("  {} class {} x{:<3} {:>10.2f} MFLOP {:>9.2f} MB  {}\n", w.key_hash(), w.class_hash(),
+                                 w.count, w.flops * 1e-6, w.bytes * 1e-6, w.name);
+      }
+    }
+    return 0;
+  });
+}
+
+}  // namespace ts

@@ -1,0 +1,213 @@
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "graph/workload.h"
+
+namespace ts {
+
+namespace {
+
+// Constants up to this many elements are part of the workload (and of its key): shape
+// vectors, axes, scalar operands. Larger ones (weights) are inputs of the compiled pipeline.
+constexpr int64_t kMaxEmbeddedConstant = 16;
+
+const std::set<std::string>& fusable_ops() {
+  static const std::set<std::string> s = {
+      "Relu", "LeakyRelu", "Elu", "Celu", "Selu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Softplus",
+      "Softsign", "ThresholdedRelu", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Abs",
+      "Neg", "Sign", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Min", "Max", "Sum", "Mean", "Where",
+      "Cast", "Not", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
+  return s;
+}
+
+const std::set<std::string>& anchor_ops() {
+  static const std::set<std::string> s = {
+      "Conv", "ConvTranspose", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+      "LpPool", "GlobalLpPool", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+      "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "Softmax",
+      "LogSoftmax", "Hardmax", "BatchNormalization", "LayerNormalization", "InstanceNormalization"};
+  return s;
+}
+
+std::string attr_text(const Attribute& a) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
+        else if constexpr (std::is_same_v<T, double>) return fmt::format("{:.9g}", v);
+        else if constexpr (std::is_same_v<T, std::string>) return "\"" + v + "\"";
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return fmt::format("[{}]", fmt::join(v, ","));
+        else if constexpr (std::is_same_v<T, std::vector<double>>) return fmt::format("[{:.9g}]", fmt::join(v, ","));
+        else if constexpr (std::is_same_v<T, std::vector<std::string>>) return fmt::format("[{}]", fmt::join(v, ","));
+        else return fmt::format("tensor{}{}:{}", dtype_name(v.dtype), shape_str(v.shape), fnv1a_hex(std::string(v.bytes.begin(), v.bytes.end())));
+      },
+      a.value);
+}
+
+// Builds the canonical subgraph of `nodes` and its two keys.
+Workload make_workload(const Graph& g, const std::vector<size_t>& nodes, WorkloadStep& step) {
+  Workload w;
+  w.graph.path = g.path;
+  w.graph.opset = g.opset;
+  std::map<std::string, std::string> canon;  // model tensor -> canonical name
+  std::set<std::string> produced;
+  for (size_t k : nodes)
+    for (const auto& o : g.nodes[k].outputs) produced.insert(o);
+  int n_in = 0, n_tmp = 0;
+  std::ostringstream exact, cls;
+  auto name_of = [&](const std::string& t) -> std::string {
+    if (t.empty()) return "";
+    if (auto it = canon.find(t); it != canon.end()) return it->second;
+    const TensorInfo& info = g.tensor(t);
+    std::string c;
+    bool embed = info.value && info.value->size() <= kMaxEmbeddedConstant;
+    if (produced.count(t)) {
+      c = fmt::format("t{}", n_tmp++);
+    } else {
+      c = embed ? fmt::format("k{}", n_in++) : fmt::format("in{}", n_in++);
+      TensorInfo ci{c, info.dtype, info.shape, embed ? info.value : std::nullopt};
+      w.graph.tensors[c] = ci;
+      if (!embed) {
+        w.graph.inputs.push_back(c);
+        step.inputs.push_back(t);
+      }
+      std::string v = embed ? attr_text(Attribute{*info.value}) : "";
+      exact << c << ":" << dtype_name(info.dtype) << shape_str(info.shape) << v << ";";
+      cls << c << ":" << dtype_name(info.dtype) << (embed ? v : "") << ";";
+    }
+    canon[t] = c;
+    return c;
+  };
+  for (size_t k : nodes) {
+    const Node& n = g.nodes[k];
+    Node cn;
+    cn.op = n.op;
+    cn.attrs = n.attrs;
+    cn.name = fmt::format("{}_{}", n.op, w.graph.nodes.size());
+    for (const auto& i : n.inputs) cn.inputs.push_back(name_of(i));
+    for (const auto& o : n.outputs) {
+      std::string c = name_of(o);
+      cn.outputs.push_back(c);
+      if (!o.empty()) w.graph.tensors[c] = TensorInfo{c, g.tensor(o).dtype, g.tensor(o).shape, std::nullopt};
+    }
+    std::string text = cn.op + "(" + fmt::format("{}", fmt::join(cn.inputs, ",")) + ")->" +
+                       fmt::format("{}", fmt::join(cn.outputs, ","));
+    for (const auto& [a, v] : cn.attrs) text += " " + a + "=" + attr_text(v);
+    exact << text << ";";
+    cls << text << ";";
+    w.name += (w.name.empty() ? "" : "+") + n.op;
+    w.flops += node_flops(g, n);
+    w.graph.nodes.push_back(std::move(cn));
+  }
+  // Outputs: tensors read outside the group or graph outputs.
+  std::set<size_t> inside(nodes.begin(), nodes.end());
+  std::set<std::string> graph_outputs(g.outputs.begin(), g.outputs.end());
+  for (size_t k : nodes)
+    for (const auto& o : g.nodes[k].outputs) {
+      if (o.empty()) continue;
+      bool used_outside = graph_outputs.count(o) > 0;
+      for (size_t c : g.consumers(o)) used_outside |= !inside.count(c);
+      if (!used_outside) continue;
+      w.graph.outputs.push_back(canon[o]);
+      step.outputs.push_back(o);
+      exact << "out " << canon[o] << shape_str(g.tensor(o).shape) << ";";
+      cls << "out " << canon[o] << ";";
+    }
+  for (const auto& t : w.graph.inputs) w.bytes += num_elements(w.graph.tensor(t).shape) * dtype_size(w.graph.tensor(t).dtype);
+  for (const auto& t : w.graph.outputs) w.bytes += num_elements(w.graph.tensor(t).shape) * dtype_size(w.graph.tensor(t).dtype);
+  w.exact_key = exact.str();
+  w.class_key = cls.str();
+  return w;
+}
+
+}  // namespace
+
+bool is_fusable_elementwise(const std::string& op) { return fusable_ops().count(op) > 0; }
+bool is_anchor(const std::string& op) { return anchor_ops().count(op) > 0; }
+
+std::string fnv1a_hex(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return fmt::format("{:016x}", h);
+}
+
+std::string Workload::key_hash() const { return fnv1a_hex(exact_key); }
+std::string Workload::class_hash() const { return fnv1a_hex(class_key); }
+
+int64_t node_flops(const Graph& g, const Node& n) {
+  auto shape = [&](const std::string& t) { return g.tensor(t).shape; };
+  const int64_t out = n.outputs.empty() || n.outputs[0].empty() ? 0 : num_elements(shape(n.outputs[0]));
+  if (n.op == "Conv" || n.op == "ConvTranspose") {
+    Shape w = shape(n.inputs[1]);
+    int64_t per = num_elements(w) / w[0];  // Cin/group * kernel
+    if (n.op == "ConvTranspose") return 2 * num_elements(shape(n.inputs[0])) * num_elements(w) / shape(n.inputs[0])[1];
+    return 2 * out * per;
+  }
+  if (n.op == "Gemm") {
+    Shape a = shape(n.inputs[0]);
+    return 2 * out * (n.attr_int("transA", 0) ? a[0] : a[1]);
+  }
+  if (n.op == "MatMul") {
+    Shape a = shape(n.inputs[0]);
+    return 2 * out * a.back();
+  }
+  if (n.op.find("Pool") != std::string::npos || n.op.rfind("Reduce", 0) == 0 || n.op.rfind("Arg", 0) == 0)
+    return num_elements(shape(n.inputs[0]));
+  if (n.op == "Softmax" || n.op == "LogSoftmax" || n.op.find("Normalization") != std::string::npos)
+    return 4 * out;
+  if (is_fusable_elementwise(n.op)) return out;
+  return 0;  // data movement only
+}
+
+Partition partition_graph(const Graph& g) {
+  Partition p;
+  std::vector<bool> taken(g.nodes.size(), false);
+  std::set<std::string> graph_outputs(g.outputs.begin(), g.outputs.end());
+  std::vector<std::vector<size_t>> groups;
+  for (size_t i = 0; i < g.nodes.size(); i++) {
+    if (taken[i]) continue;
+    std::vector<size_t> group = {i};
+    taken[i] = true;
+    const Node& head = g.nodes[i];
+    if (is_anchor(head.op) || is_fusable_elementwise(head.op)) {
+      // Follow the single-consumer chain of same-shaped elementwise ops.
+      size_t cur = i;
+      while (g.nodes[cur].outputs.size() == 1) {
+        const std::string& t = g.nodes[cur].outputs[0];
+        auto cons = g.consumers(t);
+        if (graph_outputs.count(t) || cons.size() != 1) break;
+        size_t j = cons[0];
+        const Node& next = g.nodes[j];
+        if (taken[j] || !is_fusable_elementwise(next.op) || next.outputs.size() != 1 ||
+            g.tensor(next.outputs[0]).shape != g.tensor(t).shape)
+          break;
+        group.push_back(j);
+        taken[j] = true;
+        cur = j;
+      }
+    }
+    groups.push_back(group);
+  }
+  // A group runs where its last node was: every input of every member is ready by then.
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.back() < b.back(); });
+  std::map<std::string, size_t> by_key;
+  for (const auto& group : groups) {
+    WorkloadStep step;
+    step.nodes = group;
+    Workload w = make_workload(g, group, step);
+    auto it = by_key.find(w.exact_key);
+    if (it == by_key.end()) {
+      it = by_key.emplace(w.exact_key, p.workloads.size()).first;
+      p.workloads.push_back(std::move(w));
+    }
+    p.workloads[it->second].count++;
+    step.workload = it->second;
+    p.steps.push_back(std::move(step));
+  }
+  return p;
+}
+
+}  // namespace ts

@@ -1,0 +1,51 @@
+#pragma once
+// Partition of a Graph into Workloads: each an anchor op (conv, matmul, pooling, reduction,
+// softmax, normalization) fused with the single-consumer chain of cheap elementwise ops after
+// it, or a stand-alone op. A Workload is compiled as one Halide pipeline; identical workloads
+// (same exact key) are compiled and tuned once and counted.
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace ts {
+
+struct Workload {
+  std::string exact_key;     // canonical text: structure, attributes, dtypes, shapes, small constants
+  std::string class_key;     // the same without shapes: what tuning-reuse matches on
+  std::string name;          // short readable name, e.g. "Conv+Add+Relu"
+  Graph graph;               // the subgraph with canonical tensor names (in0.., t0.., out0..)
+  int count = 0;             // occurrences in the model
+  int64_t flops = 0;         // arithmetic operations of one occurrence
+  int64_t bytes = 0;         // bytes of its inputs (incl. weights) and outputs
+
+  std::string key_hash() const;    // 16 hex digits of FNV-1a over exact_key
+  std::string class_hash() const;  // same over class_key
+};
+
+// One execution step of the model: a workload bound to model tensors.
+struct WorkloadStep {
+  size_t workload;                    // index into Partition::workloads
+  std::vector<std::string> inputs;    // model tensors for the workload's graph inputs, in order
+  std::vector<std::string> outputs;   // model tensors for its graph outputs, in order
+  std::vector<size_t> nodes;          // the model's node indices it covers
+};
+
+struct Partition {
+  std::vector<Workload> workloads;    // distinct, in order of first use
+  std::vector<WorkloadStep> steps;    // execution order
+};
+
+// Ops fused into the workload of the op they follow.
+bool is_fusable_elementwise(const std::string& op);
+// Ops that anchor a workload.
+bool is_anchor(const std::string& op);
+
+Partition partition_graph(const Graph& g);
+
+// Arithmetic operations of one node (multiply-adds count 2).
+int64_t node_flops(const Graph& g, const Node& n);
+
+std::string fnv1a_hex(const std::string& s);
+
+}  // namespace ts

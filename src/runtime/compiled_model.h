@@ -1,0 +1,51 @@
+#pragma once
+// CompiledModel: a model partitioned into workloads, each compiled once as its own Halide
+// pipeline (AOT, cached on disk by workload key, schedule, target and tensorsched version),
+// chained at run time over buffers allocated once.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/workload.h"
+#include "runtime/workload_compiler.h"
+
+namespace ts {
+
+struct CompileOptions {
+  std::string cache_root;  // code cache root ("" = default, see CodeCache::open_default)
+  int jobs = 0;            // parallel compiles (worker processes); 0 = hardware threads
+};
+
+struct CompileStats {
+  int workloads = 0;       // distinct workloads
+  int steps = 0;           // workload instances executed per inference
+  int cache_hits = 0;      // workloads whose code was already in the cache
+  int compiled = 0;        // workloads compiled now
+  double seconds = 0;      // wall time of compile + load
+};
+
+class CompiledModel {
+ public:
+  CompiledModel(Graph g, const CompileOptions& opts = {});
+  ~CompiledModel();
+  CompiledModel(const CompiledModel&) = delete;
+  CompiledModel& operator=(const CompiledModel&) = delete;
+
+  const Graph& graph() const;
+  const Partition& partition() const;
+  const CompileStats& stats() const;
+  // Halide thread pool size for subsequent runs.
+  void set_threads(int threads);
+  // Runs one inference; inputs by graph input name (shape and dtype must match).
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Deterministic random inputs for every runtime input of g (floats in [-1, 1)).
+std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed);
+
+}  // namespace ts

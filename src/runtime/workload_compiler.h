@@ -1,0 +1,46 @@
+#pragma once
+// Compiles one Workload to a shared object in the on-disk code cache: lower its subgraph with
+// an ImageParam per input (weights included, so identical workloads share code), apply a
+// schedule, compile_to_object with Target::NoRuntime, link with the system C++ compiler. One
+// shared Halide runtime (compile_standalone_runtime) serves every workload of a process.
+#include <Halide.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/workload.h"
+
+namespace ts {
+
+// Applies a schedule to the lowered output Funcs of a workload.
+using ScheduleFn = std::function<void(const std::vector<Halide::Func>& outputs, const Halide::Target&)>;
+
+struct CodeCache {
+  std::string dir;          // <root>/<tensorsched version>/<target string>
+  Halide::Target target;    // what the code is compiled for
+
+  // Default root: $TENSORSCHED_CACHE_DIR, else $XDG_CACHE_HOME/tensorsched, else ~/.cache/tensorsched.
+  static CodeCache open_default(const Halide::Target& target, const std::string& root = "");
+  // Path of the shared object of (workload, schedule).
+  std::string object_path(const Workload& w, const std::string& schedule_hash) const;
+  // The shared runtime's shared object, built on first use.
+  std::string ensure_runtime() const;
+};
+
+// Symbol of the argv-style entry point of a workload's code: "<name>_argv".
+std::string workload_function_name(const Workload& w, const std::string& schedule_hash);
+
+// Lowers w, applies `schedule` and returns the pipeline and its arguments (inputs in order).
+struct LoweredWorkload {
+  Halide::Pipeline pipeline;
+  std::vector<Halide::Argument> args;         // ImageParams of w.graph.inputs, in order
+  std::vector<Halide::Func> outputs;          // one per w.graph.outputs
+};
+LoweredWorkload lower_workload(const Workload& w);
+
+// Compiles w with `schedule` into `cache` (if absent). Throws Error naming the workload.
+void compile_workload(const Workload& w, const ScheduleFn& schedule, const std::string& schedule_hash,
+                      const CodeCache& cache);
+
+}  // namespace ts

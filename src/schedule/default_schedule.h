@@ -1,0 +1,21 @@
+#pragma once
+// tensorsched's untuned baseline schedule, applied to any Halide pipeline whose Funcs carry
+// estimates of their extents (define_tensor sets them from the fixed shapes):
+//  1. A pure stage that only renames another Func's value (input wrappers) stays inline.
+//  2. Reduction stages (with update definitions) and pure stages read by a reduction (padded
+//     inputs) are computed at root; other pure stages (elementwise followers) are inlined into
+//     the output, i.e. computed inside its tiles.
+//  3. Every root stage vectorizes its innermost pure loop by the native vector width (with a
+//     guarded tail) when that loop is at least half a vector long, and runs in parallel over
+//     its outermost pure loops, fused until there are enough tasks for the cores.
+//  4. Update definitions keep the vectorized pure loop innermost, the reduction loops next, and
+//     the remaining pure loops (parallel) outside.
+#include <Halide.h>
+
+#include <vector>
+
+namespace ts {
+
+void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
+
+}  // namespace ts
