@@ -10,9 +10,16 @@ namespace ts {
 
 namespace {
 
-// Constants up to this many elements are part of the workload (and of its key): shape
-// vectors, axes, scalar operands. Larger ones (weights) are inputs of the compiled pipeline.
-constexpr int64_t kMaxEmbeddedConstant = 16;
+// Constants that shape the computation are part of the workload (and of its key): integer
+// vectors (shapes, axes, pads, indices), scalars, and Resize/Upsample's roi and scales. Other
+// constants (weights) are inputs of the compiled pipeline, so equal workloads share code.
+constexpr int64_t kMaxEmbeddedIntegers = 64;
+
+bool embed_constant(const Tensor& t, const std::string& op, size_t slot) {
+  if (t.size() <= 1) return true;
+  if (!dtype_is_float(t.dtype) && t.size() <= kMaxEmbeddedIntegers) return true;
+  return (op == "Resize" || op == "Upsample") && slot >= 1;
+}
 
 const std::set<std::string>& fusable_ops() {
   static const std::set<std::string> s = {
@@ -58,12 +65,12 @@ Workload make_workload(const Graph& g, const std::vector<size_t>& nodes, Workloa
     for (const auto& o : g.nodes[k].outputs) produced.insert(o);
   int n_in = 0, n_tmp = 0;
   std::ostringstream exact, cls;
-  auto name_of = [&](const std::string& t) -> std::string {
+  auto name_of = [&](const std::string& t, const std::string& op, size_t slot) -> std::string {
     if (t.empty()) return "";
     if (auto it = canon.find(t); it != canon.end()) return it->second;
     const TensorInfo& info = g.tensor(t);
     std::string c;
-    bool embed = info.value && info.value->size() <= kMaxEmbeddedConstant;
+    bool embed = info.value && embed_constant(*info.value, op, slot);
     if (produced.count(t)) {
       c = fmt::format("t{}", n_tmp++);
     } else {
@@ -87,9 +94,9 @@ Workload make_workload(const Graph& g, const std::vector<size_t>& nodes, Workloa
     cn.op = n.op;
     cn.attrs = n.attrs;
     cn.name = fmt::format("{}_{}", n.op, w.graph.nodes.size());
-    for (const auto& i : n.inputs) cn.inputs.push_back(name_of(i));
+    for (size_t i = 0; i < n.inputs.size(); i++) cn.inputs.push_back(name_of(n.inputs[i], n.op, i));
     for (const auto& o : n.outputs) {
-      std::string c = name_of(o);
+      std::string c = name_of(o, n.op, 0);
       cn.outputs.push_back(c);
       if (!o.empty()) w.graph.tensors[c] = TensorInfo{c, g.tensor(o).dtype, g.tensor(o).shape, std::nullopt};
     }
@@ -129,7 +136,7 @@ bool is_fusable_elementwise(const std::string& op) { return fusable_ops().count(
 bool is_anchor(const std::string& op) { return anchor_ops().count(op) > 0; }
 
 std::string fnv1a_hex(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;  // FNV-1a 64-bit offset basis
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
   return fmt::format("{:016x}", h);
 }

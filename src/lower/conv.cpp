@@ -1,7 +1,259 @@
+// Convolutions: Conv and ConvTranspose over any number of spatial dims (1D-3D in practice), with
+// strides, dilations, explicit or automatic padding, groups (depthwise included) and bias.
+// Every convolution lowers to the same three stages, which the schedule search relies on:
+//   <node>_pad  the input with its zero padding (for ConvTranspose also zero-stuffed between
+//               strided samples), only when the input needs it; reads of X are clamped there;
+//   <node>_acc  pure zero init plus one `+=` update over RDom(kernel dims, innermost = last
+//               spatial dim; then the input channels of the group), reading _pad unchecked;
+//   <node>      the output: accumulator plus bias.
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "lower/lower.h"
 
 namespace ts {
 
-void register_conv_ops(std::map<std::string, LowerFn>& r) {}
+using Halide::Expr;
+using Halide::Func;
+using Halide::RDom;
+using Halide::Var;
+using Idx = std::vector<Expr>;
+
+namespace {
+
+// Python-style floor division: ConvTranspose splits negative total padding (output_shape larger
+// than the natural size) the way the ONNX reference does.
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+// Per-spatial-dim window geometry, in ONNX spatial order.
+struct Geometry {
+  std::vector<int64_t> kernel, stride, dilation, pad_begin, pad_end;
+  // Input extent one window covers.
+  int64_t span(size_t i) const { return (kernel[i] - 1) * dilation[i] + 1; }
+};
+
+std::vector<int64_t> attr_dims(const LowerContext& c, const char* attr, size_t n, int64_t def, int64_t min) {
+  auto v = c.node.attr_ints(attr, std::vector<int64_t>(n, def));
+  if (v.size() != n) c.fail(fmt::format("{} has {} values, expected {}", attr, v.size(), n));
+  for (int64_t x : v)
+    if (x < min) c.fail(fmt::format("{} value {} is below {}", attr, x, min));
+  return v;
+}
+
+// Kernel dims from the weight (dims 2..), checked against the optional kernel_shape attribute.
+std::vector<int64_t> weight_kernel(const LowerContext& c, const LTensor& w) {
+  std::vector<int64_t> k(w.shape.begin() + 2, w.shape.end());
+  if (c.node.has("kernel_shape") && c.node.attr_ints("kernel_shape") != k)
+    c.fail(fmt::format("kernel_shape differs from the weight shape {}", shape_str(w.shape)));
+  return k;
+}
+
+// Checks the shape this lowering computes against shape inference's, so a wrong padding rule
+// shows up as an error instead of a silently shifted result.
+void check_shape(const LowerContext& c, const Shape& s) {
+  if (s != c.out_info().shape)
+    c.fail(fmt::format("attributes give output shape {} but shape inference says {}", shape_str(s),
+                       shape_str(c.out_info().shape)));
+}
+
+void check_float(const LowerContext& c, const LTensor& x) {
+  if (!dtype_is_float(x.dtype)) c.unsupported(fmt::format("input type {} (float only)", dtype_name(x.dtype)));
+}
+
+// Input X viewed through a per-spatial-dim map from padded position j to (input index, valid):
+// {N, C, extent...}, zero where the map is invalid or leaves X.
+using SpatialMap = std::function<std::pair<Expr, Expr>(size_t dim, Expr j)>;
+LTensor pad_input(const LowerContext& c, const LTensor& x, const std::vector<int64_t>& extent, const SpatialMap& map) {
+  Shape shape{x.shape[0], x.shape[1]};
+  shape.insert(shape.end(), extent.begin(), extent.end());
+  return define_tensor(c.name("_pad"), shape, x.dtype, [&](const Idx& o) {
+    Idx xi{o[0], o[1]};
+    Expr valid = Halide::Internal::const_true();
+    for (size_t i = 0; i < extent.size(); i++) {
+      auto [src, ok] = map(i, o[2 + i]);
+      xi.push_back(src);
+      valid = valid && ok;
+    }
+    Expr zero = Halide::cast(x.type(), 0);
+    return Halide::select(valid, x.at_or(xi, zero), zero);
+  });
+}
+
+// The shared accumulation: acc(n, m, o...) = sum over r of
+// src(n, in_channel(m, rc), o * stride + rk * dilation) * w(weight_idx(m, rc, rk)).
+LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, const Shape& out_shape,
+                   const Geometry& g, int64_t cg, const std::function<Expr(Expr, Expr)>& in_channel,
+                   const std::function<Idx(Expr, Expr, const Idx&)>& weight_idx) {
+  const size_t s = g.kernel.size();
+  std::vector<Halide::Range> ranges;
+  for (size_t i = s; i-- > 0;) ranges.emplace_back(0, static_cast<int>(g.kernel[i]));
+  ranges.emplace_back(0, static_cast<int>(cg));
+  RDom r(ranges, c.name("_r"));
+  Idx rk(s);
+  for (size_t i = 0; i < s; i++) rk[i] = r[static_cast<int>(s - 1 - i)];
+  Expr rc = r[static_cast<int>(s)];
+
+  std::vector<Var> args;
+  Idx o(out_shape.size());
+  for (size_t k = 0; k < out_shape.size(); k++) args.emplace_back(fmt::format("d{}", k));
+  for (size_t d = 0; d < out_shape.size(); d++) o[d] = args[out_shape.size() - 1 - d];
+  Idx xi{o[0], in_channel(o[1], rc)};
+  for (size_t i = 0; i < s; i++)
+    xi.push_back(o[2 + i] * static_cast<int>(g.stride[i]) + rk[i] * static_cast<int>(g.dilation[i]));
+
+  const DType acc_type = c.out_info().dtype;
+  const Halide::Type t = halide_type(acc_type);
+  Func acc(c.name("_acc"));
+  acc(args) = Halide::cast(t, 0);
+  acc(args) += Halide::cast(t, src.at(xi)) * Halide::cast(t, w.at(weight_idx(o[1], rc, rk)));
+  set_shape_estimates(acc, out_shape);
+  return LTensor{acc, out_shape, acc_type};
+}
+
+// Output stage: accumulator plus the optional bias (input 2), per output channel.
+LTensor add_bias(const LowerContext& c, const LTensor& acc) {
+  if (c.has_input(2) && c.in(2).shape != Shape{acc.shape[1]})
+    c.fail(fmt::format("bias shape {} is not [{}]", shape_str(c.in(2).shape), acc.shape[1]));
+  return c.output([&](const Idx& o) {
+    Expr v = acc.at(o);
+    return c.has_input(2) ? v + c.in(2).at({o[1]}) : v;
+  });
+}
+
+std::vector<LTensor> lower_conv(const LowerContext& c) {
+  const LTensor &x = c.in(0), &w = c.in(1);
+  check_float(c, x);
+  if (x.rank() < 3 || w.rank() != x.rank())
+    c.fail(fmt::format("input {} and weight {} ranks do not fit", shape_str(x.shape), shape_str(w.shape)));
+  const size_t s = x.rank() - 2;
+  const int64_t group = c.node.attr_int("group", 1), cin = x.shape[1], cout = w.shape[0];
+  if (group < 1 || cin % group != 0 || cout % group != 0 || w.shape[1] != cin / group)
+    c.fail(fmt::format("weight {} does not fit input {} with group={}", shape_str(w.shape), shape_str(x.shape), group));
+  const int64_t cg = cin / group, mg = cout / group;
+
+  Geometry g{weight_kernel(c, w), attr_dims(c, "strides", s, 1, 1), attr_dims(c, "dilations", s, 1, 1), {}, {}};
+  const std::string auto_pad = c.node.attr_string("auto_pad", "NOTSET");
+  Shape out{x.shape[0], cout};
+  for (size_t i = 0; i < s; i++) {
+    const int64_t in = x.shape[2 + i];
+    if (auto_pad == "NOTSET" || auto_pad == "VALID") {
+      auto pads = auto_pad == "VALID" ? std::vector<int64_t>(2 * s, 0) : attr_dims(c, "pads", 2 * s, 0, 0);
+      g.pad_begin.push_back(pads[i]);
+      g.pad_end.push_back(pads[s + i]);
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // Output is ceil(in / stride); the odd unit of padding goes last (UPPER) or first (LOWER).
+      const int64_t total = std::max<int64_t>(0, (ceil_div(in, g.stride[i]) - 1) * g.stride[i] + g.span(i) - in);
+      g.pad_begin.push_back(auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2);
+      g.pad_end.push_back(total - g.pad_begin[i]);
+    } else {
+      c.unsupported("auto_pad=" + auto_pad);
+    }
+    const int64_t padded = in + g.pad_begin[i] + g.pad_end[i];
+    if (padded < g.span(i)) c.fail(fmt::format("kernel span {} exceeds padded input {}", g.span(i), padded));
+    out.push_back((padded - g.span(i)) / g.stride[i] + 1);
+  }
+  check_shape(c, out);
+
+  // Pad only when some window reads outside X: the last window may end before the end padding.
+  std::vector<int64_t> extent(s);
+  bool pad = false;
+  for (size_t i = 0; i < s; i++) {
+    extent[i] = (out[2 + i] - 1) * g.stride[i] + g.span(i);
+    pad |= g.pad_begin[i] > 0 || extent[i] > x.shape[2 + i];
+  }
+  const LTensor src = !pad ? x : pad_input(c, x, extent, [&](size_t i, Expr j) {
+    return std::pair<Expr, Expr>{j - static_cast<int>(g.pad_begin[i]), Halide::Internal::const_true()};
+  });
+
+  // Output channel m is in group m / mg, which reads input channels [group * cg, +cg).
+  auto in_channel = [&](Expr m, Expr rc) { return group == 1 ? rc : (m / static_cast<int>(mg)) * static_cast<int>(cg) + rc; };
+  auto weight_idx = [](Expr m, Expr rc, const Idx& rk) {
+    Idx wi{m, rc};
+    wi.insert(wi.end(), rk.begin(), rk.end());
+    return wi;
+  };
+  LTensor acc = accumulate(c, src, w, out, g, cg, in_channel, weight_idx);
+  return {add_bias(c, acc)};
+}
+
+// ConvTranspose as a stride-1 correlation with the flipped kernel over the zero-stuffed input:
+// input sample i sits at stuffed position i * stride + (span - 1 - pad_begin).
+std::vector<LTensor> lower_conv_transpose(const LowerContext& c) {
+  const LTensor &x = c.in(0), &w = c.in(1);
+  check_float(c, x);
+  if (x.rank() < 3 || w.rank() != x.rank())
+    c.fail(fmt::format("input {} and weight {} ranks do not fit", shape_str(x.shape), shape_str(w.shape)));
+  const size_t s = x.rank() - 2;
+  const int64_t group = c.node.attr_int("group", 1), cin = x.shape[1];
+  if (group < 1 || cin % group != 0 || w.shape[0] != cin)
+    c.fail(fmt::format("weight {} does not fit input {} with group={}", shape_str(w.shape), shape_str(x.shape), group));
+  const int64_t cg = cin / group, mg = w.shape[1], cout = mg * group;
+
+  Geometry g{weight_kernel(c, w), attr_dims(c, "strides", s, 1, 1), attr_dims(c, "dilations", s, 1, 1), {}, {}};
+  const auto out_pad = attr_dims(c, "output_padding", s, 0, 0);
+  const std::string auto_pad = c.node.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    c.unsupported("auto_pad=" + auto_pad);
+  // output_shape may list the spatial dims only, or N and C too.
+  auto target = c.node.attr_ints("output_shape");
+  if (target.size() == s + 2) target.erase(target.begin(), target.begin() + 2);
+  if (!target.empty() && target.size() != s) c.fail(fmt::format("output_shape has {} values for {} spatial dims", target.size(), s));
+  const auto pads = auto_pad == "NOTSET" && target.empty() ? attr_dims(c, "pads", 2 * s, 0, 0) : std::vector<int64_t>(2 * s, 0);
+
+  Shape out{x.shape[0], cout};
+  for (size_t i = 0; i < s; i++) {
+    const int64_t in = x.shape[2 + i];
+    const int64_t full = g.stride[i] * (in - 1) + out_pad[i] + g.span(i);
+    if (!target.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // Total padding that gives the requested size (in * stride for SAME), split as the spec
+      // says: the larger half first unless SAME_UPPER.
+      const int64_t total = full - (target.empty() ? in * g.stride[i] : target[i]);
+      g.pad_begin.push_back(auto_pad == "SAME_UPPER" ? floor_div(total, 2) : total - floor_div(total, 2));
+      g.pad_end.push_back(total - g.pad_begin[i]);
+    } else {
+      g.pad_begin.push_back(pads[i]);
+      g.pad_end.push_back(pads[s + i]);
+    }
+    out.push_back(full - g.pad_begin[i] - g.pad_end[i]);
+    if (out.back() < 1) c.fail(fmt::format("spatial dim {} of the output would be {}", i, out.back()));
+  }
+  check_shape(c, out);
+
+  std::vector<int64_t> extent(s), offset(s);
+  bool pad = false;
+  for (size_t i = 0; i < s; i++) {
+    extent[i] = out[2 + i] + g.span(i) - 1;
+    offset[i] = g.span(i) - 1 - g.pad_begin[i];
+    pad |= g.stride[i] != 1 || offset[i] != 0 || extent[i] > x.shape[2 + i];
+  }
+  const LTensor src = !pad ? x : pad_input(c, x, extent, [&](size_t i, Expr j) {
+    Expr shifted = j - static_cast<int>(offset[i]);
+    const int st = static_cast<int>(g.stride[i]);
+    if (st == 1) return std::pair<Expr, Expr>{shifted, Halide::Internal::const_true()};
+    return std::pair<Expr, Expr>{shifted / st, shifted % st == 0};  // Euclidean: exact when divisible
+  });
+
+  // Output channel m is in group m / mg; the weight is [Cin, Cout/group, k...], read flipped.
+  auto in_channel = [&](Expr m, Expr rc) { return group == 1 ? rc : (m / static_cast<int>(mg)) * static_cast<int>(cg) + rc; };
+  auto weight_idx = [&](Expr m, Expr rc, const Idx& rk) {
+    Idx wi{in_channel(m, rc), group == 1 ? m : m % static_cast<int>(mg)};
+    for (size_t i = 0; i < s; i++) wi.push_back(static_cast<int>(g.kernel[i] - 1) - rk[i]);
+    return wi;
+  };
+  Geometry unit_stride = g;  // the stride is in the stuffing
+  unit_stride.stride.assign(s, 1);
+  LTensor acc = accumulate(c, src, w, out, unit_stride, cg, in_channel, weight_idx);
+  return {add_bias(c, acc)};
+}
+
+}  // namespace
+
+void register_conv_ops(std::map<std::string, LowerFn>& r) {
+  r["Conv"] = lower_conv;
+  r["ConvTranspose"] = lower_conv_transpose;
+}
 
 }  // namespace ts

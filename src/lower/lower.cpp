@@ -63,6 +63,12 @@ std::string sanitize_name(const std::string& s) {
   return r;
 }
 
+void set_shape_estimates(Func f, const Shape& shape) {
+  const std::vector<Var> args = f.args();
+  const int r = static_cast<int>(shape.size());
+  for (int k = 0; k < r; k++) f.set_estimate(args[k], 0, static_cast<int>(shape[r - 1 - k]));
+}
+
 LTensor define_tensor(const std::string& name, const Shape& shape, DType dtype,
                       const std::function<Expr(const std::vector<Expr>&)>& body) {
   const int r = static_cast<int>(shape.size());
@@ -73,8 +79,7 @@ LTensor define_tensor(const std::string& name, const Shape& shape, DType dtype,
   Func f(name);
   Expr value = body(idx);
   f(args) = Halide::cast(halide_type(dtype), value);
-  // The fixed shape, as estimates: what the default schedule and Halide's autoschedulers read.
-  for (int k = 0; k < r; k++) f.set_estimate(args[k], 0, static_cast<int>(shape[r - 1 - k]));
+  set_shape_estimates(f, shape);
   return LTensor{f, shape, dtype};
 }
 

@@ -39,6 +39,10 @@ struct LTensor {
 Halide::Expr typed_const(Halide::Type t, double v);
 Halide::Expr typed_const(Halide::Type t, int64_t v);
 
+// Records `shape` (ONNX order) as f's estimates, which the default schedule and Halide's
+// autoschedulers read. Every stage a lowering defines must carry them.
+void set_shape_estimates(Halide::Func f, const Shape& shape);
+
 // Defines Func `name` of `shape` whose value at ONNX-order indices is body(indices).
 LTensor define_tensor(const std::string& name, const Shape& shape, DType dtype,
                       const std::function<Halide::Expr(const std::vector<Halide::Expr>&)>& body);

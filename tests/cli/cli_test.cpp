@@ -1,0 +1,82 @@
+// The `tensorsched` command on bad input: a one-line error naming the problem and a non-zero
+// exit code, never a crash.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "support/onnx_builder.h"
+
+namespace ts {
+namespace {
+
+struct Result {
+  int code;
+  std::string out;  // stdout + stderr
+};
+
+Result run_cli(const std::string& args) {
+  std::string cmd = std::string(TENSORSCHED_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+void expect_one_line_error(const Result& r, const std::string& needle) {
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find("tensorsched: error: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(needle), std::string::npos) << r.out;
+}
+
+TEST(Cli, MissingFile) { expect_one_line_error(run_cli("info /nonexistent.onnx"), "/nonexistent.onnx: no such file"); }
+
+TEST(Cli, NotOnnxAndTruncated) {
+  std::string text = (test::temp_dir() / "notes.onnx").string();
+  std::ofstream(text) << "hello\n";
+  expect_one_line_error(run_cli("info " + text), "not an ONNX model");
+  std::string model = std::string(TENSORSCHED_TESTDATA_DIR) + "/node/test_conv_with_strides_padding/model.onnx";
+  std::ifstream in(model, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  std::string cut = (test::temp_dir() / "cut.onnx").string();
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() - 9);
+  expect_one_line_error(run_cli("info " + cut), "not an ONNX model");
+}
+
+TEST(Cli, UnsupportedOp) {
+  std::string model = std::string(TENSORSCHED_TESTDATA_DIR) + "/node/test_lstm_defaults/model.onnx";
+  expect_one_line_error(run_cli("info " + model), "op LSTM (opset");
+}
+
+TEST(Cli, DynamicDimensionAndShapeFlag) {
+  test::OnnxBuilder b(13);
+  b.dynamic_input("image", DType::Float32, {-1, 3, 8, 8}).node("Relu", {"image"}, {"y"}).output("y");
+  std::string path = b.save("dynamic.onnx");
+  expect_one_line_error(run_cli("info " + path), "input 'image': dimension 0 ('dyn0') is dynamic; fix it with --shape image=");
+  Result ok = run_cli("info " + path + " --shape image=2,3,8,8");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("output y float32 [2,3,8,8]"), std::string::npos) << ok.out;
+  expect_one_line_error(run_cli("info " + path + " --shape nothere=1"), "'nothere', which is not a graph input");
+  expect_one_line_error(run_cli("info " + path + " --shape image=a"), "not a positive integer");
+}
+
+TEST(Cli, UnsupportedType) {
+  std::string model = std::string(TENSORSCHED_TESTDATA_DIR) + "/node/test_cast_FLOAT_to_FLOAT16/model.onnx";
+  expect_one_line_error(run_cli("info " + model), "FLOAT16 is not supported");
+}
+
+TEST(Cli, ConformanceJsonSummary) {
+  Result r = run_cli(std::string("conformance --json -j 1 ") + TENSORSCHED_TESTDATA_DIR + "/node/test_relu " +
+                     TENSORSCHED_TESTDATA_DIR + "/node/test_lstm_defaults");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(R"("case":"node/test_relu")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"({"summary": {"pass": 1, "fail": 0, "unsupported": 1, "error": 0}})"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ts

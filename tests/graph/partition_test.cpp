@@ -1,0 +1,88 @@
+// Partition of real ONNX files into workloads: fusion, dedup by exact key, class keys.
+#include <gtest/gtest.h>
+
+#include "graph/onnx_import.h"
+#include "graph/passes.h"
+#include "graph/workload.h"
+#include "lower/lower.h"
+#include "support/onnx_builder.h"
+
+namespace ts {
+namespace {
+
+using test::OnnxBuilder;
+
+Graph load(const std::string& path) {
+  ImportOptions o;
+  o.op_supported = op_supported;
+  o.quiet = true;
+  Graph g = import_onnx(path, o);
+  run_default_passes(g);
+  return g;
+}
+
+// x -> Conv -> Relu -> Conv -> Add(residual x) -> Relu -> GlobalAveragePool -> Flatten -> Gemm
+std::string residual_block(int hw) {
+  OnnxBuilder b(13);
+  auto pads = std::vector<int64_t>{1, 1, 1, 1};
+  b.input("x", DType::Float32, {1, 8, hw, hw})
+      .initializer("w1", test::rand_f32({8, 8, 3, 3}, 1))
+      .initializer("w2", test::rand_f32({8, 8, 3, 3}, 2))
+      .initializer("fc", test::rand_f32({10, 8}, 3))
+      .node("Conv", {"x", "w1"}, {"c1"}, {{"pads", pads}})
+      .node("Relu", {"c1"}, {"r1"})
+      .node("Conv", {"r1", "w2"}, {"c2"}, {{"pads", pads}})
+      .node("Add", {"c2", "x"}, {"s"})
+      .node("Relu", {"s"}, {"r2"})
+      .node("GlobalAveragePool", {"r2"}, {"p"})
+      .node("Flatten", {"p"}, {"f"})
+      .node("Gemm", {"f", "fc"}, {"y"}, {{"transB", int64_t{1}}})
+      .output("y");
+  return b.save("block" + std::to_string(hw) + ".onnx");
+}
+
+TEST(Partition, FusesElementwiseChainsIntoAnchors) {
+  Graph g = load(residual_block(6));
+  Partition p = partition_graph(g);
+  std::vector<std::string> names;
+  for (const auto& s : p.steps) names.push_back(p.workloads[s.workload].name);
+  EXPECT_EQ(names, (std::vector<std::string>{"Conv+Relu", "Conv+Add+Relu", "GlobalAveragePool", "Flatten", "Gemm"}));
+  // The residual input and the weights are inputs of the fused workload, in first-use order.
+  EXPECT_EQ(p.steps[1].inputs, (std::vector<std::string>{"r1", "w2", "x"}));
+  EXPECT_EQ(p.steps[1].outputs, (std::vector<std::string>{"r2"}));
+  EXPECT_EQ(p.workloads[p.steps[0].workload].flops, 2 * 8 * 6 * 6 * 8 * 9 + 8 * 6 * 6);
+}
+
+TEST(Partition, IdenticalWorkloadsShareOneEntry) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 4, 5, 5})
+      .initializer("w1", test::rand_f32({4, 4, 1, 1}, 1))
+      .initializer("w2", test::rand_f32({4, 4, 1, 1}, 2))
+      .node("Conv", {"x", "w1"}, {"a"})
+      .node("Relu", {"a"}, {"b"})
+      .node("Conv", {"b", "w2"}, {"c"})
+      .node("Relu", {"c"}, {"y"})
+      .output("y");
+  Partition p = partition_graph(load(b.save("twice.onnx")));
+  ASSERT_EQ(p.workloads.size(), 1u);
+  EXPECT_EQ(p.workloads[0].count, 2);
+  EXPECT_EQ(p.steps.size(), 2u);
+}
+
+TEST(Partition, ExactKeyHasShapesClassKeyDoesNot) {
+  Partition small = partition_graph(load(residual_block(6)));
+  Partition large = partition_graph(load(residual_block(10)));
+  const Workload &a = small.workloads[0], &b = large.workloads[0];
+  EXPECT_NE(a.exact_key, b.exact_key);
+  EXPECT_EQ(a.class_key, b.class_key);
+  EXPECT_NE(a.exact_key.find("[1,8,6,6]"), std::string::npos) << a.exact_key;
+  EXPECT_EQ(a.class_key.find("[1,8,6,6]"), std::string::npos) << a.class_key;
+  // Keys are canonical text, so their hashes are stable across runs, builds and machines.
+  EXPECT_EQ(a.exact_key,
+            "in0:float32[1,8,6,6];in1:float32[8,8,3,3];Conv(in0,in1)->t0 pads=[1,1,1,1];Relu(t0)->t1;out t1[1,8,6,6];");
+  EXPECT_EQ(a.key_hash(), fnv1a_hex(a.exact_key));
+  EXPECT_EQ(fnv1a_hex("abc"), "e71fa2190541574b");
+}
+
+}  // namespace
+}  // namespace ts

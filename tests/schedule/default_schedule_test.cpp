@@ -1,0 +1,65 @@
+// The default schedule on a hand-written Halide pipeline (not from ONNX): it must pick the
+// documented placements and loop types, and keep results unchanged.
+#include "schedule/default_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include "lower/lower.h"
+
+namespace ts {
+namespace {
+
+using Halide::Internal::ForType;
+
+bool computed_at_root(const Halide::Func& f) {
+  Halide::LoopLevel l = f.function().schedule().compute_level();
+  l.lock();
+  return l.is_root();
+}
+
+bool has_loop_type(const Halide::Internal::Function& f, int stage, ForType t) {
+  const auto& dims = stage == 0 ? f.definition().schedule().dims() : f.update(stage - 1).schedule().dims();
+  for (const auto& d : dims)
+    if (d.for_type == t) return true;
+  return false;
+}
+
+TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
+  const int M = 33, N = 40, K = 20;
+  Halide::Buffer<float> a(K, M), b(N, K), bias(N);
+  for (int i = 0; i < M; i++)
+    for (int k = 0; k < K; k++) a(k, i) = static_cast<float>((i * 7 + k * 3) % 11) - 5;
+  for (int k = 0; k < K; k++)
+    for (int j = 0; j < N; j++) b(j, k) = static_cast<float>((k * 5 + j) % 7) - 3;
+  for (int j = 0; j < N; j++) bias(j) = static_cast<float>(j % 3);
+
+  auto build = [&](bool schedule) {
+    Halide::Var x("x"), y("y");
+    Halide::RDom r(0, K, "r");
+    Halide::Func scaled("scaled"), acc("acc"), out("out");
+    scaled(x, y) = a(x, y) * 2.0f;  // a pure producer of the reduction: root
+    acc(x, y) = 0.0f;
+    acc(x, y) += scaled(r, y) * b(x, r);
+    acc.set_estimate(x, 0, N).set_estimate(y, 0, M);
+    scaled.set_estimate(x, 0, K).set_estimate(y, 0, M);
+    out(x, y) = Halide::max(acc(x, y) + bias(x), 0.0f);
+    out.set_estimate(x, 0, N).set_estimate(y, 0, M);
+    if (schedule) {
+      apply_default_schedule({out}, Halide::get_host_target());
+      EXPECT_TRUE(computed_at_root(acc));
+      EXPECT_TRUE(computed_at_root(scaled));
+      EXPECT_TRUE(has_loop_type(out.function(), 0, ForType::Vectorized));
+      EXPECT_TRUE(has_loop_type(out.function(), 0, ForType::Parallel));
+      EXPECT_TRUE(has_loop_type(acc.function(), 1, ForType::Vectorized));
+      EXPECT_TRUE(has_loop_type(acc.function(), 1, ForType::Parallel));
+    }
+    Halide::Buffer<float> result = out.realize({N, M});
+    return result;
+  };
+  Halide::Buffer<float> plain = build(false), scheduled = build(true);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) ASSERT_EQ(plain(j, i), scheduled(j, i)) << i << "," << j;
+}
+
+}  // namespace
+}  // namespace ts
