@@ -27,6 +27,7 @@ struct RunArgs {
   std::string check_dir;
   std::string cache_dir;
   bool json = false;
+  bool profile = false;
 };
 
 std::vector<std::string> pb_files(const fs::path& dir, const std::string& prefix) {
@@ -124,6 +125,25 @@ int run_command(const RunArgs& a) {
       std::cout << fmt::format("latency over {} runs: median {:.3f} ms, min {:.3f} ms, max {:.3f} ms\n", a.iters,
                                median, ms.front(), ms.back());
   }
+  if (a.profile) {
+    // Time per distinct workload over the last run, largest first.
+    const auto& p = model.partition();
+    std::vector<double> per(p.workloads.size(), 0.0);
+    for (size_t s = 0; s < p.steps.size(); s++) per[p.steps[s].workload] += model.step_seconds()[s];
+    std::vector<size_t> order(per.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return per[x] > per[y]; });
+    nlohmann::json prof = nlohmann::json::array();
+    for (size_t i : order) {
+      const auto& w = p.workloads[i];
+      double gflops = per[i] > 0 ? w.flops * w.count / per[i] * 1e-9 : 0;
+      prof.push_back({{"key", w.key_hash()}, {"name", w.name}, {"count", w.count}, {"ms", per[i] * 1e3}, {"gflops", gflops}});
+      if (!a.json)
+        std::cout << fmt::format("  {:>9.3f} ms {:>7.2f} GFLOP/s x{:<3} {} {}\n", per[i] * 1e3, gflops, w.count,
+                                 w.key_hash(), w.name);
+    }
+    j["profile"] = prof;
+  }
   if (a.json) std::cout << j.dump() << "\n";
   return check_ok ? 0 : 3;
 }
@@ -140,6 +160,7 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--check", args->check_dir, "Compare with ONNX test data: DIR/test_data_set_*/{input,output}_i.pb");
   run->add_option("--cache-dir", args->cache_dir, "Compiled-code cache root (default ~/.cache/tensorsched)");
   run->add_flag("--json", args->json, "One JSON object");
+  run->add_flag("--profile", args->profile, "Time per workload in the last run");
   on_command(run, [args] { return run_command(*args); });
 
   auto wl = std::make_shared<ModelArgs>();

@@ -1,7 +1,273 @@
+// Data-movement ops: Reshape/Flatten/Squeeze/Unsqueeze, Transpose, Concat, Split, Slice,
+// Expand, Tile, Pad, Gather, GatherElements. Output shapes come from shape inference
+// (c.out_info), so most ops only need the index mapping from output to input element; every
+// input index is kept inside the input's shape.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "graph/const_eval.h"
 #include "lower/lower.h"
 
 namespace ts {
 
-void register_shape_ops(std::map<std::string, LowerFn>& r) {}
+using Halide::Expr;
+using Idx = std::vector<Expr>;
+
+namespace {
+
+std::vector<LTensor> one(LTensor t) { return {std::move(t)}; }
+
+// Input index of output element `out` when both shapes hold the same elements in row-major
+// order (Reshape, Flatten, Squeeze, Unsqueeze). Unit dims are dropped, and the remaining dims
+// are cut into the smallest groups whose sizes agree on both sides; only a group that really
+// merges or splits dims pays for flat-index math, so [N,C,H,W] -> [N,C,H*W] divides once.
+Idx reshape_index(const Idx& out, const Shape& os, const Shape& is) {
+  Idx in(is.size(), Expr(0));
+  if (num_elements(os) == 0) return in;  // nothing is read
+  std::vector<size_t> od, id;
+  for (size_t d = 0; d < os.size(); d++)
+    if (os[d] != 1) od.push_back(d);
+  for (size_t d = 0; d < is.size(); d++)
+    if (is[d] != 1) id.push_back(d);
+  size_t a = 0, b = 0;
+  while (a < od.size() && b < id.size()) {
+    const size_t a0 = a++, b0 = b++;
+    int64_t po = os[od[a0]], pi = is[id[b0]];
+    while (po != pi) {
+      if (po < pi) po *= os[od[a++]];
+      else pi *= is[id[b++]];
+    }
+    if (a - a0 == 1 && b - b0 == 1) {
+      in[id[b0]] = out[od[a0]];
+      continue;
+    }
+    Expr flat = 0;
+    for (size_t k = a0; k < a; k++) flat = flat * static_cast<int>(os[od[k]]) + out[od[k]];
+    for (size_t k = b; k-- > b0;) {
+      const int dim = static_cast<int>(is[id[k]]);
+      in[id[k]] = k == b0 ? flat : flat % dim;
+      flat = flat / dim;
+    }
+  }
+  return in;
+}
+
+LTensor reshape_like_output(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  const Shape& os = c.out_info().shape;
+  if (num_elements(os) != num_elements(x.shape))
+    c.fail(fmt::format("cannot reshape {} to {}", shape_str(x.shape), shape_str(os)));
+  return c.output([&](const Idx& i) { return x.at(reshape_index(i, os, x.shape)); });
+}
+
+std::vector<LTensor> lower_transpose(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  std::vector<int64_t> perm = c.node.attr_ints("perm");
+  if (perm.empty())
+    for (int d = x.rank() - 1; d >= 0; d--) perm.push_back(d);
+  if (static_cast<int>(perm.size()) != x.rank()) c.fail(fmt::format("perm has {} entries for rank {}", perm.size(), x.rank()));
+  std::vector<int> source_of(x.rank(), -1);  // output axis that indexes each input axis
+  for (int d = 0; d < x.rank(); d++) {
+    int& s = source_of[normalize_axis(perm[d], x.rank(), c.node)];
+    if (s >= 0) c.fail("perm repeats an axis");
+    s = d;
+  }
+  return one(c.output([&](const Idx& i) {
+    Idx src(x.rank());
+    for (int d = 0; d < x.rank(); d++) src[d] = i[source_of[d]];
+    return x.at(src);
+  }));
+}
+
+std::vector<LTensor> lower_concat(const LowerContext& c) {
+  const int r = c.in(0).rank();
+  const int axis = static_cast<int>(normalize_axis(c.node.attr_int("axis", 0), r, c.node));
+  // (input, offset along axis) of every non-empty input
+  std::vector<std::pair<const LTensor*, int>> parts;
+  int offset = 0;
+  for (size_t k = 0; k < c.inputs.size(); k++) {
+    const LTensor& t = c.in(k);
+    if (t.shape[axis] > 0) parts.emplace_back(&t, offset);
+    offset += static_cast<int>(t.shape[axis]);
+  }
+  if (parts.empty()) return one(c.output([](const Idx&) { return Expr(0); }));  // empty output
+  return one(c.output([&](const Idx& i) {
+    auto read = [&](const std::pair<const LTensor*, int>& p) {
+      Idx src = i;
+      src[axis] = Halide::clamp(i[axis] - p.second, 0, static_cast<int>(p.first->shape[axis]) - 1);
+      return p.first->at(src);
+    };
+    // Last part is the fallback; walk backwards so the select chain tests offsets in order.
+    Expr v = read(parts.back());
+    for (size_t k = parts.size() - 1; k-- > 0;) v = Halide::select(i[axis] < parts[k + 1].second, read(parts[k]), v);
+    return v;
+  }));
+}
+
+// Split sizes are the output extents along the axis, which shape inference already derived
+// from the 'split' attribute/input or an equal split.
+std::vector<LTensor> lower_split(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  const int axis = static_cast<int>(normalize_axis(c.node.attr_int("axis", 0), x.rank(), c.node));
+  std::vector<LTensor> outs;
+  int64_t offset = 0;
+  for (size_t k = 0; k < c.node.outputs.size(); k++) {
+    if (c.node.outputs[k].empty()) c.unsupported(fmt::format("unnamed output {}", k));
+    const int64_t len = c.out_info(k).shape.at(axis);
+    const int off = static_cast<int>(offset);
+    outs.push_back(c.output([&](const Idx& i) {
+      Idx src = i;
+      src[axis] = i[axis] + off;
+      return x.at(src);
+    }, k));
+    offset += len;
+  }
+  if (offset != x.shape[axis]) c.fail(fmt::format("split sizes sum to {}, axis has {}", offset, x.shape[axis]));
+  return outs;
+}
+
+std::vector<LTensor> lower_slice(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  const int r = x.rank();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset() < 10) {
+    starts = c.node.attr_ints("starts");
+    ends = c.node.attr_ints("ends");
+    axes = c.node.attr_ints("axes");
+  } else {
+    starts = c.require_constant(1, "starts").to_i64_vector();
+    ends = c.require_constant(2, "ends").to_i64_vector();
+    if (c.has_input(3)) axes = c.require_constant(3, "axes").to_i64_vector();
+    if (c.has_input(4)) steps = c.require_constant(4, "steps").to_i64_vector();
+  }
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); k++) axes.push_back(static_cast<int64_t>(k));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.fail("starts, ends, axes and steps differ in length");
+  std::vector<int64_t> lo(r, 0), step(r, 1);
+  Shape shape = x.shape;
+  for (size_t k = 0; k < axes.size(); k++) {
+    const int64_t a = normalize_axis(axes[k], r, c.node), dim = x.shape[a], s = steps[k];
+    if (s == 0) c.fail("slice step 0");
+    int64_t b = starts[k] < 0 ? starts[k] + dim : starts[k];
+    int64_t e = ends[k] < 0 ? ends[k] + dim : ends[k];
+    // Clamping rules from the spec: a negative step walks from dim-1 down to (exclusive) -1.
+    if (s > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+    } else {
+      b = std::clamp<int64_t>(b, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+    }
+    const int64_t len = s > 0 ? (e - b + s - 1) / s : (b - e - s - 1) / -s;
+    lo[a] = b;
+    step[a] = s;
+    shape[a] = std::max<int64_t>(len, 0);
+  }
+  if (shape != c.out_info().shape) c.fail(fmt::format("slice gives {}, shape inference says {}", shape_str(shape), shape_str(c.out_info().shape)));
+  return one(c.output([&](const Idx& i) {
+    Idx src(r);
+    for (int d = 0; d < r; d++) src[d] = static_cast<int>(lo[d]) + i[d] * static_cast<int>(step[d]);
+    return x.at(src);
+  }));
+}
+
+std::vector<LTensor> lower_tile(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  return one(c.output([&](const Idx& i) {
+    Idx src(x.rank());
+    for (int d = 0; d < x.rank(); d++) src[d] = x.shape[d] == 1 ? Expr(0) : i[d] % static_cast<int>(x.shape[d]);
+    return x.at(src);
+  }));
+}
+
+std::vector<LTensor> lower_pad(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  const int r = x.rank();
+  const std::string mode = c.node.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") c.unsupported(fmt::format("mode '{}'", mode));
+  std::vector<int64_t> pads = c.opset() < 11 ? c.node.attr_ints("pads") : c.require_constant(1, "pads").to_i64_vector();
+  std::vector<int64_t> axes = c.opset() >= 18 && c.has_input(3) ? c.require_constant(3, "axes").to_i64_vector() : std::vector<int64_t>{};
+  if (axes.empty())
+    for (int d = 0; d < r; d++) axes.push_back(d);
+  if (pads.size() != 2 * axes.size()) c.fail(fmt::format("{} pads for {} axes", pads.size(), axes.size()));
+  std::vector<int64_t> begin(r, 0);
+  for (size_t k = 0; k < axes.size(); k++) begin[normalize_axis(axes[k], r, c.node)] = pads[k];
+
+  Expr fill;
+  if (mode == "constant") {
+    if (c.opset() < 11) fill = Expr(c.node.attr_float("value", 0.0));
+    else if (c.has_input(2)) fill = c.in(2).at(Idx(c.in(2).rank(), Expr(0)));
+    else fill = Expr(0);
+  }
+  return one(c.output([&](const Idx& i) {
+    Idx src(r);
+    for (int d = 0; d < r; d++) {
+      const int n = static_cast<int>(x.shape[d]);
+      Expr j = i[d] - static_cast<int>(begin[d]);
+      // Reflect mirrors once about the edge elements; the clamp keeps over-wide pads in bounds.
+      if (mode == "reflect") j = Halide::select(j < 0, -j, j >= n, 2 * (n - 1) - j, j);
+      src[d] = mode == "constant" ? j : Halide::clamp(j, 0, n - 1);
+    }
+    return mode == "constant" ? x.at_or(src, fill) : x.at(src);
+  }));
+}
+
+// A data index read from an index tensor: negative values count from the end, and the clamp
+// keeps out-of-range indices (undefined behaviour in ONNX) from reading outside the data.
+Expr normalize_index(Expr i, int64_t dim) {
+  i = Halide::cast<int>(i);
+  return Halide::clamp(Halide::select(i < 0, i + static_cast<int>(dim), i), 0, static_cast<int>(dim) - 1);
+}
+
+std::vector<LTensor> lower_gather(const LowerContext& c) {
+  const LTensor &x = c.in(0), &ind = c.in(1);
+  const int r = x.rank(), q = ind.rank();
+  const int axis = static_cast<int>(normalize_axis(c.node.attr_int("axis", 0), r, c.node));
+  const Tensor* k = c.constant(1);
+  return one(c.output([&](const Idx& i) {
+    // A constant scalar index (x[:, 3]) becomes a literal instead of a load.
+    Expr at = k && k->size() == 1 ? Expr(static_cast<int>(k->get_i64(0)))
+                                  : ind.at(Idx(i.begin() + axis, i.begin() + axis + q));
+    Idx src(i.begin(), i.begin() + axis);
+    src.push_back(normalize_index(at, x.shape[axis]));
+    src.insert(src.end(), i.begin() + axis + q, i.end());
+    return x.at(src);
+  }));
+}
+
+std::vector<LTensor> lower_gather_elements(const LowerContext& c) {
+  const LTensor &x = c.in(0), &ind = c.in(1);
+  const int axis = static_cast<int>(normalize_axis(c.node.attr_int("axis", 0), x.rank(), c.node));
+  if (ind.rank() != x.rank()) c.fail("indices and data differ in rank");
+  return one(c.output([&](const Idx& i) {
+    Idx src = i;
+    src[axis] = normalize_index(ind.at(i), x.shape[axis]);
+    return x.at(src);
+  }));
+}
+
+}  // namespace
+
+void register_shape_ops(std::map<std::string, LowerFn>& r) {
+  // The target shape, axes and flatten axis all decided the inferred output shape, which is
+  // all the element mapping needs.
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+    r[op] = [](const LowerContext& c) { return one(reshape_like_output(c)); };
+  r["Transpose"] = lower_transpose;
+  r["Concat"] = lower_concat;
+  r["Split"] = lower_split;
+  r["Slice"] = lower_slice;
+  r["Expand"] = [](const LowerContext& c) {
+    const LTensor& x = c.in(0);
+    return one(c.output([&](const Idx& i) { return x.at_broadcast(i); }));
+  };
+  r["Tile"] = lower_tile;
+  r["Pad"] = lower_pad;
+  r["Gather"] = lower_gather;
+  r["GatherElements"] = lower_gather_elements;
+}
 
 }  // namespace ts

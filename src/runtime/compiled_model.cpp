@@ -99,6 +99,7 @@ struct CompiledModel::Impl {
   std::map<std::string, Tensor> storage;         // activations and inputs, allocated once
   std::map<std::string, Halide::Buffer<>> bufs;  // views over storage and weights
   std::vector<std::vector<void*>> argv;          // per step: halide_buffer_t* of inputs, outputs
+  std::vector<double> step_seconds;              // per step, last run
 };
 
 CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Impl) {
@@ -163,6 +164,7 @@ CompiledModel::~CompiledModel() {
 const Graph& CompiledModel::graph() const { return impl_->graph; }
 const Partition& CompiledModel::partition() const { return impl_->partition; }
 const CompileStats& CompiledModel::stats() const { return impl_->stats; }
+const std::vector<double>& CompiledModel::step_seconds() const { return impl_->step_seconds; }
 
 void CompiledModel::set_threads(int threads) {
   using SetThreads = int (*)(int);
@@ -185,8 +187,11 @@ std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inpu
   for (const auto& [name, t] : inputs)
     if (!m.storage.count(name) || m.graph.is_constant(name))
       throw Error(fmt::format("{}: '{}' is not a runtime input of the model", m.graph.path, name));
+  m.step_seconds.resize(m.partition.steps.size());
   for (size_t s = 0; s < m.partition.steps.size(); s++) {
+    auto t0 = std::chrono::steady_clock::now();
     int rc = m.fns[m.partition.steps[s].workload](m.argv[s].data());
+    m.step_seconds[s] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rc != 0) {
       const auto& w = m.partition.workloads[m.partition.steps[s].workload];
       throw Error(fmt::format("{}: workload {} ({}) failed at run time (Halide error {})", m.graph.path,

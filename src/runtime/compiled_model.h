@@ -39,6 +39,8 @@ class CompiledModel {
   void set_threads(int threads);
   // Runs one inference; inputs by graph input name (shape and dtype must match).
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+  // Seconds each step took in the last run (same order as partition().steps).
+  const std::vector<double>& step_seconds() const;
 
  private:
   struct Impl;
