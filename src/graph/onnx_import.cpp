@@ -149,6 +149,15 @@ class Importer {
         throw Unsupported(fmt::format("{}: node '{}': op {}{} (opset {}) is not supported", path_, name,
                                       default_domain ? "" : p.domain() + ".", p.op_type(), opset_));
     }
+    // Only tensors: sequence, map and optional values are not lowered.
+    for (const auto* list : {&g.input(), &g.output()})
+      for (const auto& v : *list)
+        if (v.has_type() && !v.type().has_tensor_type())
+          throw Unsupported(fmt::format("{}: graph {} '{}' is a {}, only tensors are supported", path_,
+                                        list == &g.input() ? "input" : "output", v.name(),
+                                        v.type().has_sequence_type() ? "sequence"
+                                        : v.type().has_optional_type() ? "optional"
+                                        : v.type().has_map_type() ? "map" : "non-tensor value"));
     if (opset_ == 0) throw Error(fmt::format("{}: imports no opset of the default ONNX domain", path_));
     if (opset_ < kMinOpset || opset_ > kMaxOpset)
       throw Unsupported(fmt::format("{}: opset {} is not supported (supported: {}-{})", path_, opset_, kMinOpset, kMaxOpset));

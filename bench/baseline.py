@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""Baseline benchmark: tensorsched (default schedule) vs PyTorch eager vs TorchScript.
+
+For each zoo model and each thread count (1 and 2) it measures, in the same run:
+  - tensorsched: `tensorsched run --json` (median of --iters timed runs after a warm-up), plus the
+    compile time with an empty code cache and the start-up time with a warm one (cache hits);
+  - PyTorch eager: the same torchvision/zoo network (tools/export_models.py builds it);
+  - TorchScript: torch.jit.trace + torch.jit.freeze + torch.jit.optimize_for_inference.
+Ratios are PyTorch time / tensorsched time (above 1: tensorsched is faster).
+Writes CSV and Markdown. Run nothing else while it runs: 2 shared cores are noisy.
+
+  /usr/bin/python3 bench/baseline.py [--models resnet18,...] [--iters 10] [--out docs/bench]
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+
+import torch  # noqa: E402
+import export_models  # noqa: E402
+
+DEFAULT_MODELS = list(export_models.MODELS)
+
+
+def tensorsched(binary, model, threads, iters, cache):
+    cmd = [binary, "run", model, "--json", "--threads", str(threads), "--iters", str(iters), "--cache-dir", cache]
+    t0 = time.time()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    wall = time.time() - t0
+    j = json.loads(out.strip().splitlines()[-1])
+    return j, wall
+
+
+def torch_median_ms(fn, x, iters):
+    with torch.no_grad():
+        fn(x)  # warm-up
+        times = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            fn(x)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    ap.add_argument("--zoo", default=os.path.join(REPO, "models", "full"))
+    ap.add_argument("--binary", default=os.path.join(REPO, "build", "tensorsched"))
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    rows = []
+    for name in args.models.split(","):
+        model_path = os.path.join(args.zoo, name, "model.onnx")
+        if not os.path.exists(model_path):
+            subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_models.py"), "--out", args.zoo,
+                            "--models", name], check=True)
+        # Compile once into a fresh cache (compile time), then start again from it (cache hits).
+        cache = tempfile.mkdtemp(prefix="tensorsched-bench-")
+        first, _ = tensorsched(args.binary, model_path, 1, 0, cache)
+        second, warm_wall = tensorsched(args.binary, model_path, 1, 0, cache)
+        build, shape = export_models.MODELS[name]
+        torch.manual_seed(0)
+        net = build().eval()
+        export_models.disable_transformer_fast_paths(net)
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            script = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x)))
+        for threads in [int(t) for t in args.threads.split(",")]:
+            torch.set_num_threads(threads)
+            ts, _ = tensorsched(args.binary, model_path, threads, args.iters, cache)
+            ts_ms = ts["latency_ms"]["median"]
+            eager_ms = torch_median_ms(net, x, args.iters)
+            script_ms = torch_median_ms(script, x, args.iters)
+            row = {"model": name, "threads": threads, "tensorsched_ms": round(ts_ms, 3),
+                   "eager_ms": round(eager_ms, 3), "torchscript_ms": round(script_ms, 3),
+                   "eager_over_tensorsched": round(eager_ms / ts_ms, 3),
+                   "torchscript_over_tensorsched": round(script_ms / ts_ms, 3),
+                   "workloads": first["workloads"], "compile_s": round(first["compile_seconds"], 2),
+                   "cache_hit_s": round(second["compile_seconds"], 3)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        shutil.rmtree(cache, ignore_errors=True)
+    with open(os.path.join(args.out, "baseline.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(args.out, "baseline.md"), "w") as f:
+        cols = list(rows[0])
+        f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
+        for r in rows:
+            f.write("| " + " | ".join(str(r[c]) for c in cols) + " |\n")
+    print(f"wrote {args.out}/baseline.csv and baseline.md")
+
+
+if __name__ == "__main__":
+    main()
