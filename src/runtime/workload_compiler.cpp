@@ -72,6 +72,7 @@ LoweredWorkload lower_workload(const Workload& w) {
     const int rank = static_cast<int>(info.shape.size());
     Halide::ImageParam p(halide_type(info.dtype), rank, name);
     for (int k = 0; k < rank; k++) p.dim(k).set_estimate(0, static_cast<int>(info.shape[rank - 1 - k]));
+    lw.params.push_back(p);
     lw.args.push_back(p);
     bound[name] = define_tensor("input_" + name, info.shape, info.dtype, [&](const std::vector<Halide::Expr>& idx) {
       return p(std::vector<Halide::Expr>(idx.rbegin(), idx.rend()));

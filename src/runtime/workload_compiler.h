@@ -34,7 +34,8 @@ std::string workload_function_name(const Workload& w, const std::string& schedul
 // Lowers w, applies `schedule` and returns the pipeline and its arguments (inputs in order).
 struct LoweredWorkload {
   Halide::Pipeline pipeline;
-  std::vector<Halide::Argument> args;         // ImageParams of w.graph.inputs, in order
+  std::vector<Halide::ImageParam> params;     // one per w.graph.inputs, in order
+  std::vector<Halide::Argument> args;         // the same, as compile arguments
   std::vector<Halide::Func> outputs;          // one per w.graph.outputs
 };
 LoweredWorkload lower_workload(const Workload& w);

@@ -74,6 +74,120 @@ void schedule_root(Halide::Func f, const Halide::Target& target) {
   }
 }
 
+// Variables named in the arguments of each call in e.
+struct CallVars : Halide::Internal::IRGraphVisitor {
+  std::string self;  // the stage's own name: reading its accumulator is not a load to reuse
+  std::vector<std::set<std::string>> calls;
+  std::set<std::string>* current = nullptr;
+  using IRGraphVisitor::visit;
+  void visit(const Halide::Internal::Call* op) override {
+    if ((op->call_type != Halide::Internal::Call::Halide && op->call_type != Halide::Internal::Call::Image) ||
+        op->name == self) {
+      IRGraphVisitor::visit(op);
+      return;
+    }
+    calls.emplace_back();
+    std::set<std::string>* saved = current;
+    current = &calls.back();
+    for (const auto& a : op->args) a.accept(this);
+    current = saved;
+  }
+  void visit(const Halide::Internal::Variable* op) override {
+    if (current) current->insert(op->name);
+  }
+};
+
+// The pure loop of reduction r (not the vector loop x) whose iterations reuse the vector loads:
+// a variable absent from every load that depends on x (a conv's output channel, a matmul's row).
+int reuse_loop(const Function& r, const std::vector<int64_t>& ext) {
+  CallVars cv;
+  cv.self = r.name();
+  for (const auto& v : r.update(0).values()) v.accept(&cv);
+  const std::string x = r.args()[0];
+  int best = -1;
+  for (size_t k = 1; k < r.args().size(); k++) {
+    bool absent = ext[k] >= 2;
+    for (const auto& c : cv.calls)
+      if (c.count(x) && c.count(r.args()[k])) absent = false;
+    if (absent && (best < 0 || ext[k] > ext[best])) best = static_cast<int>(k);
+  }
+  return best;
+}
+
+// Largest power of two <= extent, capped at the native width; 0 below 4 (not worth a vector).
+int vector_width_for(int64_t extent, int native) {
+  int v = native;
+  while (v > extent) v /= 2;
+  return v >= 4 ? v : 0;
+}
+
+// Output o whose value is an elementwise function of one reduction r over the same domain:
+// o is tiled (vector loop x, unrolled reuse loop u) and r computed inside each tile, so its
+// accumulators stay in registers. Returns false when the pattern does not apply.
+bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target) {
+  const Function &of = o.function(), &rf = r.function();
+  const std::vector<int64_t> ext = extents(of);
+  if (ext != extents(rf) || ext.empty() || rf.updates().size() != 1 || of.args().size() != rf.args().size()) return false;
+  const int V = vector_width_for(ext[0], target.natural_vector_size(o.output_types()[0]));
+  if (V == 0) return false;
+  const int u = reuse_loop(rf, ext);
+  const int U = u < 0 ? 1 : static_cast<int>(std::min<int64_t>(4, ext[u]));
+  const std::vector<Halide::Var> oa = o.args(), ra = r.args();
+  const int n = static_cast<int>(oa.size());
+
+  Halide::Var xo("xo"), xi("xi"), uo("uo"), ui("ui");
+  o.compute_root();
+  o.split(oa[0], xo, xi, V, Halide::TailStrategy::ShiftInwards);
+  std::vector<Halide::VarOrRVar> order = {xi};
+  if (u >= 0) {
+    o.split(oa[u], uo, ui, U, Halide::TailStrategy::ShiftInwards);
+    order.push_back(ui);
+  }
+  order.push_back(xo);
+  std::vector<Halide::Var> outer;  // remaining pure loops, innermost first
+  for (int k = 1; k < n; k++) outer.push_back(k == u ? uo : oa[k]);
+  for (const auto& v : outer) order.push_back(v);
+  o.reorder(order).vectorize(xi);
+  if (u >= 0) o.unroll(ui);
+  // Parallel over the outer loops, fused outermost-first until there are enough tasks.
+  std::vector<int64_t> outer_ext;
+  for (int k = 1; k < n; k++) outer_ext.push_back(k == u ? (ext[k] + U - 1) / U : ext[k]);
+  if (!outer.empty()) {
+    int lo = static_cast<int>(outer.size()) - 1;
+    int64_t tasks = outer_ext[lo];
+    while (tasks < kMinParallelTasks && lo > 0) tasks *= outer_ext[--lo];
+    Halide::VarOrRVar par = outer.back();
+    for (int k = static_cast<int>(outer.size()) - 2; k >= lo; k--) {
+      Halide::Var fused(outer.back().name() + "_" + outer[k].name() + "_f");
+      o.fuse(par, outer[k], fused);
+      par = fused;
+    }
+    if (tasks >= 2) o.parallel(par);
+  }
+
+  r.compute_at(o, xo).vectorize(ra[0]);
+  if (u >= 0) r.unroll(ra[u]);
+  Halide::Stage st = r.update(0);
+  std::vector<Halide::VarOrRVar> rorder = {ra[0]};
+  if (u >= 0) rorder.push_back(ra[u]);
+  for (const auto& rv : rf.update(0).schedule().rvars()) rorder.push_back(Halide::RVar(rv.var));
+  for (int k = 1; k < n; k++)
+    if (k != u) rorder.push_back(ra[k]);
+  st.reorder(rorder).vectorize(ra[0]);
+  if (u >= 0) st.unroll(ra[u]);
+  return true;
+}
+
+// Pure stages inlined into `f` (transitively), which are not computed elsewhere.
+void inline_closure(const Function& f, const std::set<std::string>& root, std::set<std::string>& out,
+                    std::map<std::string, Function>& env) {
+  for (auto& [name, g] : Halide::Internal::find_direct_calls(f)) {
+    if (root.count(name) || g.has_update_definition() || out.count(name)) continue;
+    out.insert(name);
+    inline_closure(g, root, out, env);
+  }
+}
+
 }  // namespace
 
 void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
@@ -89,11 +203,34 @@ void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Hali
       for (auto& [callee, cfn] : Halide::Internal::find_direct_calls(fn)) read_by_reduction.insert(callee);
   std::set<std::string> output_names;
   for (const auto& o : outputs) output_names.insert(o.name());
-  for (auto& [name, fn] : env) {
-    const bool root = output_names.count(name) || fn.has_update_definition() ||
-                      (read_by_reduction.count(name) && !is_rename(fn));
-    if (root) schedule_root(Halide::Func(fn), target);
+  std::set<std::string> root;
+  for (auto& [name, fn] : env)
+    if (output_names.count(name) || fn.has_update_definition() || (read_by_reduction.count(name) && !is_rename(fn)))
+      root.insert(name);
+  // Callers of each stage, to find reductions read only by one output's inlined chain.
+  std::map<std::string, std::set<std::string>> callers;
+  for (auto& [name, fn] : env)
+    for (auto& [callee, cfn] : Halide::Internal::find_direct_calls(fn))
+      if (callee != name) callers[callee].insert(name);  // an update reads its own stage
+  std::set<std::string> tiled;
+  for (const auto& o : outputs) {
+    std::set<std::string> chain;
+    inline_closure(o.function(), root, chain, env);
+    chain.insert(o.name());
+    std::vector<std::string> reductions;
+    for (auto& [name, fn] : env) {
+      if (!fn.has_update_definition()) continue;
+      bool read_by_chain = false, read_elsewhere = false;
+      for (const auto& c : callers[name]) (chain.count(c) ? read_by_chain : read_elsewhere) = true;
+      if (read_by_chain && !read_elsewhere) reductions.push_back(name);
+    }
+    if (reductions.size() == 1 && schedule_tiled(o, Halide::Func(env.at(reductions[0])), target)) {
+      tiled.insert(o.name());
+      tiled.insert(reductions[0]);
+    }
   }
+  for (const auto& name : root)
+    if (!tiled.count(name)) schedule_root(Halide::Func(env.at(name)), target);
 }
 
 }  // namespace ts

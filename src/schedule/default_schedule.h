@@ -10,6 +10,11 @@
 //     its outermost pure loops, fused until there are enough tasks for the cores.
 //  4. Update definitions keep the vectorized pure loop innermost, the reduction loops next, and
 //     the remaining pure loops (parallel) outside.
+//  5. Exception to 2-4: an output whose value is elementwise in one reduction over the same
+//     domain (conv/matmul + bias + activation) is tiled: a vector of the innermost loop times
+//     up to 4 iterations (unrolled) of the loop whose loads the vector reuses (a conv's output
+//     channel, a matmul's row), with the reduction computed inside each tile so that its
+//     accumulators live in registers.
 #include <Halide.h>
 
 #include <vector>

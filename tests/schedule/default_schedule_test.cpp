@@ -24,6 +24,29 @@ bool has_loop_type(const Halide::Internal::Function& f, int stage, ForType t) {
   return false;
 }
 
+TEST(DefaultSchedule, SoftmaxLikeReductionsStayAtRoot) {
+  const int N = 37, M = 5;
+  Halide::Buffer<float> in(N, M);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) in(j, i) = static_cast<float>((i * 13 + j * 7) % 17) / 4.0f;
+  Halide::Var x("x"), y("y");
+  Halide::RDom r(0, N, "r");
+  Halide::Func sum("sum"), out("out");
+  sum(x, y) = 0.0f;  // keepdims reduction: extent 1 along x, unlike the output
+  sum(x, y) += in(r, y);
+  sum.set_estimate(x, 0, 1).set_estimate(y, 0, M);
+  out(x, y) = in(x, y) / sum(0, y);
+  out.set_estimate(x, 0, N).set_estimate(y, 0, M);
+  apply_default_schedule({out}, Halide::get_host_target());
+  EXPECT_TRUE(computed_at_root(sum));
+  Halide::Buffer<float> result = out.realize({N, M});
+  for (int i = 0; i < M; i++) {
+    float s = 0;
+    for (int j = 0; j < N; j++) s += in(j, i);
+    for (int j = 0; j < N; j++) ASSERT_FLOAT_EQ(result(j, i), in(j, i) / s);
+  }
+}
+
 TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
   const int M = 33, N = 40, K = 20;
   Halide::Buffer<float> a(K, M), b(N, K), bias(N);
@@ -46,12 +69,14 @@ TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
     out.set_estimate(x, 0, N).set_estimate(y, 0, M);
     if (schedule) {
       apply_default_schedule({out}, Halide::get_host_target());
-      EXPECT_TRUE(computed_at_root(acc));
+      // Rule 5: out is tiled (vector x unrolled rows), acc lives inside each tile.
+      EXPECT_FALSE(computed_at_root(acc));
       EXPECT_TRUE(computed_at_root(scaled));
       EXPECT_TRUE(has_loop_type(out.function(), 0, ForType::Vectorized));
+      EXPECT_TRUE(has_loop_type(out.function(), 0, ForType::Unrolled));
       EXPECT_TRUE(has_loop_type(out.function(), 0, ForType::Parallel));
       EXPECT_TRUE(has_loop_type(acc.function(), 1, ForType::Vectorized));
-      EXPECT_TRUE(has_loop_type(acc.function(), 1, ForType::Parallel));
+      EXPECT_TRUE(has_loop_type(acc.function(), 1, ForType::Unrolled));
     }
     Halide::Buffer<float> result = out.realize({N, M});
     return result;
