@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include "lower/lower_test_util.h"
+
+namespace ts {
+namespace {
+
+using test::OnnxBuilder;
+
+Tensor iota(const Shape& s) {
+  Tensor t(DType::Float32, s);
+  for (int64_t i = 0; i < t.size(); i++) t.data<float>()[i] = static_cast<float>(i);
+  return t;
+}
+
+TEST(LowerShapeOps, TransposeReshapeConcatSlice) {
+  Tensor x = iota({2, 3, 4});
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, x.shape)
+      .initializer("shape", Tensor::from_i64({4, -1}, {2}))
+      .initializer("starts", Tensor::from_i64({3, 1}, {2}))
+      .initializer("ends", Tensor::from_i64({-100, 100}, {2}))
+      .initializer("axes", Tensor::from_i64({0, 1}, {2}))
+      .initializer("steps", Tensor::from_i64({-2, 3}, {2}))
+      .node("Transpose", {"x"}, {"t"}, {{"perm", std::vector<int64_t>{2, 0, 1}}})  // [4,2,3]
+      .node("Reshape", {"t", "shape"}, {"r"})                                      // [4,6]
+      .node("Concat", {"r", "r"}, {"c"}, {{"axis", int64_t{1}}})                   // [4,12]
+      .node("Slice", {"c", "starts", "ends", "axes", "steps"}, {"y"})              // rows 3,1; cols 1,4,7,10
+      .output("y");
+  Tensor y = test::run_model(m.save("shape.onnx"), {{"x", x}})[0];
+  ASSERT_EQ(y.shape, (Shape{2, 4}));
+  // c[i][j] = t[i][(j % 6) / 3][j % 3] = x[(j%6)/3][j%3][i]
+  auto c = [&](int i, int j) { return static_cast<float>(((j % 6) / 3) * 12 + (j % 3) * 4 + i); };
+  std::vector<float> want;
+  for (int i : {3, 1})
+    for (int j : {1, 4, 7, 10}) want.push_back(c(i, j));
+  test::expect_close(y, test::make_f32({2, 4}, want), 0, 0);
+}
+
+TEST(LowerShapeOps, PadReflectAndGatherNegativeIndices) {
+  Tensor x = iota({2, 3});
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, x.shape)
+      .initializer("pads", Tensor::from_i64({0, 2, 0, 1}, {4}))
+      .initializer("idx", Tensor::from_i64({-1, 0}, {2}))
+      .node("Pad", {"x", "pads"}, {"p"}, {{"mode", std::string("reflect")}})
+      .node("Gather", {"x", "idx"}, {"g"}, {{"axis", int64_t{1}}})
+      .output("p")
+      .output("g");
+  auto out = test::run_model(m.save("pad.onnx"), {{"x", x}});
+  test::expect_close(out[0], test::make_f32({2, 6}, {2, 1, 0, 1, 2, 1, 5, 4, 3, 4, 5, 4}), 0, 0);
+  test::expect_close(out[1], test::make_f32({2, 2}, {2, 0, 5, 3}), 0, 0);
+}
+
+TEST(LowerShapeOps, SplitExpandTile) {
+  Tensor x = iota({1, 4});
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, x.shape)
+      .initializer("split", Tensor::from_i64({1, 3}, {2}))
+      .initializer("shape", Tensor::from_i64({2, 1, 1}, {3}))
+      .initializer("reps", Tensor::from_i64({2, 1}, {2}))
+      .node("Split", {"x", "split"}, {"a", "b"}, {{"axis", int64_t{1}}})
+      .node("Expand", {"a", "shape"}, {"e"})
+      .node("Tile", {"b", "reps"}, {"t"})
+      .output("e")
+      .output("t");
+  auto out = test::run_model(m.save("split.onnx"), {{"x", x}});
+  test::expect_close(out[0], test::make_f32({2, 1, 1}, {0, 0}), 0, 0);
+  test::expect_close(out[1], test::make_f32({2, 3}, {1, 2, 3, 1, 2, 3}), 0, 0);
+}
+
+}  // namespace
+}  // namespace ts
