@@ -144,7 +144,7 @@ class Importer {
       std::string name = p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name();
       bool default_domain = p.domain().empty() || p.domain() == "ai.onnx";
       bool folded_anyway = p.op_type() == "Constant" || p.op_type() == "Shape" || p.op_type() == "Size" ||
-                           p.op_type() == "ConstantOfShape";
+                           p.op_type() == "ConstantOfShape" || p.op_type() == "Range";
       if (!default_domain || (opts_.op_supported && !folded_anyway && !opts_.op_supported(p.op_type())))
         throw Unsupported(fmt::format("{}: node '{}': op {}{} (opset {}) is not supported", path_, name,
                                       default_domain ? "" : p.domain() + ".", p.op_type(), opset_));

@@ -10,7 +10,7 @@
 
 #include <algorithm>
 
-#include "lower/lower.h"
+#include "lower/window.h"
 
 namespace ts {
 
@@ -21,27 +21,6 @@ using Halide::Var;
 using Idx = std::vector<Expr>;
 
 namespace {
-
-// Python-style floor division: ConvTranspose splits negative total padding (output_shape larger
-// than the natural size) the way the ONNX reference does.
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-
-int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
-
-// Per-spatial-dim window geometry, in ONNX spatial order.
-struct Geometry {
-  std::vector<int64_t> kernel, stride, dilation, pad_begin, pad_end;
-  // Input extent one window covers.
-  int64_t span(size_t i) const { return (kernel[i] - 1) * dilation[i] + 1; }
-};
-
-std::vector<int64_t> attr_dims(const LowerContext& c, const char* attr, size_t n, int64_t def, int64_t min) {
-  auto v = c.node.attr_ints(attr, std::vector<int64_t>(n, def));
-  if (v.size() != n) c.fail(fmt::format("{} has {} values, expected {}", attr, v.size(), n));
-  for (int64_t x : v)
-    if (x < min) c.fail(fmt::format("{} value {} is below {}", attr, x, min));
-  return v;
-}
 
 // Kernel dims from the weight (dims 2..), checked against the optional kernel_shape attribute.
 std::vector<int64_t> weight_kernel(const LowerContext& c, const LTensor& w) {

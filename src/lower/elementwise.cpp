@@ -1,5 +1,5 @@
-// Elementwise ops: unary activations and math, numpy-broadcasting binary and variadic ops,
-// comparisons and logic, Where, Cast.
+// Elementwise ops: unary activations, math and trigonometry, numpy-broadcasting binary and
+// variadic ops, comparisons and logic, Where, Cast/CastLike.
 #include <fmt/format.h>
 
 #include "lower/lower.h"
@@ -83,6 +83,76 @@ Expr onnx_pow(Expr a, Expr b, const LowerContext& c) {
   return Halide::cast(a.type(), Halide::pow(Halide::cast(ft, a), Halide::cast(ft, b)));
 }
 
+// Mod: fmod=0 takes the divisor's sign (Python), fmod=1 the dividend's (C fmod). Halide's integer
+// % is Euclidean (never negative), so a nonzero remainder of the wrong sign moves by one |b|; its
+// float % is a - b*floor(a/b), which already has the divisor's sign.
+Expr onnx_mod(Expr a, Expr b, bool c_fmod) {
+  if (a.type().is_uint()) return a % b;
+  if (a.type().is_float()) {
+    // float32 is computed in double so that floor(a/b) rounds the right way near multiples.
+    const Halide::Type t = a.type();
+    Expr x = Halide::cast(Halide::Float(64), a), y = Halide::cast(Halide::Float(64), b);
+    if (!c_fmod) return Halide::cast(t, x % y);
+    Expr m = Halide::abs(x) % Halide::abs(y);
+    return Halide::cast(t, Halide::select(x < 0, -m, m));
+  }
+  Expr r = a % b, zero = Halide::cast(a.type(), 0);
+  if (c_fmod) return Halide::select(a < zero && r != zero, r - Halide::cast(a.type(), Halide::abs(b)), r);
+  return Halide::select(b < zero && r != zero, r + b, r);
+}
+
+// BitShift on unsigned ints; a shift by the full width or more gives 0 (numpy), not Halide's
+// unspecified result.
+Expr onnx_bitshift(Expr a, Expr b, const LowerContext& c) {
+  const std::string dir = c.node.attr_string("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") c.fail(fmt::format("direction '{}' (LEFT or RIGHT)", dir));
+  if (!a.type().is_uint()) c.fail("BitShift needs unsigned integers");
+  Expr shifted = dir == "LEFT" ? a << b : a >> b;
+  return Halide::select(b >= Halide::cast(b.type(), a.type().bits()), Halide::cast(a.type(), 0), shifted);
+}
+
+// Shrink: values within [-lambd, lambd] become 0, the others move towards 0 by `bias`.
+// Integer inputs compare and shift in double, as the float attributes ask; the result is cast back.
+Expr shrink(Expr x, const LowerContext& c) {
+  const Halide::Type t = x.type().is_float() ? x.type() : Halide::Float(64);
+  Expr v = Halide::cast(t, x);
+  Expr lambd = typed_const(t, c.node.attr_float("lambd", 0.5)), bias = typed_const(t, c.node.attr_float("bias", 0.0));
+  return Halide::select(v < -lambd, v + bias, v > lambd, v - bias, typed_const(t, 0.0));
+}
+
+// IsInf with its detect_positive / detect_negative switches.
+Expr onnx_is_inf(Expr x, const LowerContext& c) {
+  const bool pos = c.node.attr_int("detect_positive", 1) != 0, neg = c.node.attr_int("detect_negative", 1) != 0;
+  if (pos && neg) return Halide::is_inf(x);
+  if (!pos && !neg) return Halide::Internal::const_false();
+  return Halide::is_inf(x) && (pos ? x > fconst(x, 0) : x < fconst(x, 0));
+}
+
+// Cast and CastLike: the target type is the output's (shape inference read 'to' or input 1).
+std::vector<LTensor> lower_cast(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  DType to = c.out_info().dtype;
+  return std::vector<LTensor>{c.output([&](const Idx& i) {
+    Expr v = x.at(i);
+    // float -> bool is "!= 0"; Halide's cast would truncate first.
+    if (to == DType::Bool) return Expr(v != Halide::cast(v.type(), 0));
+    return Halide::cast(halide_type(to), v);
+  })};
+}
+
+// Dropout in inference mode: the identity, and an all-true mask when it is asked for.
+std::vector<LTensor> lower_dropout(const LowerContext& c) {
+  if (c.has_input(2)) {
+    const Tensor* t = c.constant(2);
+    if (!t || t->get_i64(0) != 0) c.unsupported("training mode");
+  }
+  const LTensor& x = c.in(0);
+  std::vector<LTensor> outs{c.output([&](const Idx& i) { return x.at(i); })};
+  if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty())
+    outs.push_back(c.output([](const Idx&) { return Halide::Internal::const_true(); }, 1));
+  return outs;
+}
+
 Expr clip_bound(const LowerContext& c, size_t input, const char* attr, Expr x, bool upper) {
   if (c.opset() < 11) {
     double d = upper ? 3.4028234663852886e38 : -3.4028234663852886e38;
@@ -133,6 +203,16 @@ void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
   r["Floor"] = unary_float([](Expr x, auto&) { return Halide::floor(x); });
   r["Ceil"] = unary_float([](Expr x, auto&) { return Halide::ceil(x); });
   r["Round"] = unary_float([](Expr x, auto&) { return Halide::round(x); });  // half to even, as ONNX
+  // Trigonometric and hyperbolic functions: Halide's (libm) versions.
+  using HalideMath = Expr (*)(Expr);
+  const std::pair<const char*, HalideMath> trig[] = {
+      {"Sin", Halide::sin},   {"Cos", Halide::cos},     {"Tan", Halide::tan},     {"Asin", Halide::asin},
+      {"Acos", Halide::acos}, {"Atan", Halide::atan},   {"Sinh", Halide::sinh},   {"Cosh", Halide::cosh},
+      {"Asinh", Halide::asinh}, {"Acosh", Halide::acosh}, {"Atanh", Halide::atanh}};
+  for (const auto& [op, fn] : trig) r[op] = unary_float([fn = fn](Expr x, auto&) { return fn(x); });
+  r["IsNaN"] = unary_float([](Expr x, auto&) { return Halide::is_nan(x); });
+  r["IsInf"] = unary_float(onnx_is_inf);
+  r["Shrink"] = unary(shrink);
   r["Abs"] = unary([](Expr x, auto&) { return x.type().is_uint() ? x : Halide::cast(x.type(), Halide::abs(x)); });
   r["Neg"] = unary([](Expr x, auto&) { return -x; });
   r["Sign"] = unary([](Expr x, auto&) {
@@ -141,25 +221,9 @@ void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
   });
   r["Not"] = unary([](Expr x, auto&) { return !x; });
   r["Identity"] = unary([](Expr x, auto&) { return x; });
-  r["Dropout"] = [](const LowerContext& c) {
-    if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.unsupported("the mask output");
-    if (c.has_input(2)) {
-      const Tensor* t = c.constant(2);
-      if (!t || t->get_i64(0) != 0) c.unsupported("training mode");
-    }
-    const LTensor& x = c.in(0);
-    return std::vector<LTensor>{c.output([&](const Idx& i) { return x.at(i); })};
-  };
-  r["Cast"] = [](const LowerContext& c) {
-    const LTensor& x = c.in(0);
-    DType to = c.out_info().dtype;
-    return std::vector<LTensor>{c.output([&](const Idx& i) {
-      Expr v = x.at(i);
-      // float -> bool is "!= 0"; Halide's cast would truncate first.
-      if (to == DType::Bool) return Expr(v != Halide::cast(v.type(), 0));
-      return Halide::cast(halide_type(to), v);
-    })};
-  };
+  r["Dropout"] = lower_dropout;
+  r["Cast"] = lower_cast;
+  r["CastLike"] = lower_cast;
   r["Clip"] = [](const LowerContext& c) {
     const LTensor& x = c.in(0);
     return std::vector<LTensor>{c.output([&](const Idx& i) {
@@ -173,6 +237,8 @@ void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
   r["Mul"] = binary([](Expr a, Expr b, auto&) { return a * b; });
   r["Div"] = binary([](Expr a, Expr b, auto&) { return onnx_div(a, b); });
   r["Pow"] = binary([](Expr a, Expr b, auto& c) { return onnx_pow(a, b, c); });
+  r["Mod"] = binary([](Expr a, Expr b, auto& c) { return onnx_mod(a, b, c.node.attr_int("fmod", 0) != 0); });
+  r["BitShift"] = binary(onnx_bitshift);
   r["PRelu"] = [](const LowerContext& c) {
     const LTensor &x = c.in(0), &slope = c.in(1);
     // Before opset 7 a 1-D slope of size C is per channel (axis 1), not numpy-broadcast.

@@ -137,6 +137,7 @@ const std::map<std::string, LowerFn>& op_registry() {
     register_reduce_ops(r);
     register_shape_ops(r);
     register_resize_ops(r);
+    register_generate_ops(r);
     return r;
   }();
   return registry;

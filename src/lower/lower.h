@@ -3,7 +3,8 @@
 //
 // Reading guide: LTensor is a tensor as Halide sees it (a Func plus its ONNX shape). An op is
 // lowered by a LowerFn registered per op type (one .cpp per op family: elementwise, conv,
-// pool, gemm, normalization, reduce, shape_ops, resize). lower_graph() walks the nodes in order.
+// pool, gemm, normalization, reduce, shape_ops, resize, generate). lower_graph() walks the nodes
+// in order.
 // Conventions: Halide's argument 0 is the innermost (last ONNX) axis, so LTensor::at() takes
 // indices in ONNX order and reverses them. Every access stays inside its producer's shape
 // (padding is a clamp plus a select), so a pipeline's bounds are exactly its tensors' shapes.
@@ -96,5 +97,6 @@ void register_normalization_ops(std::map<std::string, LowerFn>& r);
 void register_reduce_ops(std::map<std::string, LowerFn>& r);
 void register_shape_ops(std::map<std::string, LowerFn>& r);
 void register_resize_ops(std::map<std::string, LowerFn>& r);
+void register_generate_ops(std::map<std::string, LowerFn>& r);
 
 }  // namespace ts

@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-#include "lower/lower.h"
+#include "lower/window.h"
 
 namespace ts {
 
@@ -24,23 +24,6 @@ using Idx = std::vector<Expr>;
 namespace {
 
 enum class PoolKind { Max, Average, Lp };
-
-// Per-spatial-dim window geometry, in ONNX spatial order.
-struct Geometry {
-  std::vector<int64_t> kernel, stride, dilation, pad_begin, pad_end;
-  // Input extent one window covers.
-  int64_t span(size_t i) const { return (kernel[i] - 1) * dilation[i] + 1; }
-};
-
-std::vector<int64_t> attr_dims(const LowerContext& c, const char* attr, size_t n, int64_t def, int64_t min) {
-  auto v = c.node.attr_ints(attr, std::vector<int64_t>(n, def));
-  if (v.size() != n) c.fail(fmt::format("{} has {} values, expected {}", attr, v.size(), n));
-  for (int64_t x : v)
-    if (x < min) c.fail(fmt::format("{} value {} is below {}", attr, x, min));
-  return v;
-}
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Window geometry and output spatial dims from the attributes of a (non-global) pool.
 Geometry pool_geometry(const LowerContext& c, PoolKind kind, const Shape& x, Shape& out) {

@@ -1,5 +1,5 @@
 // Data-movement ops: Reshape/Flatten/Squeeze/Unsqueeze, Transpose, Concat, Split, Slice,
-// Expand, Tile, Pad, Gather, GatherElements. Output shapes come from shape inference
+// Expand, Tile, Pad, Gather, GatherElements, GatherND. Output shapes come from shape inference
 // (c.out_info), so most ops only need the index mapping from output to input element; every
 // input index is kept inside the input's shape.
 #include <fmt/format.h>
@@ -249,6 +249,26 @@ std::vector<LTensor> lower_gather_elements(const LowerContext& c) {
   }));
 }
 
+// GatherND: output[b..., i..., rest...] = data[b..., indices[b..., i..., :], rest...], where the
+// first batch_dims axes are shared by data and indices and the index tuples have k entries.
+std::vector<LTensor> lower_gather_nd(const LowerContext& c) {
+  const LTensor &x = c.in(0), &ind = c.in(1);
+  const int r = x.rank(), q = ind.rank(), b = static_cast<int>(c.node.attr_int("batch_dims", 0));
+  if (q < 1 || b < 0 || b >= std::min(r, q)) c.fail(fmt::format("batch_dims {} for data rank {}, indices rank {}", b, r, q));
+  const int k = static_cast<int>(ind.shape[q - 1]);
+  if (k < 1 || b + k > r) c.fail(fmt::format("index tuples of {} entries for data rank {}", k, r));
+  return one(c.output([&](const Idx& i) {
+    Idx src(i.begin(), i.begin() + b), at(i.begin(), i.begin() + q - 1);
+    at.push_back(Expr(0));
+    for (int j = 0; j < k; j++) {
+      at.back() = j;
+      src.push_back(normalize_index(ind.at(at), x.shape[b + j]));
+    }
+    src.insert(src.end(), i.begin() + q - 1, i.end());  // the trailing data axes
+    return x.at(src);
+  }));
+}
+
 }  // namespace
 
 void register_shape_ops(std::map<std::string, LowerFn>& r) {
@@ -268,6 +288,7 @@ void register_shape_ops(std::map<std::string, LowerFn>& r) {
   r["Pad"] = lower_pad;
   r["Gather"] = lower_gather;
   r["GatherElements"] = lower_gather_elements;
+  r["GatherND"] = lower_gather_nd;
 }
 
 }  // namespace ts

@@ -58,6 +58,7 @@ bool is_shape_slot(const std::string& op, int slot) {
                                               "ReduceMin", "ReduceProd", "ReduceL2", "ReduceL1",
                                               "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum"};
   if (op == "ConstantOfShape" || op == "Range") return true;
+  if (op == "CumSum") return slot == 1;  // the axis
   if (op == "Slice" || op == "Pad" || op == "Resize") return slot >= 1;
   return slot == 1 && slot1.count(op);
 }

@@ -56,6 +56,31 @@ TEST(LowerElementwise, IntegerDivisionTruncatesTowardZero) {
   EXPECT_EQ(got.to_i64_vector(), (std::vector<int64_t>{3, -3, -3, 3}));
 }
 
+// Mod of every sign combination: fmod=0 takes the divisor's sign (Python %), fmod=1 the
+// dividend's (C fmod), for integers and floats.
+TEST(LowerElementwise, ModSignRules) {
+  const std::vector<double> av = {7, -7, 7, -7, 6, -6, 5.5, -5.5}, bv = {3, 3, -3, -3, 3, -3, 2, -2};
+  auto python_mod = [](double a, double b) {
+    double r = std::fmod(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+  };
+  for (DType t : {DType::Int32, DType::Int64, DType::Float32, DType::Float64})
+    for (int64_t fmod : {0, 1}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(t) << " fmod " << fmod);
+      const size_t n = dtype_is_float(t) ? av.size() : 6;  // integers skip the fractional pair
+      Tensor a(t, {static_cast<int64_t>(n)}), b(t, {static_cast<int64_t>(n)}), want(t, {static_cast<int64_t>(n)});
+      for (size_t i = 0; i < n; i++) {
+        a.set_f64(i, av[i]);
+        b.set_f64(i, bv[i]);
+        want.set_f64(i, fmod ? std::fmod(av[i], bv[i]) : python_mod(av[i], bv[i]));
+      }
+      OnnxBuilder m(13);
+      m.input("a", t, a.shape).input("b", t, b.shape).node("Mod", {"a", "b"}, {"y"}, {{"fmod", fmod}}).output("y", t);
+      Tensor got = test::run_model(m.save("mod.onnx"), {{"a", a}, {"b", b}})[0];
+      test::expect_close(got, want, 0, 0);
+    }
+}
+
 TEST(LowerElementwise, WhereCompareCast) {
   OnnxBuilder m(13);
   m.input("x", DType::Float32, {5})
