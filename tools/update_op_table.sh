@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 table=$(mktemp)
 summary=$(build/tensorsched conformance --json --ops-markdown "$table" | tail -n 1)
 {
-  echo "$summary" | /usr/bin/python3 -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print(f"All cases: {s[\"pass\"]} pass, {s[\"fail\"]} fail, {s[\"unsupported\"]} unsupported, {s[\"error\"]} error.\n")'
+  echo "$summary" | /usr/bin/python3 -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print("All cases: {pass} pass, {fail} fail, {unsupported} unsupported, {error} error.".format(**s)); print()'
   cat "$table"
 } > "$table.md"
 /usr/bin/python3 - "$table.md" <<'PY'

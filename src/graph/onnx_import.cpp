@@ -316,9 +316,13 @@ class Importer {
       const auto& v = *it->second;
       DType t = dtype_from_onnx(v.type().tensor_type().elem_type(), fmt::format("{}: {}", path_, role));
       auto s = static_shape(v);
-      if (!s) throw Error(fmt::format("{}: {}: {}{}", path_, role, dim_description(v),
-                                      role.rfind("input", 0) == 0 ? fmt::format("; fix it with --shape {}=D0,D1,...", name)
-                                                                  : " after shape inference"));
+      if (!s && role.rfind("input", 0) == 0)
+        throw Error(fmt::format("{}: {}: {}; fix it with --shape {}=D0,D1,...", path_, role, dim_description(v), name));
+      // Inside the graph a shape that stays unknown depends on runtime values (e.g. Range of an
+      // input): tensorsched compiles for fixed shapes only.
+      if (!s)
+        throw Unsupported(fmt::format("{}: {}: {} after shape inference (a data-dependent shape)", path_, role,
+                                      dim_description(v)));
       graph.tensors[name] = TensorInfo{name, t, *s, std::nullopt};
     };
     for (const auto& v : g.input()) {
