@@ -42,7 +42,8 @@ def tensorsched(binary, model, threads, iters, cache):
 
 def torch_median_ms(fn, x, iters):
     with torch.no_grad():
-        fn(x)  # warm-up
+        for _ in range(3):  # warm-up: lazy initialization, oneDNN primitive caches
+            fn(x)
         times = []
         for _ in range(iters):
             t0 = time.perf_counter()

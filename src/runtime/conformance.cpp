@@ -19,6 +19,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "lower/lower.h"
+#include "runtime/compiled_model.h"
 #include "runtime/graph_runner.h"
 
 namespace fs = std::filesystem;
@@ -26,6 +27,8 @@ namespace fs = std::filesystem;
 namespace ts {
 
 namespace {
+
+constexpr size_t kMaxNodesForOnePipeline = 16;
 
 // Ops whose reference outputs need a looser bound than rtol 1e-3 / atol 1e-4, and why.
 const std::map<std::string, std::pair<double, double>> kLooseTolerance = {
@@ -171,8 +174,11 @@ ConformanceResult run_case_inprocess(const ConformanceCase& c) {
       }
       Graph g = import_onnx(model_path, opts);
       run_default_passes(g);
-      GraphRunner runner(g);
-      auto outs = runner.run(inputs);
+      // Small cases compile as one JIT pipeline; whole networks (held-out models) go through
+      // CompiledModel, which compiles each workload on its own, in parallel and cached.
+      std::vector<Tensor> outs = g.nodes.size() <= kMaxNodesForOnePipeline
+                                     ? GraphRunner(g).run(inputs)
+                                     : CompiledModel(g).run(inputs);
       if (outs.size() != out_files.size())
         throw Error(fmt::format("model has {} outputs, test data {}", outs.size(), out_files.size()));
       for (size_t k = 0; k < outs.size(); k++) {
