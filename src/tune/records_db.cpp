@@ -1,0 +1,523 @@
+#include "tune/records_db.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <istream>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "graph/error.h"
+#include "graph/workload.h"
+
+#ifndef TENSORSCHED_VERSION
+#define TENSORSCHED_VERSION "unknown"
+#endif
+
+namespace ts {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr const char* kMagic = "tensorsched-records";
+constexpr int kBusyTimeoutMs = 30000;  // a tuner's batch commit is short; wait rather than fail
+
+// Version 1. Times are seconds; timestamps microseconds since the Unix epoch. median/min/noise
+// are derived from times and stored so best() can sort in SQL.
+constexpr const char* kSchema = R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE workloads (
+  exact_key TEXT PRIMARY KEY, key_hash TEXT NOT NULL, class_key TEXT NOT NULL, class_hash TEXT NOT NULL,
+  name TEXT NOT NULL, flops INTEGER NOT NULL);
+CREATE INDEX workloads_class ON workloads (class_hash);
+CREATE TABLE measurements (
+  id INTEGER PRIMARY KEY, workload_key TEXT NOT NULL REFERENCES workloads (exact_key),
+  schedule TEXT NOT NULL, schedule_hash TEXT NOT NULL,
+  times TEXT NOT NULL, median REAL, min REAL, noise REAL,
+  error_kind TEXT NOT NULL, error_message TEXT NOT NULL,
+  features_version INTEGER NOT NULL, machine TEXT NOT NULL, tensorsched_version TEXT NOT NULL,
+  policy TEXT NOT NULL, timestamp_us INTEGER NOT NULL);
+-- (workload_key, median) serves records() and best()'s ordering; the second serves has().
+CREATE INDEX measurements_workload ON measurements (workload_key, median);
+CREATE INDEX measurements_schedule ON measurements (workload_key, schedule_hash);
+)sql";
+
+constexpr const char* kSelectRecords = R"sql(
+SELECT m.id, w.exact_key, w.class_key, w.name, w.flops, w.key_hash, w.class_hash, m.schedule, m.schedule_hash,
+       m.times, m.median, m.min, m.noise, m.error_kind, m.error_message, m.features_version, m.machine,
+       m.tensorsched_version, m.policy, m.timestamp_us
+FROM measurements m JOIN workloads w ON w.exact_key = m.workload_key
+)sql";
+
+Error not_ours(const std::string& path, const std::string& why) {
+  return Error(fmt::format("{}: not a tensorsched records database ({})", path, why));
+}
+
+// SQLite's own error, with corruption reported like any other foreign file.
+[[noreturn]] void fail(sqlite3* db, const std::string& path, const std::string& what) {
+  int rc = sqlite3_errcode(db) & 0xff;
+  std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+  if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) throw not_ours(path, "corrupt: " + msg);
+  throw Error(fmt::format("{}: {}: {}", path, what, msg));
+}
+
+void exec(sqlite3* db, const std::string& path, const char* sql) {
+  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(db, path, "records database");
+}
+
+// A prepared statement with bound parameters; finalized on scope exit.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& path, const char* sql) : db_(db), path_(path) {
+    if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK) fail(db, path, "records database");
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& bind(int i, const std::string& v) {
+    return check(sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  Stmt& bind(int i, int64_t v) { return check(sqlite3_bind_int64(s_, i, v)); }
+  Stmt& bind(int i, double v) { return check(sqlite3_bind_double(s_, i, v)); }
+  Stmt& bind_null(int i) { return check(sqlite3_bind_null(s_, i)); }
+  // True while there is a row to read.
+  bool step() {
+    int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) fail(db_, path_, "records database");
+    return false;
+  }
+  std::string text(int c) const {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
+    return p ? std::string(p, sqlite3_column_bytes(s_, c)) : std::string();
+  }
+  // Ends the current run so the statement holds no read lock, ready to be bound again.
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  int64_t integer(int c) const { return sqlite3_column_int64(s_, c); }
+  double real(int c) const { return sqlite3_column_double(s_, c); }
+
+ private:
+  Stmt& check(int rc) {
+    if (rc != SQLITE_OK) fail(db_, path_, "records database");
+    return *this;
+  }
+  sqlite3* db_;
+  const std::string& path_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+// BEGIN IMMEDIATE takes the write lock up front, so a busy writer is waited for (busy timeout)
+// instead of failing when a read transaction later tries to upgrade. Rolls back unless committed.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) { exec(db, path, "BEGIN IMMEDIATE"); }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void commit() {
+    exec(db_, path_, "COMMIT");
+    done_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  bool done_ = false;
+};
+
+uint32_t be32(const unsigned char* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
+}
+
+// Checks the 100-byte SQLite header by plain reading, before SQLite touches the file: a foreign
+// or damaged file is rejected without ever being opened for writing.
+void check_header(const std::string& path, uintmax_t size) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(fmt::format("{}: cannot read records database: {}", path, std::strerror(errno)));
+  unsigned char h[100] = {};
+  f.read(reinterpret_cast<char*>(h), sizeof h);
+  auto got = static_cast<size_t>(f.gcount());
+  if (got < 16 || std::memcmp(h, "SQLite format 3", 16) != 0) throw not_ours(path, "not a SQLite file");
+  if (got < sizeof h) throw not_ours(path, fmt::format("truncated: {} bytes", size));
+  uint32_t app = be32(h + 68);
+  if (app != RecordsDB::kApplicationId)
+    throw not_ours(path, app == 0 ? std::string("a SQLite database of another application: no application_id")
+                                  : fmt::format("a SQLite database of another application: application_id 0x{:08x}", app));
+  uint32_t page = uint32_t(h[16]) << 8 | h[17];
+  if (page == 1) page = 65536;
+  if (page < 512 || (page & (page - 1)) != 0) throw not_ours(path, fmt::format("corrupt header: page size {}", page));
+  // The page count in the header is valid when the two change counters agree. A checkpoint in
+  // another process may briefly write page 1 before extending the file, so a WAL excuses it.
+  uint32_t pages = be32(h + 28);
+  uintmax_t expected = uintmax_t(pages) * page;
+  bool header_size_valid = pages != 0 && be32(h + 24) == be32(h + 92);
+  std::error_code ec;
+  bool wal = fs::file_size(path + "-wal", ec) > 0 && !ec;
+  if (!wal && (size % page != 0 || (header_size_valid && size < expected)))
+    throw not_ours(path, fmt::format("truncated: {} of {} bytes", size, header_size_valid ? expected : size));
+}
+
+// Automatic timestamps strictly increase within a process, so records of one batch stay distinct.
+int64_t now_us() {
+  using namespace std::chrono;
+  static std::atomic<int64_t> last{0};
+  int64_t t = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count(), prev = last.load();
+  while (!last.compare_exchange_weak(prev, std::max(t, prev + 1))) continue;
+  return std::max(t, prev + 1);
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Validates a record and fills what add() computes (hashes, stats, machine, version, time).
+Record normalized(const Record& in, const std::string& path) {
+  Record r = in;
+  auto bad = [&](const std::string& why) {
+    return Error(fmt::format("{}: cannot add record (workload '{}', schedule {}): {}", path, r.workload.name,
+                             r.schedule_hash, why));
+  };
+  if (r.workload.exact_key.empty()) throw bad("empty workload key");
+  if (r.schedule_hash.empty()) throw bad("empty schedule hash");
+  r.workload.key_hash = fnv1a_hex(r.workload.exact_key);
+  r.workload.class_hash = fnv1a_hex(r.workload.class_key);
+  try {
+    r.schedule_json = dump(json::parse(r.schedule_json));
+  } catch (const json::exception& e) {
+    throw bad(fmt::format("schedule is not JSON: {}", e.what()));
+  }
+  if (!r.valid() && std::find(kRecordErrorKinds.begin(), kRecordErrorKinds.end(), r.error_kind) == kRecordErrorKinds.end())
+    throw bad(fmt::format("unknown error kind '{}'", r.error_kind));
+  if (r.valid() && r.times.empty()) throw bad("a valid record needs times");
+  for (double t : r.times)
+    if (!std::isfinite(t) || t < 0) throw bad(fmt::format("bad time {}", t));
+  r.median = r.min = r.noise = 0;
+  if (!r.times.empty()) {
+    std::vector<double> s = r.times;
+    std::sort(s.begin(), s.end());
+    size_t n = s.size();
+    r.median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    r.min = s.front();
+    double mean = 0;
+    for (double t : s) mean += t / static_cast<double>(n);
+    r.noise = mean > 0 ? (s.back() - s.front()) / mean : 0;
+  }
+  try {
+    r.machine = r.machine.empty() ? dump(machine_fingerprint()) : dump(json::parse(r.machine));
+  } catch (const json::exception& e) {
+    throw bad(fmt::format("machine is not JSON: {}", e.what()));
+  }
+  if (r.tensorsched_version.empty()) r.tensorsched_version = TENSORSCHED_VERSION;
+  if (r.timestamp_us == 0) r.timestamp_us = now_us();
+  return r;
+}
+
+// NULL median/min/noise (a record without times) read as 0.
+Record read_record(const Stmt& s) {
+  return {s.integer(0),  {s.text(1), s.text(2), s.text(3), s.integer(4), s.text(5), s.text(6)},
+          s.text(7),     s.text(8), json::parse(s.text(9)).get<std::vector<double>>(),
+          s.real(10),    s.real(11), s.real(12), s.text(13), s.text(14), static_cast<int>(s.integer(15)),
+          s.text(16),    s.text(17), s.text(18), s.integer(19)};
+}
+
+json to_json(const Record& r) {
+  const auto& w = r.workload;
+  json wj = {{"exact_key", w.exact_key}, {"class_key", w.class_key}, {"name", w.name},
+             {"flops", w.flops},         {"key_hash", w.key_hash},   {"class_hash", w.class_hash}};
+  return {{"workload", wj},           {"schedule", json::parse(r.schedule_json)},
+          {"schedule_hash", r.schedule_hash}, {"times", r.times},
+          {"median", r.median},       {"min", r.min},
+          {"noise", r.noise},         {"error_kind", r.error_kind},
+          {"error_message", r.error_message}, {"features_version", r.features_version},
+          {"machine", json::parse(r.machine)}, {"tensorsched_version", r.tensorsched_version},
+          {"policy", r.policy},       {"timestamp_us", r.timestamp_us}};
+}
+
+// Hashes, median, min and noise are recomputed by add(), so they are not read.
+Record from_json(const json& j) {
+  auto str = [](const json& o, const char* key) { return o.at(key).get<std::string>(); };
+  const json& w = j.at("workload");
+  Record r{0, {str(w, "exact_key"), str(w, "class_key"), str(w, "name"), w.at("flops").get<int64_t>(), "", ""},
+           j.at("schedule").dump(), str(j, "schedule_hash"), j.at("times").get<std::vector<double>>(),
+           0, 0, 0, str(j, "error_kind"), str(j, "error_message"), j.at("features_version").get<int>(),
+           j.at("machine").dump(), str(j, "tensorsched_version"), str(j, "policy"),
+           j.at("timestamp_us").get<int64_t>()};
+  // add() would fill these with this machine's values: an import keeps the originals.
+  if (r.timestamp_us <= 0) throw Error("timestamp_us must be positive");
+  if (r.tensorsched_version.empty()) throw Error("empty tensorsched_version");
+  return r;
+}
+
+// The value of the first "key<tabs>: value" line of /proc/cpuinfo, or "".
+std::string cpuinfo_value(const std::string& text, const std::string& key) {
+  std::smatch m;
+  return std::regex_search(text, m, std::regex("^" + key + "[ \t]*:[ \t]*(.*)$", std::regex::multiline)) ? m.str(1)
+                                                                                                          : "";
+}
+
+}  // namespace
+
+WorkloadEntry workload_entry(const Workload& w) {
+  return {w.exact_key, w.class_key, w.name, w.flops, w.key_hash(), w.class_hash()};
+}
+
+const json& machine_fingerprint() {
+  static const json fp = [] {
+    std::ifstream f("/proc/cpuinfo");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string text = ss.str();
+    std::string cpu = cpuinfo_value(text, "model name");
+    if (cpu.empty()) cpu = "unknown";
+    std::string flags = cpuinfo_value(text, "flags");  // x86; "Features" on Arm
+    if (flags.empty()) flags = cpuinfo_value(text, "Features");
+    static const std::set<std::string> wanted = {"avx2",        "avx512f", "avx512bw", "avx512vl",
+                                                 "avx512_vnni", "fma",     "asimd",    "sve"};
+    std::set<std::string> isa;  // sorted: the fingerprint is compared as text
+    std::istringstream in(flags);
+    for (std::string flag; in >> flag;)
+      if (wanted.count(flag) || flag.rfind("amx", 0) == 0) isa.insert(flag);
+    return json{{"cpu", cpu},
+                {"cores", std::thread::hardware_concurrency()},
+                {"isa", isa},
+                {"tensorsched_version", TENSORSCHED_VERSION}};
+  }();
+  return fp;
+}
+
+void RecordsDB::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+
+RecordsDB::RecordsDB(std::string path) : path_(std::move(path)) {
+  std::error_code ec;
+  bool exists = fs::exists(path_, ec);
+  if (exists && !fs::is_regular_file(path_, ec)) throw not_ours(path_, "not a regular file");
+  uintmax_t size = exists ? fs::file_size(path_, ec) : 0;
+  if (ec) throw Error(fmt::format("{}: cannot open records database: {}", path_, ec.message()));
+  if (size > 0) {
+    check_header(path_, size);
+    open_existing();
+  } else {
+    create_or_attach();
+  }
+  // Persistent in the file; NORMAL is durable against a killed process (not a power cut) in WAL.
+  {
+    Stmt wal(db_.get(), path_, "PRAGMA journal_mode=WAL");
+    if (!wal.step() || wal.text(0) != "wal")
+      throw Error(fmt::format("{}: cannot switch the records database to WAL mode", path_));
+  }
+  exec(db_.get(), path_, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON");
+}
+
+RecordsDB::~RecordsDB() = default;
+
+void RecordsDB::open_existing() {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  db_.reset(db);
+  if (rc != SQLITE_OK) fail(db, path_, "cannot open records database");
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  check_meta();
+  // Reads every page once: a damaged file is refused now, before anything is written to it.
+  Stmt check(db, path_, "PRAGMA quick_check(1)");
+  if (!check.step() || check.text(0) != "ok") throw not_ours(path_, "corrupt: " + check.text(0));
+}
+
+// A new or empty file: creates the schema, unless another process did it first.
+void RecordsDB::create_or_attach() {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  db_.reset(db);
+  if (rc != SQLITE_OK) fail(db, path_, "cannot create records database");
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  Transaction txn(db, path_);
+  uint32_t app_id = 0;
+  int64_t tables = 0;
+  {
+    Stmt app(db, path_, "PRAGMA application_id");
+    if (app.step()) app_id = static_cast<uint32_t>(app.integer(0));
+    Stmt schema(db, path_, "SELECT count(*) FROM sqlite_schema");
+    if (schema.step()) tables = schema.integer(0);
+  }
+  if (app_id == 0 && tables == 0) {
+    exec(db, path_, kSchema);
+    // A constant, not a value: PRAGMA takes no bound parameters.
+    exec(db, path_, fmt::format("PRAGMA application_id={}", static_cast<int32_t>(kApplicationId)).c_str());
+    Stmt meta(db, path_, "INSERT INTO meta (key, value) VALUES ('magic', ?1), ('schema_version', ?2)");
+    meta.bind(1, std::string(kMagic)).bind(2, std::to_string(kSchemaVersion)).step();
+  } else if (app_id != kApplicationId) {
+    throw not_ours(path_, "a SQLite database of another application");
+  }
+  txn.commit();
+  check_meta();
+}
+
+void RecordsDB::check_meta() {
+  sqlite3* db = db_.get();
+  Stmt has_meta(db, path_, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'");
+  if (!has_meta.step() || has_meta.integer(0) == 0) throw not_ours(path_, "no meta table");
+  std::string magic, version;
+  Stmt meta(db, path_, "SELECT key, value FROM meta WHERE key IN ('magic', 'schema_version')");
+  while (meta.step()) (meta.text(0) == "magic" ? magic : version) = meta.text(1);
+  if (magic != kMagic) throw not_ours(path_, fmt::format("magic is '{}'", magic));
+  int v = 0;
+  auto [end, err] = std::from_chars(version.data(), version.data() + version.size(), v);
+  if (err != std::errc() || end != version.data() + version.size() || v < 1)
+    throw not_ours(path_, fmt::format("bad schema version '{}'", version));
+  if (v > kSchemaVersion)
+    throw Error(fmt::format("{}: records database schema version {} is newer than this tensorsched supports ({}); "
+                            "use a newer tensorsched",
+                            path_, v, kSchemaVersion));
+}
+
+int64_t RecordsDB::insert(const Record& in) {
+  Record r = normalized(in, path_);
+  sqlite3* db = db_.get();
+  const auto& w = r.workload;
+  Stmt wl(db, path_,
+          "INSERT INTO workloads (exact_key, key_hash, class_key, class_hash, name, flops) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (exact_key) DO NOTHING");
+  wl.bind(1, w.exact_key).bind(2, w.key_hash).bind(3, w.class_key).bind(4, w.class_hash).bind(5, w.name);
+  wl.bind(6, w.flops).step();
+  Stmt m(db, path_,
+         "INSERT INTO measurements (workload_key, schedule, schedule_hash, times, median, min, noise, error_kind, "
+         "error_message, features_version, machine, tensorsched_version, policy, timestamp_us) "
+         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+  m.bind(1, w.exact_key).bind(2, r.schedule_json).bind(3, r.schedule_hash).bind(4, dump(json(r.times)));
+  if (r.times.empty()) {
+    m.bind_null(5).bind_null(6).bind_null(7);
+  } else {
+    m.bind(5, r.median).bind(6, r.min).bind(7, r.noise);
+  }
+  m.bind(8, r.error_kind).bind(9, r.error_message).bind(10, int64_t{r.features_version}).bind(11, r.machine);
+  m.bind(12, r.tensorsched_version).bind(13, r.policy).bind(14, r.timestamp_us).step();
+  return sqlite3_last_insert_rowid(db);
+}
+
+int64_t RecordsDB::add(const Record& r) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get(), path_);
+  int64_t id = insert(r);
+  txn.commit();
+  return id;
+}
+
+void RecordsDB::add(const std::vector<Record>& batch) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get(), path_);
+  for (const auto& r : batch) insert(r);
+  txn.commit();
+}
+
+std::vector<Record> RecordsDB::query(const std::string& where, const std::vector<std::string>& args) const {
+  Stmt s(db_.get(), path_, (std::string(kSelectRecords) + where).c_str());
+  for (size_t i = 0; i < args.size(); ++i) s.bind(static_cast<int>(i + 1), args[i]);
+  std::vector<Record> out;
+  while (s.step()) out.push_back(read_record(s));
+  return out;
+}
+
+std::vector<Record> RecordsDB::best(const std::string& exact_key, size_t n) const {
+  std::lock_guard lock(mu_);
+  Stmt s(db_.get(), path_,
+         (std::string(kSelectRecords) +
+          "WHERE m.workload_key = ?1 AND m.error_kind = '' AND m.median IS NOT NULL ORDER BY m.median, m.id")
+             .c_str());
+  s.bind(1, exact_key);
+  std::vector<Record> out;
+  std::set<std::string> seen;  // a schedule measured twice takes one slot, with its best time
+  while (out.size() < n && s.step()) {
+    Record r = read_record(s);
+    if (seen.insert(r.schedule_hash).second) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<Record> RecordsDB::records(const std::string& exact_key) const {
+  std::lock_guard lock(mu_);
+  return query("WHERE m.workload_key = ?1 ORDER BY m.id", {exact_key});
+}
+
+std::vector<Record> RecordsDB::records_of_class(const std::string& class_key) const {
+  std::lock_guard lock(mu_);
+  return query("WHERE w.class_hash = ?1 AND w.class_key = ?2 ORDER BY m.id", {fnv1a_hex(class_key), class_key});
+}
+
+bool RecordsDB::has(const std::string& exact_key, const std::string& schedule_hash) const {
+  std::lock_guard lock(mu_);
+  Stmt s(db_.get(), path_, "SELECT 1 FROM measurements WHERE workload_key = ?1 AND schedule_hash = ?2 LIMIT 1");
+  s.bind(1, exact_key).bind(2, schedule_hash);
+  return s.step();
+}
+
+int64_t RecordsDB::count() const {
+  std::lock_guard lock(mu_);
+  Stmt s(db_.get(), path_, "SELECT count(*) FROM measurements");
+  s.step();
+  return s.integer(0);
+}
+
+std::vector<WorkloadEntry> RecordsDB::workloads() const {
+  std::lock_guard lock(mu_);
+  Stmt s(db_.get(), path_,
+         "SELECT exact_key, class_key, name, flops, key_hash, class_hash FROM workloads ORDER BY rowid");
+  std::vector<WorkloadEntry> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.integer(3), s.text(4), s.text(5)});
+  return out;
+}
+
+void RecordsDB::export_jsonl(std::ostream& out) const {
+  std::lock_guard lock(mu_);
+  Stmt s(db_.get(), path_, (std::string(kSelectRecords) + "ORDER BY m.id").c_str());
+  while (s.step()) out << dump(to_json(read_record(s))) << '\n';
+  if (!out) throw Error(fmt::format("{}: export failed: cannot write the output", path_));
+}
+
+size_t RecordsDB::import_jsonl(std::istream& in, const std::string& source) {
+  std::lock_guard lock(mu_);
+  sqlite3* db = db_.get();
+  Transaction txn(db, path_);
+  Stmt dup(db, path_,
+           "SELECT 1 FROM measurements WHERE workload_key = ?1 AND schedule_hash = ?2 AND timestamp_us = ?3 LIMIT 1");
+  size_t added = 0, line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Record r;
+    try {
+      r = from_json(json::parse(line));
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("{}: line {}: not a tensorsched record: {}", source, line_no, e.what()));
+    }
+    dup.bind(1, r.workload.exact_key).bind(2, r.schedule_hash).bind(3, r.timestamp_us);
+    bool present = dup.step();
+    dup.reset();
+    if (present) continue;
+    try {
+      insert(r);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: line {}: {}", source, line_no, e.what()));
+    }
+    ++added;
+  }
+  if (in.bad()) throw Error(fmt::format("{}: read error", source));
+  txn.commit();
+  return added;
+}
+
+}  // namespace ts

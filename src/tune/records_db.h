@@ -1,0 +1,122 @@
+#pragma once
+// Tuning records database: every measurement (workload, schedule, times of each repeat, error,
+// machine, timestamp) in one SQLite file. A record is committed before add() returns, so a killed
+// tuner resumes without measuring a schedule twice. Several processes may share one file (WAL
+// mode, busy timeout). A file that is not ours is never written to: opening it throws ts::Error.
+#include <array>
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct sqlite3;
+
+namespace ts {
+
+struct Workload;
+
+// Values of Record::error_kind for a failed measurement ("" means the measurement is valid).
+inline constexpr std::array<std::string_view, 6> kRecordErrorKinds = {
+    "compile_error", "runtime_error", "crash", "timeout", "wrong_answer", "invalid_schedule"};
+
+// What the database stores about a workload (one row per exact key).
+struct WorkloadEntry {
+  std::string exact_key;   // Workload::exact_key: structure, attributes and shapes
+  std::string class_key;   // Workload::class_key: the same without shapes (tuning reuse)
+  std::string name;        // short readable name, e.g. "Conv+Add+Relu"
+  int64_t flops = 0;       // arithmetic operations of one occurrence
+  std::string key_hash;    // fnv1a_hex(exact_key); computed by add(), read back by queries
+  std::string class_hash;  // fnv1a_hex(class_key); computed by add(), read back by queries
+};
+
+// The entry of a partitioned workload.
+WorkloadEntry workload_entry(const Workload& w);
+
+// One measurement of one schedule of one workload.
+struct Record {
+  int64_t id = 0;                   // row id in the database; set by queries, ignored by add()
+  WorkloadEntry workload;           // the workload measured
+  std::string schedule_json;        // the Schedule as JSON; stored compact with sorted keys
+  std::string schedule_hash;        // the Schedule's stable hash: identifies it within the workload
+  std::vector<double> times;        // seconds of every repeat, in order; may be empty on error
+  double median = 0;                // median of times (s); computed by add(), 0 without times
+  double min = 0;                   // fastest repeat (s); computed by add()
+  double noise = 0;                 // (max - min) / mean of times; computed by add()
+  std::string error_kind;           // "" when valid, else one of kRecordErrorKinds
+  std::string error_message;        // what went wrong (compiler output, signal, ...); "" when valid
+  int features_version = 0;         // version of the feature extractor in use when measured
+  std::string machine;              // machine_fingerprint() as JSON; add() fills it when empty
+  std::string tensorsched_version;  // tensorsched that measured it; add() fills it when empty
+  std::string policy;               // search policy that proposed the schedule, e.g. "random"
+  int64_t timestamp_us = 0;         // microseconds since the Unix epoch; add() fills it when 0
+
+  bool valid() const { return error_kind.empty(); }
+};
+
+// This machine as a JSON object: {"cpu", "cores", "isa": [flags of interest], "tensorsched_version"}.
+// Times are only comparable between records with the same fingerprint.
+const nlohmann::json& machine_fingerprint();
+
+// Not copyable; all methods may be called from several threads (they take a lock).
+class RecordsDB {
+ public:
+  static constexpr int kSchemaVersion = 1;
+  static constexpr uint32_t kApplicationId = 0x54535244;  // "TSRD" in the SQLite header
+
+  // Opens or creates the database at `path`. Throws ts::Error for a file that is not a
+  // tensorsched records database (not SQLite, truncated, corrupt, another application's) or
+  // whose schema is newer than this code; such a file is left untouched.
+  explicit RecordsDB(std::string path);
+  ~RecordsDB();
+  RecordsDB(const RecordsDB&) = delete;
+  RecordsDB& operator=(const RecordsDB&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // Commits one record and returns its id. Throws ts::Error for an invalid record (empty key or
+  // hash, schedule that is not JSON, negative or non-finite time, unknown error kind, valid
+  // record without times); nothing is stored then.
+  int64_t add(const Record& r);
+  // Commits a batch in one transaction: all of it or, on any error, none of it.
+  void add(const std::vector<Record>& batch);
+
+  // The n fastest valid records of a workload by median time, one per schedule hash.
+  std::vector<Record> best(const std::string& exact_key, size_t n) const;
+  // Every record of a workload (errors included), oldest first.
+  std::vector<Record> records(const std::string& exact_key) const;
+  // Every record of every workload of a class, oldest first.
+  std::vector<Record> records_of_class(const std::string& class_key) const;
+  // Whether this schedule of this workload was measured (with or without error).
+  bool has(const std::string& exact_key, const std::string& schedule_hash) const;
+  // Number of records.
+  int64_t count() const;
+  // Every workload with records, in order of first record.
+  std::vector<WorkloadEntry> workloads() const;
+
+  // One JSON object per line per record (workload fields included), oldest first.
+  void export_jsonl(std::ostream& out) const;
+  // Adds the records of an export_jsonl() stream, skipping those already present (same workload
+  // key, schedule hash and timestamp); returns how many were added. All or nothing: a bad line
+  // throws ts::Error naming `source` and the line, and nothing is stored.
+  size_t import_jsonl(std::istream& in, const std::string& source = "<jsonl>");
+
+ private:
+  struct Closer {
+    void operator()(sqlite3* db) const;
+  };
+  void open_existing();
+  void create_or_attach();
+  void check_meta();
+  int64_t insert(const Record& r);
+  std::vector<Record> query(const std::string& where, const std::vector<std::string>& args) const;
+
+  std::string path_;
+  std::unique_ptr<sqlite3, Closer> db_;
+  mutable std::mutex mu_;
+};
+
+}  // namespace ts

@@ -1,0 +1,408 @@
+// The tuning records database on real SQLite files: round trips, queries, atomic batches,
+// sharing one file, export/import, and refusal (without writing) of files that are not ours.
+#include "tune/records_db.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "graph/error.h"
+#include "graph/workload.h"
+#include "support/onnx_builder.h"
+
+namespace ts {
+namespace {
+
+namespace fs = std::filesystem;
+
+Record make_record(const std::string& key, const std::string& schedule_hash, std::vector<double> times,
+                   const std::string& error_kind = "") {
+  Record r;
+  r.workload.exact_key = key;
+  r.workload.class_key = "class:" + key.substr(0, key.find('@'));
+  r.workload.name = "Conv+Relu";
+  r.workload.flops = 123456789;
+  r.schedule_json = R"({"hash":")" + schedule_hash + R"(","stages":[{"name":"f","tile":[8,4]}]})";
+  r.schedule_hash = schedule_hash;
+  r.times = std::move(times);
+  r.error_kind = error_kind;
+  if (!error_kind.empty()) r.error_message = "it failed: " + error_kind;
+  r.features_version = 3;
+  r.policy = "random";
+  return r;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f << bytes;
+}
+
+// Runs one statement on the file with the plain SQLite API; returns the first column of the first row.
+std::string sql(const fs::path& p, const std::string& statement) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, statement.c_str(), -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::string out;
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW && sqlite3_column_text(s, 0)) out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  EXPECT_TRUE(rc == SQLITE_ROW || rc == SQLITE_DONE) << sqlite3_errmsg(db);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return out;
+}
+
+// Opening `p` must throw an Error naming the file and `reason`, and leave its bytes unchanged.
+void expect_refused(const fs::path& p, const std::string& reason) {
+  std::string before = read_bytes(p);
+  try {
+    RecordsDB db(p.string());
+    FAIL() << "opened " << p;
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find(p.string()), std::string::npos) << what;
+    EXPECT_NE(what.find(reason), std::string::npos) << what;
+  }
+  EXPECT_EQ(read_bytes(p), before);
+  EXPECT_FALSE(fs::exists(p.string() + "-wal"));
+}
+
+void expect_same(const Record& a, const Record& b) {
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.workload.exact_key, b.workload.exact_key);
+  EXPECT_EQ(a.workload.class_key, b.workload.class_key);
+  EXPECT_EQ(a.workload.name, b.workload.name);
+  EXPECT_EQ(a.workload.flops, b.workload.flops);
+  EXPECT_EQ(a.workload.key_hash, b.workload.key_hash);
+  EXPECT_EQ(a.workload.class_hash, b.workload.class_hash);
+  EXPECT_EQ(a.schedule_json, b.schedule_json);
+  EXPECT_EQ(a.schedule_hash, b.schedule_hash);
+  EXPECT_EQ(a.times, b.times);
+  EXPECT_EQ(a.median, b.median);
+  EXPECT_EQ(a.min, b.min);
+  EXPECT_EQ(a.noise, b.noise);
+  EXPECT_EQ(a.error_kind, b.error_kind);
+  EXPECT_EQ(a.error_message, b.error_message);
+  EXPECT_EQ(a.features_version, b.features_version);
+  EXPECT_EQ(a.machine, b.machine);
+  EXPECT_EQ(a.tensorsched_version, b.tensorsched_version);
+  EXPECT_EQ(a.policy, b.policy);
+  EXPECT_EQ(a.timestamp_us, b.timestamp_us);
+}
+
+// A closed database with a few records, for the bad-file tests to damage copies of.
+fs::path make_db(const fs::path& dir) {
+  auto p = dir / "good.db";
+  RecordsDB db(p.string());
+  for (int i = 0; i < 40; ++i)
+    db.add(make_record(fmt::format("conv@{}", i % 4), fmt::format("s{}", i), {1e-3 * (i + 1)}));
+  return p;
+}
+
+TEST(RecordsDB, RoundTripsEveryField) {
+  auto p = test::temp_dir() / "r.db";
+  RecordsDB db(p.string());
+  Record a = make_record("conv@1x8x32x32", "aaaa", {0.0012, 0.0011, 0.0013, 0.0010});
+  a.schedule_json = R"({ "stages": [ {"tile": [8, 4], "name": "f"} ], "hash": "aaaa" })";  // not canonical
+  Record b = make_record("conv@1x8x32x32", "bbbb", {}, "compile_error");
+  b.machine = R"({"cpu": "elsewhere", "cores": 64})";
+  b.tensorsched_version = "9.9.9";
+  b.timestamp_us = 1700000000123456;
+  b.error_message = "line 1\nline 2: \"quoted\"";
+  int64_t ida = db.add(a);
+  int64_t idb = db.add(b);
+  EXPECT_LT(ida, idb);
+
+  auto got = db.records("conv@1x8x32x32");
+  ASSERT_EQ(got.size(), 2u);
+  Record ea = a;  // what add() computes and fills
+  ea.id = ida;
+  ea.workload.key_hash = fnv1a_hex(a.workload.exact_key);
+  ea.workload.class_hash = fnv1a_hex(a.workload.class_key);
+  ea.schedule_json = R"({"hash":"aaaa","stages":[{"name":"f","tile":[8,4]}]})";
+  ea.median = (0.0011 + 0.0012) / 2;
+  ea.min = 0.0010;
+  double mean = (0.0012 + 0.0011 + 0.0013 + 0.0010) / 4;
+  ea.noise = (0.0013 - 0.0010) / mean;
+  ea.machine = machine_fingerprint().dump();
+  ea.tensorsched_version = TENSORSCHED_VERSION;
+  ea.timestamp_us = got[0].timestamp_us;
+  EXPECT_GT(got[0].timestamp_us, 1600000000000000);
+  EXPECT_NEAR(got[0].median, ea.median, 1e-15);
+  EXPECT_NEAR(got[0].noise, ea.noise, 1e-12);
+  ea.median = got[0].median;
+  ea.noise = got[0].noise;
+  expect_same(got[0], ea);
+  EXPECT_TRUE(got[0].valid());
+
+  Record eb = b;
+  eb.id = idb;
+  eb.workload.key_hash = ea.workload.key_hash;
+  eb.workload.class_hash = ea.workload.class_hash;
+  eb.machine = R"({"cores":64,"cpu":"elsewhere"})";
+  expect_same(got[1], eb);
+  EXPECT_FALSE(got[1].valid());
+
+  auto w = db.workloads();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].exact_key, a.workload.exact_key);
+  EXPECT_EQ(w[0].class_key, a.workload.class_key);
+  EXPECT_EQ(w[0].name, "Conv+Relu");
+  EXPECT_EQ(w[0].flops, 123456789);
+  EXPECT_EQ(w[0].key_hash, fnv1a_hex(a.workload.exact_key));
+  EXPECT_EQ(db.count(), 2);
+}
+
+TEST(RecordsDB, BestOrdersByMedianAndSkipsErrors) {
+  RecordsDB db((test::temp_dir() / "b.db").string());
+  db.add(make_record("k", "slow", {3.0, 3.0, 3.0}));
+  db.add(make_record("k", "fast", {1.0, 9.0, 1.0}));  // median 1 despite one outlier
+  db.add(make_record("k", "broken", {0.1}, "wrong_answer"));
+  db.add(make_record("k", "crashed", {}, "crash"));
+  db.add(make_record("k", "mid", {2.0}));
+  db.add(make_record("k", "fast", {1.5}));  // measured again: one slot, with its best time
+  db.add(make_record("other", "fastest", {0.01}));
+  auto best = db.best("k", 10);
+  ASSERT_EQ(best.size(), 3u);
+  EXPECT_EQ(best[0].schedule_hash, "fast");
+  EXPECT_EQ(best[0].median, 1.0);
+  EXPECT_EQ(best[1].schedule_hash, "mid");
+  EXPECT_EQ(best[2].schedule_hash, "slow");
+  auto top2 = db.best("k", 2);
+  ASSERT_EQ(top2.size(), 2u);
+  EXPECT_EQ(top2[1].schedule_hash, "mid");
+  EXPECT_TRUE(db.best("nothing", 5).empty());
+  EXPECT_EQ(db.records("k").size(), 6u);
+}
+
+TEST(RecordsDB, HasFindsMeasuredSchedulesIncludingErrors) {
+  RecordsDB db((test::temp_dir() / "h.db").string());
+  db.add(make_record("k", "ok", {1.0}));
+  db.add(make_record("k", "timed_out", {}, "timeout"));
+  EXPECT_TRUE(db.has("k", "ok"));
+  EXPECT_TRUE(db.has("k", "timed_out"));
+  EXPECT_FALSE(db.has("k", "new"));
+  EXPECT_FALSE(db.has("other", "ok"));
+}
+
+TEST(RecordsDB, RecordsOfClassSpanShapes) {
+  RecordsDB db((test::temp_dir() / "c.db").string());
+  db.add(make_record("conv@a", "s1", {1.0}));
+  db.add(make_record("matmul@a", "s2", {1.0}));
+  db.add(make_record("conv@b", "s3", {1.0}));
+  auto cls = db.records_of_class("class:conv");
+  ASSERT_EQ(cls.size(), 2u);
+  EXPECT_EQ(cls[0].workload.exact_key, "conv@a");
+  EXPECT_EQ(cls[1].workload.exact_key, "conv@b");
+  EXPECT_EQ(db.workloads().size(), 3u);
+}
+
+TEST(RecordsDB, RejectsInvalidRecords) {
+  RecordsDB db((test::temp_dir() / "i.db").string());
+  auto bad_kind = make_record("k", "s", {1.0}, "exploded");
+  auto no_times = make_record("k", "s", {});
+  auto neg_time = make_record("k", "s", {-1.0});
+  auto bad_json = make_record("k", "s", {1.0});
+  bad_json.schedule_json = "{not json";
+  auto no_key = make_record("", "s", {1.0});
+  for (const auto& r : {bad_kind, no_times, neg_time, bad_json, no_key}) EXPECT_THROW(db.add(r), Error);
+  EXPECT_EQ(db.count(), 0);
+}
+
+TEST(RecordsDB, BatchIsAtomic) {
+  auto p = test::temp_dir() / "a.db";
+  RecordsDB db(p.string());
+  std::vector<Record> batch = {make_record("k", "s1", {1.0}), make_record("k", "s2", {2.0}),
+                               make_record("k", "s3", {3.0})};
+  batch[2].schedule_json = "{broken";
+  EXPECT_THROW(db.add(batch), Error);
+  EXPECT_EQ(db.count(), 0);
+  EXPECT_TRUE(db.workloads().empty());
+  batch[2].schedule_json = "{}";
+  db.add(batch);
+  EXPECT_EQ(db.count(), 3);
+  RecordsDB other(p.string());  // committed: visible to another connection
+  EXPECT_EQ(other.count(), 3);
+}
+
+TEST(RecordsDB, UsesWalModeAndTheApplicationId) {
+  auto p = test::temp_dir() / "w.db";
+  RecordsDB db(p.string());
+  db.add(make_record("k", "s", {1.0}));
+  EXPECT_EQ(sql(p, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(sql(p, "PRAGMA application_id"), std::to_string(RecordsDB::kApplicationId));
+  EXPECT_EQ(sql(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::to_string(RecordsDB::kSchemaVersion));
+}
+
+TEST(RecordsDB, ReopenKeepsData) {
+  auto p = test::temp_dir() / "re.db";
+  std::vector<Record> before;
+  {
+    RecordsDB db(p.string());
+    db.add(make_record("k", "s1", {1.0, 2.0}));
+    db.add(make_record("k", "s2", {}, "invalid_schedule"));
+    before = db.records("k");
+  }
+  RecordsDB db(p.string());
+  auto after = db.records("k");
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) expect_same(after[i], before[i]);
+  db.add(make_record("k", "s3", {0.5}));
+  EXPECT_EQ(db.best("k", 1)[0].schedule_hash, "s3");
+}
+
+TEST(RecordsDB, EmptyFileBecomesADatabase) {
+  auto p = test::temp_dir() / "empty.db";
+  write_bytes(p, "");
+  RecordsDB db(p.string());
+  db.add(make_record("k", "s", {1.0}));
+  EXPECT_EQ(db.count(), 1);
+}
+
+TEST(RecordsDB, ExportImportRoundTrip) {
+  auto dir = test::temp_dir();
+  RecordsDB a((dir / "a.db").string());
+  a.add(make_record("conv@1", "s1", {1.0, 1.1}));
+  a.add(make_record("conv@1", "s2", {}, "runtime_error"));
+  a.add(make_record("conv@2", "s1", {2.0}));
+  auto weird = make_record("conv@2", "s9", {3.0});
+  weird.machine = R"({"cpu":"other box"})";
+  weird.tensorsched_version = "0.0.1";
+  a.add(weird);
+  std::stringstream jsonl;
+  a.export_jsonl(jsonl);
+  std::string text = jsonl.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4);
+  auto first = nlohmann::json::parse(text.substr(0, text.find('\n')));
+  EXPECT_EQ(first["workload"]["exact_key"], "conv@1");
+  EXPECT_TRUE(first["schedule"].is_object());
+
+  RecordsDB b((dir / "b.db").string());
+  std::istringstream in1(text);
+  EXPECT_EQ(b.import_jsonl(in1), 4u);
+  std::istringstream in2(text);
+  EXPECT_EQ(b.import_jsonl(in2), 0u);
+  EXPECT_EQ(b.count(), 4);
+  for (const auto& key : {"conv@1", "conv@2"}) {
+    auto ra = a.records(key), rb = b.records(key);
+    ASSERT_EQ(ra.size(), rb.size());
+    for (size_t i = 0; i < ra.size(); ++i) {
+      rb[i].id = ra[i].id;  // ids are local to a file
+      expect_same(rb[i], ra[i]);
+    }
+  }
+  std::stringstream again;
+  b.export_jsonl(again);
+  EXPECT_EQ(again.str(), text);
+}
+
+TEST(RecordsDB, ImportWithABadLineAddsNothing) {
+  auto dir = test::temp_dir();
+  RecordsDB a((dir / "a.db").string());
+  a.add(make_record("k", "s1", {1.0}));
+  std::stringstream jsonl;
+  a.export_jsonl(jsonl);
+  RecordsDB b((dir / "b.db").string());
+  std::istringstream in(jsonl.str() + "{\"workload\": 3}\n");
+  try {
+    b.import_jsonl(in, "dump.jsonl");
+    FAIL() << "imported a bad line";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dump.jsonl: line 2"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(b.count(), 0);
+}
+
+TEST(RecordsDB, TwoObjectsOnOneFileSeeEachOthersCommits) {
+  auto p = test::temp_dir() / "shared.db";
+  RecordsDB a(p.string());
+  RecordsDB b(p.string());
+  a.add(make_record("k", "from_a", {1.0}));
+  EXPECT_TRUE(b.has("k", "from_a"));
+  b.add(std::vector<Record>{make_record("k", "from_b1", {0.5}), make_record("k", "from_b2", {2.0})});
+  EXPECT_EQ(a.count(), 3);
+  EXPECT_EQ(a.best("k", 1)[0].schedule_hash, "from_b1");
+}
+
+TEST(RecordsDB, RefusesATextFile) {
+  auto p = test::temp_dir() / "notes.db";
+  write_bytes(p, "these are my notes, not a database\n");
+  expect_refused(p, "not a tensorsched records database (not a SQLite file)");
+}
+
+TEST(RecordsDB, RefusesRandomBytes) {
+  auto p = test::temp_dir() / "random.db";
+  std::mt19937 rng(42);
+  std::string bytes(65536, '\0');
+  for (auto& c : bytes) c = static_cast<char>(rng());
+  write_bytes(p, bytes);
+  expect_refused(p, "not a SQLite file");
+}
+
+TEST(RecordsDB, RefusesATruncatedCopy) {
+  auto dir = test::temp_dir();
+  auto good = make_db(dir);
+  auto cut = dir / "cut.db";
+  fs::copy_file(good, cut);
+  fs::resize_file(cut, fs::file_size(good) / 2);
+  expect_refused(cut, "truncated");
+  auto tiny = dir / "tiny.db";  // the header itself cut short
+  write_bytes(tiny, read_bytes(good).substr(0, 50));
+  expect_refused(tiny, "truncated");
+}
+
+TEST(RecordsDB, RefusesACorruptPage) {
+  auto dir = test::temp_dir();
+  auto good = make_db(dir);
+  std::string bytes = read_bytes(good);
+  ASSERT_GT(bytes.size(), 3 * 4096u);
+  for (size_t i = 2 * 4096; i < 3 * 4096; ++i) bytes[i] = static_cast<char>(0xA5);  // a whole b-tree page
+  auto bad = dir / "bad.db";
+  write_bytes(bad, bytes);
+  expect_refused(bad, "corrupt");
+}
+
+TEST(RecordsDB, RefusesAnotherApplicationsSqliteFile) {
+  auto p = test::temp_dir() / "foreign.db";
+  sql(p, "CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT)");
+  sql(p, "INSERT INTO photos (path) VALUES ('/tmp/cat.jpg')");
+  expect_refused(p, "another application");
+  auto q = test::temp_dir() / "foreign_id.db";
+  sql(q, "PRAGMA application_id = 1234");
+  sql(q, "CREATE TABLE meta (key TEXT, value TEXT)");
+  expect_refused(q, "application_id 0x000004d2");
+  EXPECT_EQ(sql(p, "SELECT path FROM photos"), "/tmp/cat.jpg");
+}
+
+TEST(RecordsDB, RefusesANewerSchemaVersion) {
+  auto dir = test::temp_dir();
+  auto p = make_db(dir);
+  sql(p, "UPDATE meta SET value = '99' WHERE key = 'schema_version'");
+  expect_refused(p, "schema version 99 is newer");
+}
+
+TEST(RecordsDB, MachineFingerprintDescribesThisMachine) {
+  const auto& fp = machine_fingerprint();
+  ASSERT_TRUE(fp.is_object());
+  EXPECT_FALSE(fp["cpu"].get<std::string>().empty());
+  EXPECT_GE(fp["cores"].get<int>(), 1);
+  EXPECT_TRUE(fp["isa"].is_array());
+  EXPECT_EQ(fp["tensorsched_version"], TENSORSCHED_VERSION);
+}
+
+}  // namespace
+}  // namespace ts
