@@ -1,0 +1,402 @@
+// Schedule as data: names, canonical form, JSON, hash and Halide C++ source.
+// Validation and application to Halide Funcs are in apply.cpp.
+#include "schedule/schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
+
+#include "graph/error.h"
+#include "graph/workload.h"  // fnv1a_hex
+
+namespace ts {
+
+using nlohmann::json;
+
+namespace {
+
+const char* placement_name(Placement p) {
+  switch (p) {
+    case Placement::Inline: return "inline";
+    case Placement::Root: return "root";
+    case Placement::ComputeAt: return "compute_at";
+  }
+  return "?";
+}
+
+const char* tail_name(Tail t) {
+  switch (t) {
+    case Tail::Auto: return "auto";
+    case Tail::GuardWithIf: return "guard_with_if";
+    case Tail::ShiftInwards: return "shift_inwards";
+    case Tail::RoundUp: return "round_up";
+  }
+  return "?";
+}
+
+const char* tail_source(Tail t) {
+  switch (t) {
+    case Tail::Auto: return "TailStrategy::Auto";
+    case Tail::GuardWithIf: return "TailStrategy::GuardWithIf";
+    case Tail::ShiftInwards: return "TailStrategy::ShiftInwards";
+    case Tail::RoundUp: return "TailStrategy::RoundUp";
+  }
+  return "?";
+}
+
+bool stage_less(const StageSchedule& a, const StageSchedule& b) {
+  return std::tie(a.func, a.definition) < std::tie(b.func, b.definition);
+}
+
+// ---- JSON ----
+
+json stage_to_json(const StageSchedule& s) {
+  json j;
+  j["func"] = s.func;
+  j["definition"] = s.definition;
+  if (s.definition == 0) {
+    j["placement"] = placement_name(s.placement);
+    if (s.placement == Placement::ComputeAt)
+      j["compute_at"] = {{"func", s.compute_at.func}, {"definition", s.compute_at.definition}, {"loop", s.compute_at.loop}};
+    if (s.store_root) j["store_root"] = true;
+    if (!s.store_at.empty()) j["store_at"] = s.store_at;
+    if (!s.storage_order.empty()) j["storage_order"] = s.storage_order;
+  }
+  if (!s.tiling.empty()) {
+    json t = json::array();
+    for (const auto& l : s.tiling) t.push_back({{"loop", l.loop}, {"factors", l.factors}, {"tail", tail_name(l.tail)}});
+    j["tiling"] = t;
+  }
+  if (!s.order.empty()) j["order"] = s.order;
+  if (!s.vectorize.empty() || s.vector_width != 0) j["vectorize"] = {{"loop", s.vectorize}, {"width", s.vector_width}};
+  if (!s.parallel.empty() || !s.parallel_fused.empty()) {
+    j["parallel"] = {{"loop", s.parallel}};
+    if (!s.parallel_fused.empty()) j["parallel"]["fused"] = s.parallel_fused;
+  }
+  if (!s.unroll.empty()) j["unroll"] = s.unroll;
+  return j;
+}
+
+// Reads JSON objects with errors that name the stage and the field.
+struct Reader {
+  std::string where;  // "schedule" or "schedule stage 3 ('acc.update(0)')"
+
+  [[noreturn]] void fail(const std::string& what) const { throw Error(fmt::format("{}: {}", where, what)); }
+
+  void only_keys(const json& j, const std::set<std::string>& allowed) const {
+    if (!j.is_object()) fail("expected an object");
+    for (const auto& [k, v] : j.items())
+      if (!allowed.count(k)) fail(fmt::format("unknown field '{}'", k));
+  }
+  const json& need(const json& j, const char* key) const {
+    auto it = j.find(key);
+    if (it == j.end()) fail(fmt::format("missing field '{}'", key));
+    return *it;
+  }
+  std::string str(const json& j, const char* key) const {
+    const json& v = need(j, key);
+    if (!v.is_string()) fail(fmt::format("field '{}' must be a string", key));
+    return v.get<std::string>();
+  }
+  int64_t integer(const json& j, const char* key) const {
+    const json& v = need(j, key);
+    if (!v.is_number_integer()) fail(fmt::format("field '{}' must be an integer", key));
+    return v.get<int64_t>();
+  }
+  int small_int(const json& j, const char* key) const {
+    int64_t v = integer(j, key);
+    if (v < -(1LL << 30) || v > (1LL << 30)) fail(fmt::format("field '{}' is out of range: {}", key, v));
+    return static_cast<int>(v);
+  }
+  std::vector<std::string> strings(const json& j, const char* key) const {
+    const json& v = need(j, key);
+    if (!v.is_array()) fail(fmt::format("field '{}' must be an array of strings", key));
+    std::vector<std::string> out;
+    for (const auto& e : v) {
+      if (!e.is_string()) fail(fmt::format("field '{}' must be an array of strings", key));
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  }
+};
+
+Placement parse_placement(const Reader& r, const std::string& s) {
+  for (Placement p : {Placement::Inline, Placement::Root, Placement::ComputeAt})
+    if (s == placement_name(p)) return p;
+  r.fail(fmt::format("unknown placement '{}' (inline, root, compute_at)", s));
+}
+
+Tail parse_tail(const Reader& r, const std::string& s) {
+  for (Tail t : {Tail::Auto, Tail::GuardWithIf, Tail::ShiftInwards, Tail::RoundUp})
+    if (s == tail_name(t)) return t;
+  r.fail(fmt::format("unknown tail '{}' (auto, guard_with_if, shift_inwards, round_up)", s));
+}
+
+StageSchedule stage_from_json(const json& j, size_t index) {
+  Reader r{fmt::format("schedule stage {}", index)};
+  r.only_keys(j, {"func", "definition", "placement", "compute_at", "store_root", "store_at", "storage_order", "tiling",
+                  "order", "vectorize", "parallel", "unroll"});
+  StageSchedule s;
+  s.func = r.str(j, "func");
+  if (j.contains("definition")) s.definition = r.small_int(j, "definition");
+  if (s.definition < 0) r.fail(fmt::format("definition {} is negative", s.definition));
+  r.where = fmt::format("schedule stage {} ('{}')", index, s.name());
+  if (s.definition > 0) {
+    for (const char* k : {"placement", "compute_at", "store_root", "store_at", "storage_order"})
+      if (j.contains(k)) r.fail(fmt::format("field '{}' belongs to the pure definition (definition 0)", k));
+  } else {
+    s.placement = parse_placement(r, r.str(j, "placement"));
+    if (j.contains("compute_at")) {
+      const json& c = j["compute_at"];
+      Reader rc{r.where + " compute_at"};
+      rc.only_keys(c, {"func", "definition", "loop"});
+      s.compute_at.func = rc.str(c, "func");
+      if (c.contains("definition")) s.compute_at.definition = rc.small_int(c, "definition");
+      s.compute_at.loop = rc.str(c, "loop");
+    } else if (s.placement == Placement::ComputeAt) {
+      r.fail("placement compute_at needs field 'compute_at'");
+    }
+    if (j.contains("store_root")) {
+      if (!j["store_root"].is_boolean()) r.fail("field 'store_root' must be a boolean");
+      s.store_root = j["store_root"].get<bool>();
+    }
+    if (j.contains("store_at")) s.store_at = r.str(j, "store_at");
+    if (j.contains("storage_order")) s.storage_order = r.strings(j, "storage_order");
+  }
+  if (j.contains("tiling")) {
+    if (!j["tiling"].is_array()) r.fail("field 'tiling' must be an array");
+    for (const auto& t : j["tiling"]) {
+      Reader rt{r.where + " tiling"};
+      rt.only_keys(t, {"loop", "factors", "tail"});
+      LoopTiling lt;
+      lt.loop = rt.str(t, "loop");
+      rt.where = fmt::format("{} tiling of loop '{}'", r.where, lt.loop);
+      const json& f = rt.need(t, "factors");
+      if (!f.is_array()) rt.fail("field 'factors' must be an array of integers");
+      for (const auto& v : f) {
+        if (!v.is_number_integer()) rt.fail("field 'factors' must be an array of integers");
+        lt.factors.push_back(v.get<int64_t>());
+      }
+      if (t.contains("tail")) lt.tail = parse_tail(rt, rt.str(t, "tail"));
+      s.tiling.push_back(lt);
+    }
+  }
+  if (j.contains("order")) s.order = r.strings(j, "order");
+  if (j.contains("vectorize")) {
+    const json& v = j["vectorize"];
+    Reader rv{r.where + " vectorize"};
+    rv.only_keys(v, {"loop", "width"});
+    s.vectorize = rv.str(v, "loop");
+    s.vector_width = rv.small_int(v, "width");
+  }
+  if (j.contains("parallel")) {
+    const json& p = j["parallel"];
+    Reader rp{r.where + " parallel"};
+    rp.only_keys(p, {"loop", "fused"});
+    s.parallel = rp.str(p, "loop");
+    if (p.contains("fused")) s.parallel_fused = rp.strings(p, "fused");
+  }
+  if (j.contains("unroll")) s.unroll = r.strings(j, "unroll");
+  return s;
+}
+
+// ---- Halide C++ source ----
+
+std::string ident(const std::string& name) {
+  std::string s = name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "_" + s;
+  return s;
+}
+
+std::string ident_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + ident(n);
+  return out;
+}
+
+std::string stage_source(const StageSchedule& s) {
+  std::string out = ident(s.func);
+  if (s.definition > 0) out += fmt::format(".update({})", s.definition - 1);
+  const size_t head = out.size();
+  if (s.definition == 0) {
+    switch (s.placement) {
+      case Placement::Inline: out += ".compute_inline()"; break;
+      case Placement::Root: out += ".compute_root()"; break;
+      case Placement::ComputeAt:
+        // Halide's (Func, Var) LoopLevel matches the loop in the stage of the consumer that
+        // uses this Func; validate() requires every use to be in compute_at.definition.
+        out += fmt::format(".compute_at({}, {})", ident(s.compute_at.func), ident(s.compute_at.loop));
+        break;
+    }
+    if (s.store_root) out += ".store_root()";
+    if (!s.store_at.empty()) out += fmt::format(".store_at({}, {})", ident(s.compute_at.func), ident(s.store_at));
+    if (!s.storage_order.empty()) out += fmt::format(".reorder_storage({})", ident_list(s.storage_order));
+  }
+  for (const auto& t : s.tiling) {
+    if (t.factors.empty()) continue;
+    const auto lv = t.level_names();
+    const std::string tail = t.tail == Tail::Auto ? "" : std::string(", ") + tail_source(t.tail);
+    if (t.factors.size() == 1) {
+      out += fmt::format(".split({}, {}, {}, {}{})", ident(t.loop), ident(lv[1]), ident(lv[0]), t.factors[0], tail);
+    } else {
+      out += fmt::format(".split({}, {}, {}, {}{})", ident(t.loop), ident(lv[2]), ident(t.middle_name()),
+                         t.factors[0] * t.factors[1], tail);
+      out += fmt::format(".split({}, {}, {}, {})", ident(t.middle_name()), ident(lv[1]), ident(lv[0]), t.factors[0]);
+    }
+  }
+  if (!s.order.empty()) out += fmt::format(".reorder({})", ident_list(s.order));
+  if (!s.vectorize.empty()) {
+    if (s.level_extent(s.vectorize) == s.vector_width) out += fmt::format(".vectorize({})", ident(s.vectorize));
+    else out += fmt::format(".vectorize({}, {}, TailStrategy::GuardWithIf)", ident(s.vectorize), s.vector_width);
+  }
+  for (const auto& u : s.unroll) out += fmt::format(".unroll({})", ident(u));
+  if (!s.parallel.empty()) {
+    std::string cur = s.parallel, name = s.parallel;
+    for (const auto& f : s.parallel_fused) {
+      name += "_" + f;
+      out += fmt::format(".fuse({}, {}, {})", ident(cur), ident(f), ident(name + "_f"));
+      cur = name + "_f";
+    }
+    out += fmt::format(".parallel({})", ident(cur));
+  }
+  if (out.size() == head) return "";  // an update entry that keeps the default nest
+  return out + ";\n";
+}
+
+}  // namespace
+
+// ---- names ----
+
+std::vector<std::string> LoopTiling::level_names() const {
+  if (factors.size() >= 2) return {loop + "_i", loop + "_m", loop + "_o"};
+  return {loop + "_i", loop + "_o"};
+}
+
+std::string LoopTiling::middle_name() const { return loop + "_mi"; }
+
+std::string StageSchedule::name() const {
+  return definition == 0 ? func : fmt::format("{}.update({})", func, definition - 1);
+}
+
+std::string StageSchedule::parallel_loop_name() const {
+  if (parallel.empty() || parallel_fused.empty()) return parallel;
+  std::string n = parallel;
+  for (const auto& f : parallel_fused) n += "_" + f;
+  return n + "_f";
+}
+
+bool StageSchedule::decides_loops() const {
+  return !tiling.empty() || !order.empty() || !vectorize.empty() || vector_width != 0 || !parallel.empty() ||
+         !parallel_fused.empty() || !unroll.empty();
+}
+
+int64_t StageSchedule::level_extent(const std::string& l) const {
+  for (const auto& t : tiling) {
+    const auto lv = t.level_names();
+    for (size_t k = 0; k + 1 < lv.size() && k < t.factors.size(); k++)
+      if (lv[k] == l) return t.factors[k];
+  }
+  return 0;
+}
+
+// ---- Schedule ----
+
+const StageSchedule* Schedule::find(const std::string& func, int definition) const {
+  for (const auto& s : stages)
+    if (s.func == func && s.definition == definition) return &s;
+  return nullptr;
+}
+
+StageSchedule* Schedule::find(const std::string& func, int definition) {
+  for (auto& s : stages)
+    if (s.func == func && s.definition == definition) return &s;
+  return nullptr;
+}
+
+StageSchedule& Schedule::set(StageSchedule s) {
+  if (StageSchedule* e = find(s.func, s.definition)) {
+    *e = std::move(s);
+    return *e;
+  }
+  auto it = std::upper_bound(stages.begin(), stages.end(), s, stage_less);
+  return *stages.insert(it, std::move(s));
+}
+
+bool Schedule::is_complete(const std::vector<std::string>& stage_names) const {
+  for (const auto& n : stage_names) {
+    std::string func = n;
+    int definition = 0;
+    const size_t p = n.rfind(".update(");
+    if (p != std::string::npos && n.back() == ')') {
+      const std::string k = n.substr(p + 8, n.size() - p - 9);
+      if (!k.empty() && std::all_of(k.begin(), k.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+        func = n.substr(0, p);
+        definition = std::stoi(k) + 1;
+      }
+    }
+    if (!find(func, definition)) return false;
+  }
+  return true;
+}
+
+Schedule Schedule::canonical() const {
+  Schedule c = *this;
+  std::stable_sort(c.stages.begin(), c.stages.end(), stage_less);
+  for (auto& s : c.stages) {
+    std::stable_sort(s.tiling.begin(), s.tiling.end(),
+                     [](const LoopTiling& a, const LoopTiling& b) { return a.loop < b.loop; });
+    std::sort(s.unroll.begin(), s.unroll.end());
+  }
+  return c;
+}
+
+bool Schedule::operator==(const Schedule& o) const {
+  return format == o.format && canonical().stages == o.canonical().stages;
+}
+
+std::string Schedule::to_json(int indent) const {
+  json j;
+  j["format"] = format;
+  j["stages"] = json::array();
+  for (const auto& s : canonical().stages) j["stages"].push_back(stage_to_json(s));
+  return j.dump(indent);
+}
+
+Schedule Schedule::from_json(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("schedule: not JSON: {}", e.what()));
+  }
+  Reader r{"schedule"};
+  r.only_keys(j, {"format", "stages"});
+  Schedule s;
+  s.format = r.small_int(j, "format");
+  if (s.format != kFormatVersion)
+    r.fail(fmt::format("format {} is not supported (this tensorsched reads format {})", s.format, kFormatVersion));
+  const json& st = r.need(j, "stages");
+  if (!st.is_array()) r.fail("field 'stages' must be an array");
+  for (size_t i = 0; i < st.size(); i++) {
+    StageSchedule ss = stage_from_json(st[i], i);
+    if (s.find(ss.func, ss.definition)) r.fail(fmt::format("stage '{}' appears twice", ss.name()));
+    s.set(std::move(ss));
+  }
+  return s.canonical();
+}
+
+std::string Schedule::hash() const { return fnv1a_hex(to_json()); }
+
+std::string Schedule::to_halide_source() const {
+  std::string out;
+  for (const auto& s : canonical().stages) out += stage_source(s);
+  return out;
+}
+
+}  // namespace ts

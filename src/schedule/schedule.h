@@ -1,0 +1,153 @@
+#pragma once
+// Schedule: the decisions of tensorsched's schedule space as plain data that replays onto a
+// Halide pipeline (like Ansor's transform steps). See DESIGN.md "Schedule" and the value-learning
+// paper, section 4 (per stage: split every loop into up to 3 levels, reorder, vectorize, place,
+// parallelize).
+//
+// Model
+//  - A stage is one definition of one Func: `func` plus `definition` (0 = the pure definition,
+//    k = update k-1, as in PipelineView). Its name is "f" or "f.update(k-1)".
+//  - Funcs are named without the "$N" suffix Halide adds to a name reused in one process (a
+//    workload lowered twice has "Conv_0_n0_acc$1"), so a schedule replays on every lowering;
+//    a name several Funcs of one pipeline share cannot be scheduled.
+//  - A stage absent from the Schedule is undecided: a partial schedule is a first-class value.
+//    apply() leaves undecided stages at Halide's default: a Func without a definition-0 entry
+//    is inlined (a Func with update definitions is then computed at the innermost loop of each
+//    use; an output at root), and a definition without an entry keeps its default loop nest.
+//  - Placement and storage belong to the Func, i.e. to its definition-0 entry: inline, root, or
+//    computed at a loop of a consumer definition's nest, stored there, at an outer loop of that
+//    nest, or at root. Update entries keep the placement fields at their defaults.
+//  - Original loops of a definition, innermost first (Halide's default nest): for definition 0
+//    the Func's args; for an update its reduction variables (RVars, RDom order), then the pure
+//    args its left-hand side uses.
+//  - Tiling splits an original loop L into 2 or 3 levels named, innermost first, L_i, L_o or
+//    L_i, L_m, L_o; `factors` are the inner levels' extents, the outermost level takes the
+//    rest. 2 levels: split(L, L_o, L_i, f0, tail). 3 levels: split(L, L_o, L_mi, f0*f1, tail)
+//    then the exact split(L_mi, L_m, L_i, f0): only the outermost split has a tail.
+//  - Against the Func's estimates (set_estimate): a shift_inwards split (auto in a pure
+//    definition) may not exceed the extent; a round_up split (auto in an update) must divide it.
+//  - `order` lists every loop after tiling, innermost first; empty keeps the default nest
+//    (each tiled loop's levels where the loop was).
+//  - The vectorized loop: a non-outermost tiling level of extent == width is vectorized whole;
+//    any other loop is split by the width with a guarded tail (vectorize(L, width, GuardWithIf);
+//    a tiling level's extent must be a multiple of the width). The loop named L is then the
+//    serial outer part, the vector lanes are just inside it.
+//  - The parallel loop and `parallel_fused`, the loops just outside it (innermost first), are
+//    fused into one parallel loop named parallel_loop_name(): "p_a_b_f" for p fused with a, b.
+//  - Reduction loops (RVars and their levels) can be tiled (tail auto or guard_with_if),
+//    reordered (keeping their relative order, which Halide requires) and unrolled; never
+//    vectorized or parallelized (Halide rejects both as races).
+//  - Unrolled loops need a constant extent of at most 64: a non-outermost tiling level, or a
+//    reduction loop.
+//  - A Func stored outside its compute loop (store_root / store_at) must not be computed inside
+//    a parallel loop below the storage (a race) or an unrolled one (Halide's sliding window),
+//    and no Func is computed inside a vectorized loop.
+//
+// What validate() does not know: the extent a compute_at Func realizes per iteration of its
+// consumer loop. Splits are checked against the Func's whole extent only, so a
+// shift_inwards / round_up / auto split, or a guarded tile, wider than a compute_at Func's
+// per-iteration region can make the pipeline compute past its inputs: Halide then reports an
+// out-of-bounds input access when the pipeline runs (an error, not a crash). Halide 14 on
+// AVX-512 has also been seen to fault in a guarded vector loop over a realization smaller than
+// one vector. Measure candidates in an isolated worker.
+#include <Halide.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/workload_compiler.h"  // ScheduleFn
+
+namespace ts {
+
+// Where a Func is computed.
+enum class Placement { Inline, Root, ComputeAt };
+
+// How a split treats an extent its factor does not divide (Halide's TailStrategy).
+enum class Tail { Auto, GuardWithIf, ShiftInwards, RoundUp };
+
+// One original loop split into 2 or 3 levels.
+struct LoopTiling {
+  std::string loop;              // the loop tiled: a Var or RVar of the definition
+  std::vector<int64_t> factors;  // extents of the inner levels, innermost first: 1 (2 levels) or 2 values (3 levels)
+  Tail tail = Tail::Auto;        // tail strategy of the outermost split (inner splits are exact)
+
+  std::vector<std::string> level_names() const;  // innermost first: {L_i, L_o} or {L_i, L_m, L_o}
+  std::string middle_name() const;               // 3 levels: L_mi, the loop split into L_m and L_i
+  bool operator==(const LoopTiling&) const = default;
+};
+
+// A loop of a consumer definition's loop nest. Halide 14 binds compute_at(consumer, loop) to
+// the consumer's stage that uses the Func; validate() requires that to be `definition`.
+struct ConsumerLoop {
+  std::string func;    // the consumer Func
+  int definition = 0;  // its definition whose nest holds `loop` (0 = pure, k = update k-1)
+  std::string loop;    // a loop of that nest as scheduled (after tiling and fusion)
+  bool operator==(const ConsumerLoop&) const = default;
+};
+
+// The decisions for one stage (one definition of one Func).
+struct StageSchedule {
+  std::string func;                          // Func name
+  int definition = 0;                        // 0 = pure definition, k = update k-1
+  Placement placement = Placement::Inline;   // where the Func is computed (definition 0 only)
+  ConsumerLoop compute_at;                   // the consumer loop it is computed in (placement ComputeAt only)
+  bool store_root = false;                   // ComputeAt only: storage allocated at root
+  std::string store_at;                      // ComputeAt only: storage at this loop of compute_at's nest, at or outside it ("" = at the compute loop)
+  std::vector<std::string> storage_order;    // reorder_storage: the Func's args, innermost first (definition 0; empty = arg order)
+  std::vector<LoopTiling> tiling;            // splits, at most one per original loop
+  std::vector<std::string> order;            // every loop after tiling, innermost first (empty = default nest)
+  std::string vectorize;                     // the vectorized loop ("" = none)
+  int vector_width = 0;                      // its lanes: a power of two in [2, 64]
+  std::string parallel;                      // the loop run in parallel ("" = none)
+  std::vector<std::string> parallel_fused;   // loops fused into `parallel`, each just outside the previous (innermost first)
+  std::vector<std::string> unroll;           // loops fully unrolled
+
+  std::string name() const;                  // "f" (definition 0) or "f.update(definition - 1)"
+  std::string parallel_loop_name() const;    // the parallel loop after fusion ("" = none)
+  bool decides_loops() const;                // any of tiling, order, vectorize, parallel, unroll is set
+  // Extent of a non-outermost tiling level (its factor); 0 for any other loop.
+  int64_t level_extent(const std::string& loop) const;
+  bool operator==(const StageSchedule&) const = default;
+};
+
+// A (possibly partial) schedule of a pipeline.
+struct Schedule {
+  static constexpr int kFormatVersion = 1;   // JSON format written by to_json()
+  int format = kFormatVersion;               // format version
+  std::vector<StageSchedule> stages;         // decided stages (set() keeps them sorted by func, definition)
+
+  const StageSchedule* find(const std::string& func, int definition = 0) const;  // null when undecided
+  StageSchedule* find(const std::string& func, int definition = 0);
+  StageSchedule& set(StageSchedule s);       // adds or replaces the entry of (s.func, s.definition)
+  // Every named stage ("f" = definition 0, "f.update(k)" = definition k+1) has an entry.
+  bool is_complete(const std::vector<std::string>& stage_names) const;
+  // Stages sorted by (func, definition), tiling by loop, unroll by name: what JSON and hash see.
+  Schedule canonical() const;
+  bool operator==(const Schedule& o) const;  // equal canonical forms
+
+  // Canonical JSON (sorted keys, default fields omitted); indent < 0 is one line.
+  std::string to_json(int indent = -1) const;
+  // Parses to_json() output; throws Error naming the bad field and stage.
+  static Schedule from_json(const std::string& text);
+  // FNV-1a 64 of the one-line canonical JSON: 16 hex digits, the same on every machine.
+  std::string hash() const;
+  // The Halide C++ schedule it stands for, one statement per decided stage. Identifiers are the
+  // Func and loop names with characters other than letters, digits and '_' made '_'.
+  std::string to_halide_source() const;
+  // Why the schedule cannot be applied to the unscheduled pipeline computing `outputs`, or
+  // nullopt when it can. Reads Halide's IR only; calls no scheduling method.
+  std::optional<std::string> validate(const std::vector<Halide::Func>& outputs) const;
+};
+
+// Validates, then issues the Halide scheduling calls on the pipeline's Funcs (found from the
+// outputs). Undecided stages keep Halide's default (see above). Throws Error with the reason
+// when the schedule is invalid (nothing is scheduled then) or Halide rejects a call. `target` is
+// not consulted yet (vector widths are the schedule's own).
+void apply(const Schedule& s, const std::vector<Halide::Func>& outputs, const Halide::Target& target);
+
+// apply(s, ...) as a ScheduleFn for compile_workload (use s.hash() as its schedule hash).
+ScheduleFn schedule_fn(const Schedule& s);
+
+}  // namespace ts
