@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "support/onnx_builder.h"
+#include "tune/records_db.h"
 
 namespace ts {
 namespace {
@@ -76,6 +77,38 @@ TEST(Cli, ConformanceJsonSummary) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find(R"("case":"node/test_relu")"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(R"({"summary": {"pass": 1, "fail": 0, "unsupported": 1, "error": 0}})"), std::string::npos) << r.out;
+}
+
+TEST(Cli, DbExportImportRoundTrip) {
+  std::string src = (test::temp_dir() / "a.db").string(), dst = (test::temp_dir() / "b.db").string();
+  std::string jsonl = (test::temp_dir() / "records.jsonl").string();
+  {
+    RecordsDB db(src);
+    Record r;
+    r.workload.exact_key = "in0:float32[1,8,6,6];Relu(in0)->t0;out t0[1,8,6,6];";
+    r.workload.class_key = "in0:float32;Relu(in0)->t0;out t0;";
+    r.workload.name = "Relu";
+    r.schedule_json = R"({"format":1,"stages":[]})";
+    r.schedule_hash = "0123456789abcdef";
+    r.times = {1e-3, 1.1e-3, 0.9e-3};
+    r.policy = "random";
+    db.add(r);
+  }
+  Result ex = run_cli("db export --db " + src + " --jsonl " + jsonl);
+  EXPECT_EQ(ex.code, 0) << ex.out;
+  Result im = run_cli("db import --db " + dst + " --jsonl " + jsonl);
+  EXPECT_EQ(im.code, 0) << im.out;
+  EXPECT_NE(im.out.find("imported 1 new records (1 in total)"), std::string::npos) << im.out;
+  Result again = run_cli("db import --db " + dst + " --jsonl " + jsonl);
+  EXPECT_NE(again.out.find("imported 0 new records (1 in total)"), std::string::npos) << again.out;
+  EXPECT_EQ(RecordsDB(dst).best(  // the imported record is a usable best record
+                "in0:float32[1,8,6,6];Relu(in0)->t0;out t0[1,8,6,6];", 1)
+                .size(),
+            1u);
+  // A file that is not a records database: one-line error, exit 1.
+  std::string text = (test::temp_dir() / "notes.db").string();
+  std::ofstream(text) << "not sqlite\n";
+  expect_one_line_error(run_cli("db export --db " + text), "not a tensorsched records database");
 }
 
 }  // namespace

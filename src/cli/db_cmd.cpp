@@ -1,0 +1,64 @@
+// `tensorsched db export|import --db FILE --jsonl FILE`: move tuning records between databases
+// (and machines) as one JSON object per line.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "graph/error.h"
+#include "tune/records_db.h"
+
+namespace ts {
+
+namespace {
+
+struct DbArgs {
+  std::string db;     // the records database (SQLite)
+  std::string jsonl;  // the JSONL file ("-" = stdout/stdin)
+};
+
+int export_command(const DbArgs& a) {
+  RecordsDB db(a.db);
+  if (a.jsonl == "-") {
+    db.export_jsonl(std::cout);
+  } else {
+    std::ofstream out(a.jsonl);
+    if (!out) throw Error(fmt::format("{}: cannot write", a.jsonl));
+    db.export_jsonl(out);
+    std::cerr << fmt::format("{}: exported {} records to {}\n", a.db, db.count(), a.jsonl);
+  }
+  return 0;
+}
+
+int import_command(const DbArgs& a) {
+  RecordsDB db(a.db);
+  size_t added = 0;
+  if (a.jsonl == "-") {
+    added = db.import_jsonl(std::cin, "<stdin>");
+  } else {
+    std::ifstream in(a.jsonl);
+    if (!in) throw Error(fmt::format("{}: cannot open", a.jsonl));
+    added = db.import_jsonl(in, a.jsonl);
+  }
+  std::cout << fmt::format("{}: imported {} new records ({} in total)\n", a.db, added, db.count());
+  return 0;
+}
+
+}  // namespace
+
+void add_db_commands(CLI::App& app) {
+  auto* db = app.add_subcommand("db", "Tuning records database: export or import records as JSONL");
+  db->require_subcommand(1);
+  auto ex = std::make_shared<DbArgs>(), im = std::make_shared<DbArgs>();
+  auto* e = db->add_subcommand("export", "Write every record as one JSON object per line");
+  e->add_option("--db", ex->db, "Records database (SQLite)")->required();
+  e->add_option("--jsonl", ex->jsonl, "Output file, - for stdout")->default_val("-");
+  on_command(e, [ex] { return export_command(*ex); });
+  auto* i = db->add_subcommand("import", "Add the records of a JSONL export that are not already present");
+  i->add_option("--db", im->db, "Records database (SQLite), created if absent")->required();
+  i->add_option("--jsonl", im->jsonl, "Input file, - for stdin")->required();
+  on_command(i, [im] { return import_command(*im); });
+}
+
+}  // namespace ts
