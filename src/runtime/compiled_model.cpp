@@ -23,9 +23,9 @@ constexpr const char* kDefaultScheduleHash = "default2";  // bump when the heuri
 
 using ArgvFn = int (*)(void**);
 
-// Compiles the workloads in `todo` in up to `jobs` forked worker processes, so compiles run in
+// Compiles the workloads in `to_compile` in up to `jobs` forked worker processes, so compiles run in
 // parallel and a crash in code generation is an error message, not the end of this process.
-void compile_in_workers(const std::vector<const Workload*>& todo, const CodeCache& cache, int jobs) {
+void compile_in_workers(const std::vector<const Workload*>& to_compile, const CodeCache& cache, int jobs) {
   struct Running {
     pid_t pid;
     int fd;
@@ -47,11 +47,11 @@ void compile_in_workers(const std::vector<const Workload*>& todo, const CodeCach
                                                  r.w->key_hash(), r.w->name, status)
                                    : msg);
   };
-  while (next < todo.size() || !running.empty()) {
-    while (next < todo.size() && static_cast<int>(running.size()) < jobs) {
+  while (next < to_compile.size() || !running.empty()) {
+    while (next < to_compile.size() && static_cast<int>(running.size()) < jobs) {
       int fds[2];
       if (pipe(fds) != 0) throw Error("compile: pipe() failed");
-      const Workload* w = todo[next++];
+      const Workload* w = to_compile[next++];
       pid_t pid = fork();
       if (pid < 0) throw Error("compile: fork() failed");
       if (pid == 0) {
@@ -112,13 +112,13 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
 
   CodeCache cache = CodeCache::open_default(Halide::get_host_target(), opts.cache_root);
   const std::string runtime_so = cache.ensure_runtime();
-  std::vector<const Workload*> todo;
+  std::vector<const Workload*> to_compile;
   for (const auto& w : m.partition.workloads)
-    if (!fs::exists(cache.object_path(w, kDefaultScheduleHash))) todo.push_back(&w);
-  m.stats.compiled = static_cast<int>(todo.size());
+    if (!fs::exists(cache.object_path(w, kDefaultScheduleHash))) to_compile.push_back(&w);
+  m.stats.compiled = static_cast<int>(to_compile.size());
   m.stats.cache_hits = m.stats.workloads - m.stats.compiled;
   int jobs = opts.jobs > 0 ? opts.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  compile_in_workers(todo, cache, jobs);
+  compile_in_workers(to_compile, cache, jobs);
 
   // Workload code calls into the runtime (allocation, thread pool): load it globally first.
   m.runtime = dlopen(runtime_so.c_str(), RTLD_NOW | RTLD_GLOBAL);

@@ -10,13 +10,14 @@
 namespace ts {
 
 struct GraphRunner::Impl {
-  const Graph& graph;
+  Graph graph;                                       // own copy: callers may pass a temporary
   std::map<std::string, Halide::ImageParam> params;  // one per runtime input
   std::vector<Halide::Func> outputs;                 // one wrapper Func per graph output
   Halide::Pipeline pipeline;
 };
 
-GraphRunner::GraphRunner(const Graph& g) : impl_(new Impl{g, {}, {}, {}}) {
+GraphRunner::GraphRunner(const Graph& graph) : impl_(new Impl{graph, {}, {}, {}}) {
+  const Graph& g = impl_->graph;
   std::map<std::string, LTensor> bound;
   for (const auto& name : g.inputs) {
     const auto& info = g.tensor(name);

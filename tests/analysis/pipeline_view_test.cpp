@@ -364,11 +364,7 @@ TEST(PipelineView, LoweredConvWorkload) {
             {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 3}}})
       .node("Relu", {"c"}, {"y"})
       .output("y");
-  ImportOptions o;
-  o.op_supported = op_supported;
-  o.quiet = true;
-  Graph g = import_onnx(b.save("conv.onnx"), o);
-  run_default_passes(g);
+  Graph g = test::import_model(b.save("conv.onnx"));
   Partition part = partition_graph(g);
   ASSERT_EQ(part.workloads.size(), 1u);
   LoweredWorkload lw = lower_workload(part.workloads[0]);

@@ -12,14 +12,7 @@ namespace {
 
 using test::OnnxBuilder;
 
-Graph load(const std::string& path) {
-  ImportOptions o;
-  o.op_supported = op_supported;
-  o.quiet = true;
-  Graph g = import_onnx(path, o);
-  run_default_passes(g);
-  return g;
-}
+Graph load(const std::string& path) { return test::import_model(path); }
 
 // x -> Conv -> Relu -> Conv -> Add(residual x) -> Relu -> GlobalAveragePool -> Flatten -> Gemm
 std::string residual_block(int hw) {

@@ -13,12 +13,7 @@ namespace {
 
 using test::OnnxBuilder;
 
-Graph import_raw(const std::string& path) {
-  ImportOptions o;
-  o.op_supported = op_supported;
-  o.quiet = true;
-  return import_onnx(path, o);
-}
+Graph import_raw(const std::string& path) { return test::import_model(path, /*passes=*/false); }
 
 std::string conv_bn_model(bool second_consumer) {
   OnnxBuilder b(13);

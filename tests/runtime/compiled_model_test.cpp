@@ -34,11 +34,7 @@ Graph small_cnn() {
       .node("Gemm", {"f", "fc"}, {"logits"}, {{"transB", int64_t{1}}})
       .node("Softmax", {"logits"}, {"y"})
       .output("y");
-  ImportOptions o;
-  o.op_supported = op_supported;
-  o.quiet = true;
-  Graph g = import_onnx(b.save("cnn.onnx"), o);
-  run_default_passes(g);
+  Graph g = test::import_model(b.save("cnn.onnx"));
   return g;
 }
 

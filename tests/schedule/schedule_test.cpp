@@ -442,11 +442,7 @@ Workload conv_relu_workload() {
       .node("Conv", {"x", "w", "bias"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
       .node("Relu", {"c"}, {"y"})
       .output("y");
-  ImportOptions o;
-  o.op_supported = op_supported;
-  o.quiet = true;
-  Graph g = import_onnx(b.save("conv.onnx"), o);
-  run_default_passes(g);
+  Graph g = test::import_model(b.save("conv.onnx"));
   Partition p = partition_graph(g);
   EXPECT_EQ(p.workloads.size(), 1u);
   return p.workloads.at(0);

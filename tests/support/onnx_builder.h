@@ -38,6 +38,10 @@ class OnnxBuilder {
 // A fresh, empty directory for the current test.
 std::filesystem::path temp_dir();
 
+// Imports `path` as the CLI would (supported ops only, no notices, no generated weights: tests
+// pass every input they declare), with the default passes unless `passes` is false.
+Graph import_model(const std::string& path, bool passes = true);
+
 // Import (with default passes) and run on `inputs`; returns the outputs.
 std::vector<Tensor> run_model(const std::string& path, const std::map<std::string, Tensor>& inputs);
 
