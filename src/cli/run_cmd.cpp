@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "graph/workload.h"
 #include "runtime/compiled_model.h"
+#include "runtime/conformance.h"
 #include "runtime/graph_runner.h"
 
 namespace fs = std::filesystem;
@@ -30,26 +31,10 @@ struct RunArgs {
   bool profile = false;
 };
 
-std::vector<std::string> pb_files(const fs::path& dir, const std::string& prefix) {
-  std::vector<std::string> r;
-  for (int i = 0; fs::exists(dir / fmt::format("{}{}.pb", prefix, i)); i++) r.push_back((dir / fmt::format("{}{}.pb", prefix, i)).string());
-  return r;
-}
-
-std::vector<fs::path> data_sets(const std::string& dir) {
-  if (!fs::is_directory(dir)) throw Error(fmt::format("--check {}: not a directory", dir));
-  std::vector<fs::path> r;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) r.push_back(e.path());
-  std::sort(r.begin(), r.end());
-  if (r.empty()) throw Error(fmt::format("--check {}: no test_data_set_* folder", dir));
-  return r;
-}
-
-std::map<std::string, Tensor> inputs_from_set(const Graph& g, const fs::path& set) {
-  auto files = pb_files(set, "input_");
+std::map<std::string, Tensor> inputs_from_set(const Graph& g, const std::string& set) {
+  auto files = test_data_files(set, "input_");
   if (files.size() != g.inputs.size())
-    throw Error(fmt::format("{}: {} input files, the model has {} runtime inputs", set.string(), files.size(), g.inputs.size()));
+    throw Error(fmt::format("{}: {} input files, the model has {} runtime inputs", set, files.size(), g.inputs.size()));
   std::map<std::string, Tensor> r;
   for (size_t i = 0; i < files.size(); i++) r[g.inputs[i]] = read_tensor_pb(files[i]);
   return r;
@@ -86,11 +71,11 @@ int run_command(const RunArgs& a) {
   bool check_ok = true;
   if (!a.check_dir.empty()) {
     nlohmann::json checks = nlohmann::json::array();
-    for (const auto& set : data_sets(a.check_dir)) {
+    for (const auto& set : test_data_sets(a.check_dir)) {
       auto outs = model.run(inputs_from_set(graph, set));
-      auto want_files = pb_files(set, "output_");
+      auto want_files = test_data_files(set, "output_");
       if (want_files.size() != outs.size())
-        throw Error(fmt::format("{}: {} output files, the model has {} outputs", set.string(), want_files.size(), outs.size()));
+        throw Error(fmt::format("{}: {} output files, the model has {} outputs", set, want_files.size(), outs.size()));
       for (size_t k = 0; k < outs.size(); k++) {
         Tensor want = read_tensor_pb(want_files[k]);
         double ref_max = 0;
@@ -98,11 +83,11 @@ int run_command(const RunArgs& a) {
         // Pass when max |got - want| <= 1e-3 * max |want|.
         Comparison c = compare_tensors(outs[k], want, 0, 1e-3 * ref_max);
         check_ok &= c.ok;
-        checks.push_back({{"data_set", set.filename().string()}, {"output", k}, {"ok", c.ok},
+        checks.push_back({{"data_set", fs::path(set).filename().string()}, {"output", k}, {"ok", c.ok},
                           {"max_abs_error", c.max_abs_error}, {"max_abs_reference", ref_max}});
         if (!a.json)
           std::cout << fmt::format("check {} output {}: {} (max abs error {:.3g}, max |reference| {:.3g}){}\n",
-                                   set.filename().string(), k, c.ok ? "ok" : "MISMATCH", c.max_abs_error, ref_max,
+                                   fs::path(set).filename().string(), k, c.ok ? "ok" : "MISMATCH", c.max_abs_error, ref_max,
                                    c.ok ? "" : ": " + c.message);
       }
     }

@@ -74,9 +74,17 @@ std::set<std::string> shape_inputs(const onnx::ModelProto& m) {
   return r;
 }
 
-std::vector<std::string> sorted_pb_files(const fs::path& dir, const std::string& prefix) {
+std::vector<std::string> model_ops(const onnx::ModelProto& m) {
+  std::set<std::string> s;
+  for (const auto& n : m.graph().node()) s.insert(n.op_type());
+  return {s.begin(), s.end()};
+}
+
+}  // namespace
+
+std::vector<std::string> test_data_files(const std::string& set, const std::string& prefix) {
   std::vector<std::pair<int, std::string>> files;
-  for (const auto& e : fs::directory_iterator(dir)) {
+  for (const auto& e : fs::directory_iterator(set)) {
     std::string f = e.path().filename().string();
     if (f.rfind(prefix, 0) == 0 && f.size() > prefix.size() + 3 && f.substr(f.size() - 3) == ".pb")
       files.emplace_back(std::stoi(f.substr(prefix.size())), e.path().string());
@@ -87,21 +95,15 @@ std::vector<std::string> sorted_pb_files(const fs::path& dir, const std::string&
   return r;
 }
 
-std::vector<fs::path> data_sets(const fs::path& dir) {
-  std::vector<fs::path> r;
+std::vector<std::string> test_data_sets(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw Error(fmt::format("{}: not a directory of ONNX test data", dir));
+  std::vector<std::string> r;
   for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) r.push_back(e.path());
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) r.push_back(e.path().string());
   std::sort(r.begin(), r.end());
+  if (r.empty()) throw Error(fmt::format("{}: no test_data_set_* folder", dir));
   return r;
 }
-
-std::vector<std::string> model_ops(const onnx::ModelProto& m) {
-  std::set<std::string> s;
-  for (const auto& n : m.graph().node()) s.insert(n.op_type());
-  return {s.begin(), s.end()};
-}
-
-}  // namespace
 
 std::vector<std::string> default_conformance_dirs() {
   std::vector<std::string> r;
@@ -152,13 +154,11 @@ ConformanceResult run_case_inprocess(const ConformanceCase& c) {
     ImportOptions check_opts;
     check_opts.op_supported = op_supported;
     check_model_supported(model_path, check_opts);  // before reading inputs: they may be sequences
-    auto sets = data_sets(c.dir);
-    if (sets.empty()) throw Error(fmt::format("{}: no test_data_set_* folder", c.dir));
-    for (const auto& set : sets) {
-      auto in_files = sorted_pb_files(set, "input_");
-      auto out_files = sorted_pb_files(set, "output_");
+    for (const auto& set : test_data_sets(c.dir)) {
+      auto in_files = test_data_files(set, "input_");
+      auto out_files = test_data_files(set, "output_");
       if (in_files.size() > names.size())
-        throw Error(fmt::format("{}: {} input files for {} model inputs", set.string(), in_files.size(), names.size()));
+        throw Error(fmt::format("{}: {} input files for {} model inputs", set, in_files.size(), names.size()));
       ImportOptions opts;
       opts.op_supported = op_supported;
       opts.quiet = true;
@@ -193,7 +193,7 @@ ConformanceResult run_case_inprocess(const ConformanceCase& c) {
         r.max_rel_error = std::max(r.max_rel_error, cmp.max_rel_error);
         if (!cmp.ok && r.status.empty()) {
           r.status = "fail";
-          r.reason = fmt::format("{} output {}: {}", set.filename().string(), k, cmp.message);
+          r.reason = fmt::format("{} output {}: {}", fs::path(set).filename().string(), k, cmp.message);
         }
       }
       if (!r.status.empty()) break;

@@ -31,6 +31,12 @@ struct ConformanceOptions {
   std::string filter;               // substring of case names to keep
 };
 
+// ONNX test-data layout, shared with `run --check`: the test_data_set_* folders of a case,
+// sorted (throws Error naming `dir` when it is not a directory or holds none), and the
+// PREFIX<i>.pb files of one set in index order.
+std::vector<std::string> test_data_sets(const std::string& dir);
+std::vector<std::string> test_data_files(const std::string& set, const std::string& prefix);
+
 // Default directories: libonnx-testdata's node, pytorch-converted, pytorch-operator, simple.
 std::vector<std::string> default_conformance_dirs();
 // Cases below each dir: dir itself when it holds model.onnx, else its immediate children.
