@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   ts::add_model_commands(app);
   ts::add_run_commands(app);
   ts::add_db_commands(app);
+  ts::add_space_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

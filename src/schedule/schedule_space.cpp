@@ -1,0 +1,633 @@
+// ScheduleSpace: placement candidates from the consumers' nests, and per definition the
+// counting tables (loop options x order interleavings) that give exact branching factors and
+// uniform draws. See schedule_space.h for the space itself.
+#include "schedule/schedule_space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "graph/error.h"
+
+namespace ts {
+
+namespace {
+
+constexpr int kMaxLevels = 3;  // levels a loop is tiled into at most
+
+std::string base_name(const std::string& n) {
+  const size_t p = n.rfind('$');
+  if (p == std::string::npos || p + 1 == n.size()) return n;
+  for (size_t i = p + 1; i < n.size(); i++)
+    if (!std::isdigit(static_cast<unsigned char>(n[i]))) return n;
+  return n.substr(0, p);
+}
+
+double factorial(int n) {
+  double f = 1;
+  for (int k = 2; k <= n; k++) f *= k;
+  return f;
+}
+
+// Up to `limit` values of a sorted list, spread evenly and keeping both ends.
+std::vector<int64_t> thin(const std::vector<int64_t>& v, int limit) {
+  if (static_cast<int>(v.size()) <= limit || limit < 2) return v;
+  std::vector<int64_t> out;
+  for (int i = 0; i < limit; i++) out.push_back(v[static_cast<size_t>(std::llround(i * (v.size() - 1.0) / (limit - 1)))]);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Split factors of a loop whose per-iteration extent is `r`: at most r / 2. `exact`: divisors of
+// r only (update definitions and reduction loops, whose auto tail rounds up).
+std::vector<int64_t> factor_candidates(int64_t r, bool exact, int limit) {
+  std::set<int64_t> s;
+  for (int64_t d = 2; d <= r / 2 && d <= 512; d++)
+    if (r % d == 0) s.insert(d);
+  if (!exact) {
+    for (int64_t p = 2; p <= r / 2 && p <= 128; p *= 2) s.insert(p);
+    for (int64_t q : {3, 6, 12, 24})
+      if (q <= r / 2) s.insert(q);
+  }
+  return thin(std::vector<int64_t>(s.begin(), s.end()), limit);
+}
+
+}  // namespace
+
+int native_vector_bytes(const Halide::Target& t) {
+  if (t.has_feature(Halide::Target::AVX512)) return 64;
+  if (t.has_feature(Halide::Target::AVX2) || t.has_feature(Halide::Target::AVX)) return 32;
+  return 16;
+}
+
+// ---- one definition in one region: options per loop and the counting tables ----
+
+struct ScheduleSpace::Placement_ {
+  Placement placement = Placement::Inline;  // where the Func is computed
+  ConsumerLoop at;                          // compute_at loop
+  std::vector<int64_t> region;              // extent of each pure arg computed per iteration of `at` (root: the Func's extents)
+};
+
+// An option for one original loop: its tiling, plus (pure loops) whether its outermost level
+// joins the parallel group, plus which of its levels is unrolled.
+struct LoopOption {
+  std::vector<int64_t> factors;   // empty = untiled; else inner level extents, innermost first
+  int levels = 1;                 // 1 + factors.size()
+  bool in_group = false;          // outermost level is one of the fused parallel loops
+  int unrolled = -1;              // level index unrolled (0 = innermost), -1 = none
+  int free_levels = 0;            // levels left to the interleaved part of the order
+};
+
+struct ScheduleSpace::DefSpace {
+  struct OrigLoop {
+    std::string name;        // loop name (Var or RVar)
+    bool rvar = false;       // reduction loop
+    int64_t extent = 0;      // per-iteration extent in this region
+    std::vector<std::vector<int64_t>> tilings;  // factor lists (first: untiled)
+  };
+  struct VecChoice {
+    int loop = -1;           // pure loop whose innermost level is vectorized (-1 = none)
+    int width = 0;           // lanes
+    // Suffix tables, pure loops: P[k][T][g][u] = sum over loops k.. of prod 1/free!, with T free
+    // levels, g loops in the parallel group and u unrolled loops.
+    std::vector<std::vector<std::vector<std::array<double, 2>>>> P;
+    double total = 0;        // candidates with this vector choice
+  };
+  std::vector<OrigLoop> loops;          // the definition's original loops, innermost first
+  std::vector<int> pure, rv;            // indices into loops
+  int max_group = 0;                    // parallel loops allowed (0 when not at root)
+  int max_unroll = 16;
+  std::vector<VecChoice> vec;           // first: no vectorization
+  // R[j][T][u]: sum over reduction loops j.. with T levels and u unrolled (each option counts 1).
+  std::vector<std::vector<std::array<double, 2>>> R;
+  double total = 0;                     // candidates of this definition
+
+  int max_T() const { return kMaxLevels * static_cast<int>(loops.size()); }
+
+  // Options of loop `k` under vector choice `v`.
+  std::vector<LoopOption> options(int k, const VecChoice& v) const {
+    std::vector<LoopOption> out;
+    const OrigLoop& l = loops[k];
+    for (const auto& f : l.tilings) {
+      LoopOption o;
+      o.factors = f;
+      o.levels = 1 + static_cast<int>(f.size());
+      const bool vk = v.loop == k;
+      if (vk) {
+        if (f.empty() ? l.extent < v.width : f[0] % v.width != 0) continue;
+      }
+      // Unrollable levels: constant extent <= max_unroll, not vectorized.
+      std::vector<int> unrollable;
+      for (int lev = 0; lev < o.levels; lev++) {
+        if (vk && lev == 0) continue;
+        int64_t e;
+        if (lev < static_cast<int>(f.size())) e = f[lev];
+        else if (l.rvar) e = l.extent / std::accumulate(f.begin(), f.end(), int64_t{1}, std::multiplies<>());
+        else continue;  // outermost level of a pure loop: extent not a constant for Halide's unroll
+        if (e >= 2 && e <= max_unroll) unrollable.push_back(lev);
+      }
+      for (int g = 0; g <= (l.rvar || max_group == 0 ? 0 : 1); g++) {
+        if (g && vk && o.levels < 2) continue;  // the only level is the vector loop
+        for (int u = -1; u < static_cast<int>(unrollable.size()); u++) {
+          LoopOption p = o;
+          p.in_group = g;
+          p.unrolled = u < 0 ? -1 : unrollable[u];
+          p.free_levels = o.levels - (vk ? 1 : 0) - g;
+          out.push_back(p);
+        }
+      }
+    }
+    return out;
+  }
+};
+
+// ---- construction ----
+
+ScheduleSpace::ScheduleSpace(PipelineView view, SpaceOptions opts) : view_(std::move(view)), opts_(opts) {
+  for (auto it = view_.stages.rbegin(); it != view_.stages.rend(); ++it) {
+    if (it->is_extern) throw Error(fmt::format("stage '{}': extern stages have no schedule space", it->name));
+    index_of_[it->name] = order_.size();
+    order_.push_back(it->name);
+    names_.push_back(base_name(it->name));
+  }
+}
+
+const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const std::vector<int64_t>& region,
+                                                        bool root) const {
+  std::string key = fmt::format("{}#{}#{}#", order_[i], def, root);
+  for (int64_t r : region) key += fmt::format("{},", r);
+  auto found = memo_.find(key);
+  if (found != memo_.end()) return *found->second;
+
+  const Stage& st = *view_.stage(order_[i]);
+  const Definition& d = st.definitions.at(def);
+  auto ds = std::make_shared<DefSpace>();
+  ds->max_group = root ? opts_.max_parallel_loops : 0;
+  ds->max_unroll = opts_.max_unroll;
+  // Original loops in Schedule order: pure args for the pure definition; for an update its
+  // reduction loops, then the pure args it uses.
+  std::vector<const Loop*> ordered;
+  for (const auto& l : d.loops)
+    if (l.reduction) ordered.push_back(&l);
+  for (const auto& l : d.loops)
+    if (!l.reduction) ordered.push_back(&l);
+  if (def == 0) {
+    ordered.clear();
+    for (const auto& l : d.loops) ordered.push_back(&l);
+  }
+  for (const Loop* l : ordered) {
+    DefSpace::OrigLoop o;
+    o.name = l->name;
+    o.rvar = l->reduction;
+    int64_t full = l->extent;
+    o.extent = l->extent;
+    if (!l->reduction)
+      for (size_t a = 0; a < st.dims.size(); a++)
+        if (st.dims[a].name == l->name) {
+          o.extent = region[a];
+          full = st.dims[a].extent;
+        }
+    // Reduction loops and the pure loops of updates round up: divisors of the region and of the
+    // Func's extent (which validate() checks) only.
+    const bool exact = l->reduction || def > 0;
+    const int64_t r = exact ? std::gcd(o.extent, full > 0 ? full : o.extent) : o.extent;
+    o.tilings.push_back({});
+    if (r > 0) {
+      for (int64_t f0 : factor_candidates(r, exact, opts_.max_factors)) {
+        o.tilings.push_back({f0});
+        for (int64_t f1 : factor_candidates(r / f0, exact, opts_.max_factors / 2))
+          if (f0 * f1 <= r / 2 && (!exact || r % (f0 * f1) == 0)) o.tilings.push_back({f0, f1});
+      }
+    }
+    (o.rvar ? ds->rv : ds->pure).push_back(static_cast<int>(ds->loops.size()));
+    ds->loops.push_back(std::move(o));
+  }
+
+  const int TM = ds->max_T();
+  // Reduction loops: one chain; every option counts 1 (the chain's interleavings come later).
+  const int nr = static_cast<int>(ds->rv.size());
+  ds->R.assign(nr + 1, std::vector<std::array<double, 2>>(TM + 1, {0, 0}));
+  ds->R[nr][0][0] = 1;
+  DefSpace::VecChoice none;
+  for (int j = nr - 1; j >= 0; j--)
+    for (const auto& o : ds->options(ds->rv[j], none))
+      for (int T = 0; T + o.levels <= TM; T++)
+        for (int u = 0; u < 2; u++) {
+          const int u2 = u + (o.unrolled >= 0);
+          if (u2 < 2) ds->R[j][T + o.levels][u2] += ds->R[j + 1][T][u];
+        }
+
+  // Vector choices: none, or the innermost level of a pure loop at the native width or half.
+  const int native = std::max(1, opts_.vector_bytes / std::max(1, st.bytes));
+  ds->vec.push_back({});
+  for (int k : ds->pure)
+    for (int w : {native / 2, native})
+      if (w >= 2) {
+        DefSpace::VecChoice v;
+        v.loop = k;
+        v.width = w;
+        ds->vec.push_back(v);
+      }
+
+  const int np = static_cast<int>(ds->pure.size());
+  const int G = ds->max_group;
+  for (auto& v : ds->vec) {
+    v.P.assign(np + 1, std::vector<std::vector<std::array<double, 2>>>(TM + 1, std::vector<std::array<double, 2>>(G + 1, {0, 0})));
+    v.P[np][0][0][0] = 1;
+    for (int j = np - 1; j >= 0; j--)
+      for (const auto& o : ds->options(ds->pure[j], v)) {
+        const double w = 1.0 / factorial(o.free_levels);
+        for (int T = 0; T + o.free_levels <= TM; T++)
+          for (int g = 0; g + o.in_group <= G; g++)
+            for (int u = 0; u + (o.unrolled >= 0) < 2; u++)
+              v.P[j][T + o.free_levels][g + o.in_group][u + (o.unrolled >= 0)] += w * v.P[j + 1][T][g][u];
+      }
+    v.total = 0;
+    for (int T = 0; T <= TM; T++)
+      for (int g = 0; g <= G; g++)
+        for (int up = 0; up < 2; up++)
+          for (int Tr = 0; T + Tr <= TM; Tr++)
+            for (int ur = 0; up + ur < 2; ur++)
+              v.total += v.P[0][T][g][up] * ds->R[0][Tr][ur] * factorial(T + Tr) / factorial(Tr) * factorial(g);
+    ds->total += v.total;
+  }
+  return *(memo_[key] = ds);
+}
+
+// ---- placements ----
+
+namespace {
+
+// One loop of a scheduled definition's nest, as placement candidates see it.
+struct NestLoop {
+  std::string name;               // loop name after tiling and fusion
+  bool site = true;               // a Func may be computed here
+  std::vector<std::pair<std::string, int64_t>> inside;  // (original loop, extent) covered by one iteration's body
+};
+
+// The nest `ss` gives definition `d` (original loops `orig` with per-iteration extents `ext`),
+// innermost first, with what one iteration of each loop's body covers.
+std::vector<NestLoop> scheduled_nest(const StageSchedule& ss, const std::vector<std::string>& orig,
+                                     const std::map<std::string, int64_t>& ext) {
+  struct Level {
+    std::string name, loop;  // level name, original loop
+    int64_t extent;          // iterations
+    bool innermost;          // innermost level of its loop
+  };
+  std::vector<Level> levels;  // default nest order, innermost first
+  std::map<std::string, int> nlevels;
+  for (const auto& o : orig) {
+    const LoopTiling* t = nullptr;
+    for (const auto& x : ss.tiling)
+      if (x.loop == o) t = &x;
+    if (!t) {
+      levels.push_back({o, o, ext.at(o), true});
+      nlevels[o] = 1;
+      continue;
+    }
+    const auto lv = t->level_names();
+    int64_t prod = 1;
+    for (size_t k = 0; k < t->factors.size(); k++) {
+      levels.push_back({lv[k], o, t->factors[k], k == 0});
+      prod *= t->factors[k];
+    }
+    levels.push_back({lv.back(), o, (ext.at(o) + prod - 1) / prod, false});
+    nlevels[o] = static_cast<int>(lv.size());
+  }
+  if (!ss.order.empty()) {
+    std::vector<Level> re;
+    for (const auto& n : ss.order)
+      for (const auto& l : levels)
+        if (l.name == n) re.push_back(l);
+    levels = re;
+  }
+  std::vector<NestLoop> out;
+  std::map<std::string, int> seen_levels;   // levels of each original loop inside the current one
+  std::map<std::string, int64_t> covered;   // product of their extents
+  const std::string fused = ss.parallel_loop_name();
+  std::set<std::string> group(ss.parallel_fused.begin(), ss.parallel_fused.end());
+  if (!ss.parallel.empty()) group.insert(ss.parallel);
+  auto inside_now = [&]() {
+    std::vector<std::pair<std::string, int64_t>> in;
+    for (const auto& o : orig) {
+      if (!seen_levels.count(o)) continue;
+      in.emplace_back(o, seen_levels[o] == nlevels[o] ? ext.at(o) : std::min(covered[o], ext.at(o)));
+    }
+    return in;
+  };
+  for (size_t j = 0; j < levels.size(); j++) {
+    const Level& l = levels[j];
+    if (group.count(l.name)) {
+      // The fused parallel loop stands where its innermost member is; members are consecutive.
+      if (l.name == ss.parallel) out.push_back({fused, true, inside_now()});
+      seen_levels[l.loop]++;
+      covered[l.loop] = (covered.count(l.loop) ? covered[l.loop] : 1) * l.extent;
+      continue;
+    }
+    NestLoop n{l.name, true, {}};
+    if (l.name == ss.vectorize) {
+      if (l.extent == ss.vector_width) {
+        n.site = false;  // the vector lanes themselves
+      } else {
+        // Split by the width: the named loop is the serial part, the lanes are inside it.
+        n.site = l.extent % ss.vector_width == 0;  // a guarded tail realizes less than a vector
+        seen_levels[l.loop] = 0;
+        covered[l.loop] = ss.vector_width;
+        n.inside = inside_now();
+        seen_levels[l.loop] = 1;
+        covered[l.loop] = l.extent;
+        out.push_back(n);
+        continue;
+      }
+    }
+    n.inside = inside_now();
+    out.push_back(n);
+    seen_levels[l.loop]++;
+    covered[l.loop] = (covered.count(l.loop) ? covered[l.loop] : 1) * l.extent;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ScheduleSpace::Placement_> ScheduleSpace::placements(const Schedule& partial, size_t i) const {
+  const Stage& st = *view_.stage(order_[i]);
+  std::vector<int64_t> full;
+  for (const auto& d : st.dims) full.push_back(std::max<int64_t>(1, d.extent));
+  std::vector<Placement_> out;
+  if (st.is_output) return {{Placement::Root, {}, full}};
+  if (st.is_rename) return {{Placement::Inline, {}, {}}};
+  if (st.definitions.size() == 1) out.push_back({Placement::Inline, {}, {}});
+  out.push_back({Placement::Root, {}, full});
+
+  // compute_at: a single consumer, decided and not inlined, reading through affine accesses
+  // in one of its definitions.
+  if (st.consumers.size() != 1) return out;
+  const std::string& cname = st.consumers[0];
+  auto ci = index_of_.find(cname);
+  if (ci == index_of_.end() || ci->second >= i) return out;
+  const StageSchedule* c0 = partial.find(names_[ci->second], 0);
+  if (!c0 || c0->placement == Placement::Inline) return out;
+  const Edge* e = view_.edge(order_[i], cname);
+  if (!e || e->accesses.empty()) return out;
+  const int d = e->accesses[0].definition;
+  for (const auto& a : e->accesses)
+    if (a.definition != d) return out;
+  const StageSchedule* cs = partial.find(names_[ci->second], d);
+  if (!cs) return out;
+  // The consumer's region, then its definition's loops and their extents.
+  const std::vector<int64_t> cregion = region_of(partial, ci->second);
+  const Stage& cst = *view_.stage(cname);
+  const Definition& cd = cst.definitions.at(d);
+  std::map<std::string, int64_t> ext;
+  std::vector<std::string> orig;
+  for (const auto& l : cd.loops) {
+    int64_t x = l.extent;
+    if (!l.reduction)
+      for (size_t a = 0; a < cst.dims.size(); a++)
+        if (cst.dims[a].name == l.name) x = cregion[a];
+    ext[l.name] = std::max<int64_t>(1, x);
+  }
+  for (const auto& l : cd.loops)
+    if (l.reduction == (d > 0)) orig.push_back(l.name);
+  for (const auto& l : cd.loops)
+    if (l.reduction != (d > 0)) orig.push_back(l.name);
+  for (const NestLoop& n : scheduled_nest(*cs, orig, ext)) {
+    if (!n.site) continue;
+    std::map<std::string, int64_t> in(n.inside.begin(), n.inside.end());
+    std::vector<int64_t> region(st.dims.size(), 1);
+    for (size_t a = 0; a < st.dims.size(); a++) {
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      bool affine = true;
+      for (const auto& acc : e->accesses) {
+        const AccessDim& ad = acc.dims.at(a);
+        if (!ad.affine) {
+          affine = false;
+          break;
+        }
+        int64_t l0 = ad.constant, h0 = ad.constant;
+        for (size_t k = 0; k < ad.coeffs.size(); k++) {
+          const int64_t span = ad.coeffs[k] * ((in.count(cd.loops[k].name) ? in[cd.loops[k].name] : 1) - 1);
+          (span < 0 ? l0 : h0) += span;
+        }
+        lo = std::min(lo, l0);
+        hi = std::max(hi, h0);
+      }
+      // Unknown (non-affine) extents count as 1: no split or vector along them is offered.
+      region[a] = affine ? std::clamp<int64_t>(hi - lo + 1, 1, full[a]) : 1;
+    }
+    out.push_back({Placement::ComputeAt, {names_[ci->second], d, n.name}, region});
+  }
+  return out;
+}
+
+std::vector<int64_t> ScheduleSpace::region_of(const Schedule& partial, size_t i) const {
+  const StageSchedule* s = partial.find(names_[i], 0);
+  if (!s) throw Error(fmt::format("stage '{}' is undecided", names_[i]));
+  for (const auto& p : placements(partial, i))
+    if (p.placement == s->placement && (p.placement != Placement::ComputeAt || p.at == s->compute_at)) return p.region;
+  throw Error(fmt::format("stage '{}': its placement is not one of the space's candidates", names_[i]));
+}
+
+// ---- counting and drawing ----
+
+double ScheduleSpace::branching(const Schedule& partial, size_t i) const {
+  const Stage& st = *view_.stage(order_[i]);
+  double total = 0;
+  for (const auto& p : placements(partial, i)) {
+    if (p.placement == Placement::Inline) {
+      total += 1;
+      continue;
+    }
+    double prod = 1;
+    for (size_t d = 0; d < st.definitions.size(); d++)
+      prod *= def_space(i, static_cast<int>(d), p.region, p.placement == Placement::Root).total;
+    total += prod;
+  }
+  return total;
+}
+
+namespace {
+
+// Index drawn with probability proportional to weights (all >= 0, sum > 0).
+size_t draw(const std::vector<double>& weights, std::mt19937_64& rng) {
+  double sum = 0;
+  for (double w : weights) sum += w;
+  double x = std::uniform_real_distribution<double>(0, sum)(rng);
+  for (size_t k = 0; k < weights.size(); k++) {
+    if (x < weights[k]) return k;
+    x -= weights[k];
+  }
+  for (size_t k = weights.size(); k-- > 0;)
+    if (weights[k] > 0) return k;
+  return 0;
+}
+
+}  // namespace
+
+void ScheduleSpace::sample_decision(Schedule& partial, size_t i, std::mt19937_64& rng) const {
+  const Stage& st = *view_.stage(order_[i]);
+  const auto cands = placements(partial, i);
+  std::vector<double> w;
+  for (const auto& p : cands) {
+    double prod = 1;
+    if (p.placement != Placement::Inline)
+      for (size_t d = 0; d < st.definitions.size(); d++)
+        prod *= def_space(i, static_cast<int>(d), p.region, p.placement == Placement::Root).total;
+    w.push_back(prod);
+  }
+  const Placement_& p = cands[draw(w, rng)];
+  StageSchedule s0;
+  s0.func = names_[i];
+  s0.placement = p.placement;
+  if (p.placement == Placement::ComputeAt) s0.compute_at = p.at;
+  if (p.placement == Placement::Inline) {
+    partial.set(s0);
+    return;
+  }
+  for (size_t d = 0; d < st.definitions.size(); d++) {
+    const DefSpace& ds = def_space(i, static_cast<int>(d), p.region, p.placement == Placement::Root);
+    StageSchedule ss = d == 0 ? s0 : StageSchedule{};
+    ss.func = names_[i];
+    ss.definition = static_cast<int>(d);
+    // Vector choice, then the totals (free pure levels, group size, unrolls, reduction levels).
+    std::vector<double> vw;
+    for (const auto& v : ds.vec) vw.push_back(v.total);
+    const auto& v = ds.vec[draw(vw, rng)];
+    const int TM = ds.max_T(), G = ds.max_group;
+    struct Totals { int T, g, up, Tr, ur; };
+    std::vector<Totals> combos;
+    std::vector<double> cw;
+    for (int T = 0; T <= TM; T++)
+      for (int g = 0; g <= G; g++)
+        for (int up = 0; up < 2; up++)
+          for (int Tr = 0; T + Tr <= TM; Tr++)
+            for (int ur = 0; up + ur < 2; ur++) {
+              const double x = v.P[0][T][g][up] * ds.R[0][Tr][ur] * factorial(T + Tr) / factorial(Tr) * factorial(g);
+              if (x > 0) {
+                combos.push_back({T, g, up, Tr, ur});
+                cw.push_back(x);
+              }
+            }
+    Totals c = combos[draw(cw, rng)];
+    // Loop options, drawn loop by loop given what the remaining loops must still provide.
+    std::map<int, LoopOption> chosen;
+    for (size_t j = 0; j < ds.pure.size(); j++) {
+      const auto opts = ds.options(ds.pure[j], v);
+      std::vector<double> ow;
+      for (const auto& o : opts) {
+        const int T = c.T - o.free_levels, g = c.g - o.in_group, u = c.up - (o.unrolled >= 0);
+        ow.push_back(T < 0 || g < 0 || u < 0 ? 0 : v.P[j + 1][T][g][u] / factorial(o.free_levels));
+      }
+      const LoopOption& o = opts[draw(ow, rng)];
+      c.T -= o.free_levels, c.g -= o.in_group, c.up -= (o.unrolled >= 0);
+      chosen[ds.pure[j]] = o;
+    }
+    const DefSpace::VecChoice novec;
+    for (size_t j = 0; j < ds.rv.size(); j++) {
+      const auto opts = ds.options(ds.rv[j], novec);
+      std::vector<double> ow;
+      for (const auto& o : opts) {
+        const int T = c.Tr - o.levels, u = c.ur - (o.unrolled >= 0);
+        ow.push_back(T < 0 || u < 0 ? 0 : ds.R[j + 1][T][u]);
+      }
+      const LoopOption& o = opts[draw(ow, rng)];
+      c.Tr -= o.levels, c.ur -= (o.unrolled >= 0);
+      chosen[ds.rv[j]] = o;
+    }
+    // Tiling and level names (innermost first per loop).
+    std::vector<std::vector<std::string>> lv(ds.loops.size());
+    for (size_t k = 0; k < ds.loops.size(); k++) {
+      const LoopOption& o = chosen.at(static_cast<int>(k));
+      if (o.factors.empty()) {
+        lv[k] = {ds.loops[k].name};
+      } else {
+        LoopTiling t;
+        t.loop = ds.loops[k].name;
+        t.factors = o.factors;
+        lv[k] = t.level_names();
+        ss.tiling.push_back(t);
+      }
+      if (o.unrolled >= 0) ss.unroll.push_back(lv[k][o.unrolled]);
+    }
+    // Order, outermost first: the parallel group in a random order, the free levels
+    // interleaved uniformly (each loop's levels outer to inner, reduction loops as one chain),
+    // then the vector loop.
+    std::vector<std::string> group;
+    std::vector<std::vector<std::string>> chains;  // free levels per chain, outermost first
+    for (int k : ds.pure) {
+      const LoopOption& o = chosen.at(k);
+      std::vector<std::string> levels(lv[k].rbegin(), lv[k].rend());
+      if (o.in_group) {
+        group.push_back(levels.front());
+        levels.erase(levels.begin());
+      }
+      if (v.loop == k) levels.pop_back();
+      chains.push_back(levels);
+    }
+    std::vector<std::string> rchain;  // reduction loops: innermost loop's levels first, reversed
+    for (int k : ds.rv) rchain.insert(rchain.end(), lv[k].begin(), lv[k].end());
+    std::reverse(rchain.begin(), rchain.end());
+    chains.push_back(rchain);
+    std::shuffle(group.begin(), group.end(), rng);
+    std::vector<size_t> labels;
+    for (size_t k = 0; k < chains.size(); k++) labels.insert(labels.end(), chains[k].size(), k);
+    std::shuffle(labels.begin(), labels.end(), rng);
+    std::vector<std::string> outer_to_inner = group;
+    std::vector<size_t> next(chains.size(), 0);
+    for (size_t k : labels) outer_to_inner.push_back(chains[k][next[k]++]);
+    if (v.loop >= 0) {
+      outer_to_inner.push_back(lv[v.loop][0]);
+      ss.vectorize = lv[v.loop][0];
+      ss.vector_width = v.width;
+    }
+    ss.order.assign(outer_to_inner.rbegin(), outer_to_inner.rend());
+    if (!group.empty()) {
+      ss.parallel = group.back();
+      for (size_t k = group.size() - 1; k-- > 0;) ss.parallel_fused.push_back(group[k]);
+    }
+    partial.set(ss);
+  }
+}
+
+Schedule ScheduleSpace::sample(std::mt19937_64& rng) const {
+  Schedule s;
+  for (size_t i = 0; i < order_.size(); i++) sample_decision(s, i, rng);
+  return s;
+}
+
+SpaceStats ScheduleSpace::estimate(int rollouts, uint64_t seed) const {
+  SpaceStats st;
+  st.stages = static_cast<int>(order_.size());
+  st.decisions = st.stages;
+  st.rollouts = rollouts;
+  std::mt19937_64 rng(seed);
+  double sum_b = 0, n_b = 0;
+  std::vector<double> log_products;
+  for (int r = 0; r < rollouts; r++) {
+    Schedule s;
+    double lp = 0;
+    for (size_t i = 0; i < order_.size(); i++) {
+      const double b = branching(s, i);
+      sum_b += b;
+      n_b += 1;
+      lp += std::log10(std::max(1.0, b));
+      sample_decision(s, i, rng);
+    }
+    log_products.push_back(lp);
+  }
+  st.avg_branching = n_b > 0 ? sum_b / n_b : 0;
+  // log10 of the mean of the products (Knuth's estimator of a tree's size), without overflow.
+  if (!log_products.empty()) {
+    const double m = *std::max_element(log_products.begin(), log_products.end());
+    double acc = 0;
+    for (double lp : log_products) acc += std::pow(10.0, lp - m);
+    st.log10_size = m + std::log10(acc / log_products.size());
+  }
+  return st;
+}
+
+}  // namespace ts

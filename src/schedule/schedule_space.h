@@ -1,0 +1,104 @@
+#pragma once
+// ScheduleSpace: the candidate decisions for each stage of a pipeline, as in section 4 of the
+// value-learning paper (C0 split every loop into up to 3 levels, C1 reorder, C2 vectorize,
+// C3 compute/store granularity, C4 parallelize), plus unrolling. Stages are decided one Func
+// at a time in reverse realization order (consumers first): a Func's placement candidates are
+// the loops its consumer's nest has once the consumer is decided.
+//
+// Reading guide
+//  - A decision fixes every definition of one Func (the pure one and its updates): placement
+//    (inline / root / compute_at a loop of its single consumer, storage at the compute level),
+//    and per definition its tiling, loop order, vectorized loop, parallel loop and unroll.
+//  - Candidates are counted, not listed: per definition the choices factor into per-loop
+//    options (tiling factors, whether the loop's outermost level joins the parallel group,
+//    which of its levels is unrolled) and the interleavings of the loops' levels, counted by a
+//    small dynamic program over (levels in the free part of the order, parallel group size,
+//    unrolled loops). branching() is the exact number of candidates of a decision; sample_*()
+//    draws one of them uniformly from the same tables.
+//  - Pruning, so that every candidate applies, compiles and computes the right values:
+//     * split factors (a few divisors, powers of two and non-divisors) are at most half the
+//       loop's extent in the region the stage computes per iteration of its compute loop, so
+//       a shift-inwards split never reaches outside the producer's inputs; loops of update
+//       definitions (and reduction loops) only take divisors of both the region and the
+//       Func's extent (their auto tail rounds up);
+//     * the levels of one loop keep their nesting (outer level outside inner), reduction loops
+//       keep their relative order (Halide requires it);
+//     * the vectorized loop is innermost: a pure loop's innermost level whose extent is a
+//       multiple of the width, or an untiled pure loop at least one vector long; widths are
+//       the native vector and half of it;
+//     * compute_at only inside a Func's single consumer, read from one definition through
+//       affine accesses, at a loop that is not the vector lanes nor a guarded vector loop
+//       (whose last iteration realizes less than a vector); storage at the compute level;
+//     * parallel: the 1-3 outermost loops of a root stage, each the outermost level of a
+//       pure loop, fused; at most one loop is unrolled, of constant extent <= max_unroll;
+//     * a Func that only renames another (input wrappers) is inlined; outputs are at root.
+//  - Uniformity is per decision: sample() draws each decision uniformly among the candidates
+//    that the earlier (consumer) decisions leave, like the paper's random rollouts.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analysis/pipeline_view.h"
+#include "schedule/schedule.h"
+
+namespace ts {
+
+struct SpaceOptions {
+  int vector_bytes = 64;        // bytes of a native vector register (64 for AVX-512)
+  int max_unroll = 16;          // largest extent of an unrolled loop
+  int max_parallel_loops = 3;   // outermost loops fused into the parallel loop
+  int max_factors = 10;         // split factors considered per loop and level
+};
+
+// Vector register size of a Halide target: 64 with AVX-512, 32 with AVX2/AVX, else 16.
+int native_vector_bytes(const Halide::Target& t);
+
+// Statistics of a space, estimated from random rollouts (cf. Table 2 of the value-learning paper).
+struct SpaceStats {
+  int stages = 0;                 // Funcs of the pipeline
+  int decisions = 0;              // decisions per complete schedule (= stages)
+  double avg_branching = 0;       // mean candidates per decision over the rollouts
+  double log10_size = 0;          // log10 of the estimated number of complete schedules (mean of products of branching factors)
+  int rollouts = 0;               // random schedules drawn
+};
+
+class ScheduleSpace {
+ public:
+  explicit ScheduleSpace(PipelineView view, SpaceOptions opts = {});
+
+  const PipelineView& view() const { return view_; }
+  const SpaceOptions& options() const { return opts_; }
+  // Funcs in decision order (reverse realization order: outputs first), Halide names.
+  const std::vector<std::string>& decisions() const { return order_; }
+  // The Schedule name of decision i's Func (without Halide's "$N" suffix).
+  const std::string& schedule_name(size_t i) const { return names_[i]; }
+
+  // Number of candidates of decision i given `partial`, which decides every earlier decision.
+  double branching(const Schedule& partial, size_t i) const;
+  // Draws one of them uniformly and adds its stage entries to `partial`.
+  void sample_decision(Schedule& partial, size_t i, std::mt19937_64& rng) const;
+  // A complete schedule, each decision drawn uniformly in turn.
+  Schedule sample(std::mt19937_64& rng) const;
+  // Random rollouts: average branching factor and log10 of the space size.
+  SpaceStats estimate(int rollouts, uint64_t seed) const;
+
+ private:
+  struct Placement_;   // one placement candidate of a Func
+  struct DefSpace;     // counting tables of one definition in one region
+  std::vector<Placement_> placements(const Schedule& partial, size_t i) const;
+  // Extent of each pure arg of decided Func i computed per iteration of its compute loop.
+  std::vector<int64_t> region_of(const Schedule& partial, size_t i) const;
+  const DefSpace& def_space(size_t i, int def, const std::vector<int64_t>& region, bool root) const;
+
+  PipelineView view_;
+  SpaceOptions opts_;
+  std::vector<std::string> order_;               // decision order (Halide names)
+  std::vector<std::string> names_;               // base names, same order
+  std::map<std::string, size_t> index_of_;       // Halide name -> decision index
+  mutable std::map<std::string, std::shared_ptr<DefSpace>> memo_;  // (func, def, region, root) -> tables
+};
+
+}  // namespace ts
