@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   ts::add_run_commands(app);
   ts::add_db_commands(app);
   ts::add_space_command(app);
+  ts::add_tune_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

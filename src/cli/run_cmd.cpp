@@ -13,6 +13,8 @@
 #include "runtime/compiled_model.h"
 #include "runtime/conformance.h"
 #include "runtime/graph_runner.h"
+#include "schedule/schedule.h"
+#include "tune/records_db.h"
 
 namespace fs = std::filesystem;
 
@@ -27,6 +29,7 @@ struct RunArgs {
   std::vector<std::string> input_files;  // NAME=FILE.pb
   std::string check_dir;
   std::string cache_dir;
+  std::string db_path;                   // --db: tuning records to take the best schedule per workload from
   bool json = false;
   bool profile = false;
 };
@@ -40,10 +43,33 @@ std::map<std::string, Tensor> inputs_from_set(const Graph& g, const std::string&
   return r;
 }
 
+// The fastest valid record's schedule of every workload of g that has one in the database.
+// A record whose schedule no longer parses is skipped with a warning (the default runs).
+std::map<std::string, Schedule> best_schedules(const Graph& g, const std::string& db_path,
+                                               std::vector<std::string>& warnings) {
+  // RecordsDB creates a missing file; a run only reads one.
+  if (!fs::exists(db_path)) throw Error(fmt::format("{}: no such records database", db_path));
+  RecordsDB db(db_path);
+  std::map<std::string, Schedule> schedules;
+  for (const auto& w : partition_graph(g).workloads) {
+    auto best = db.best(w.exact_key, 1);
+    if (best.empty()) continue;
+    try {
+      schedules.emplace(w.exact_key, Schedule::from_json(best[0].schedule_json));
+    } catch (const Error& e) {
+      warnings.push_back(fmt::format("{}: record {} of workload {} ({}): {}", db_path, best[0].id, w.key_hash(), w.name,
+                                     e.what()));
+    }
+  }
+  return schedules;
+}
+
 int run_command(const RunArgs& a) {
   Graph g = load_model(a.model);
   CompileOptions copts;
   copts.cache_root = a.cache_dir;
+  std::vector<std::string> db_warnings;
+  if (!a.db_path.empty()) copts.schedules = best_schedules(g, a.db_path, db_warnings);
   CompiledModel model(std::move(g), copts);
   const Graph& graph = model.graph();
   if (a.threads > 0) model.set_threads(a.threads);
@@ -63,10 +89,18 @@ int run_command(const RunArgs& a) {
                       {"steps", st.steps},
                       {"compiled", st.compiled},
                       {"cache_hits", st.cache_hits},
-                      {"compile_seconds", st.seconds}};
-  if (!a.json)
+                      {"compile_seconds", st.seconds},
+                      {"tuned", st.tuned}};
+  std::vector<std::string> warnings = db_warnings;
+  warnings.insert(warnings.end(), st.warnings.begin(), st.warnings.end());
+  if (!warnings.empty()) j["warnings"] = warnings;
+  if (!a.json) {
     std::cout << fmt::format("{}: {} workloads ({} steps): compiled {}, cache hits {}, {:.2f} s\n", graph.path,
                              st.workloads, st.steps, st.compiled, st.cache_hits, st.seconds);
+    if (!a.db_path.empty())
+      std::cout << fmt::format("tuned schedules: {} of {} workloads ({})\n", st.tuned, st.workloads, a.db_path);
+    for (const auto& w : warnings) std::cerr << "tensorsched: warning: " << w << "\n";
+  }
 
   bool check_ok = true;
   if (!a.check_dir.empty()) {
@@ -144,6 +178,7 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--input", args->input_files, "Input value from a TensorProto file: NAME=FILE.pb (others random)");
   run->add_option("--check", args->check_dir, "Compare with ONNX test data: DIR/test_data_set_*/{input,output}_i.pb");
   run->add_option("--cache-dir", args->cache_dir, "Compiled-code cache root (default ~/.cache/tensorsched)");
+  run->add_option("--db", args->db_path, "Tuning records database: run each workload's fastest measured schedule");
   run->add_flag("--json", args->json, "One JSON object");
   run->add_flag("--profile", args->profile, "Time per workload in the last run");
   on_command(run, [args] { return run_command(*args); });

@@ -1,16 +1,14 @@
 #include "runtime/compiled_model.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <thread>
 
-#include "lower/lower.h"
+#include "runtime/worker_pool.h"
+#include "runtime/workload_code.h"
 #include "schedule/default_schedule.h"
 
 namespace fs = std::filesystem;
@@ -19,61 +17,37 @@ namespace ts {
 
 namespace {
 
-constexpr const char* kDefaultScheduleHash = "default2";  // bump when the heuristic changes
+// One workload to compile with one schedule.
+struct CompileJob {
+  const Workload* workload;  // what to compile
+  ScheduleFn schedule;       // how to schedule it
+  std::string hash;          // the schedule's hash (code cache key)
+};
 
-using ArgvFn = int (*)(void**);
-
-// Compiles the workloads in `to_compile` in up to `jobs` forked worker processes, so compiles run in
-// parallel and a crash in code generation is an error message, not the end of this process.
-void compile_in_workers(const std::vector<const Workload*>& to_compile, const CodeCache& cache, int jobs) {
-  struct Running {
-    pid_t pid;
-    int fd;
-    const Workload* w;
-  };
-  std::vector<Running> running;
-  std::vector<std::string> errors;
-  size_t next = 0;
-  auto reap = [&](Running r) {
-    std::string msg;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(r.fd, buf, sizeof buf)) > 0) msg.append(buf, n);
-    close(r.fd);
-    int status = 0;
-    waitpid(r.pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      errors.push_back(msg.empty() ? fmt::format("workload {} ({}): compiler process died (status {})",
-                                                 r.w->key_hash(), r.w->name, status)
-                                   : msg);
-  };
-  while (next < to_compile.size() || !running.empty()) {
-    while (next < to_compile.size() && static_cast<int>(running.size()) < jobs) {
-      int fds[2];
-      if (pipe(fds) != 0) throw Error("compile: pipe() failed");
-      const Workload* w = to_compile[next++];
-      pid_t pid = fork();
-      if (pid < 0) throw Error("compile: fork() failed");
-      if (pid == 0) {
-        close(fds[0]);
-        int rc = 0;
-        try {
-          compile_workload(*w, apply_default_schedule, kDefaultScheduleHash, cache);
-        } catch (const std::exception& e) {
-          std::string m = e.what();
-          if (write(fds[1], m.data(), m.size()) < 0) {}
-          rc = 1;
-        }
-        _exit(rc);
-      }
-      close(fds[1]);
-      running.push_back({pid, fds[0], w});
-    }
-    // Wait for the oldest; compiles take similar time, so this keeps the workers busy enough.
-    reap(running.front());
-    running.erase(running.begin());
+// Compiles `to_compile` in up to `jobs` forked worker processes, so compiles run in parallel and
+// a crash in code generation is an error message, not the end of this process. Returns per job
+// "" or why it failed.
+std::vector<std::string> compile_in_workers(const std::vector<CompileJob>& to_compile, const CodeCache& cache,
+                                            int jobs) {
+  WorkerPoolOptions pool;
+  pool.jobs = jobs;
+  auto results = run_workers(
+      to_compile.size(),
+      [&](size_t i, int) {
+        compile_workload(*to_compile[i].workload, to_compile[i].schedule, to_compile[i].hash, cache);
+        return 0;
+      },
+      pool);
+  std::vector<std::string> errors(to_compile.size());
+  for (size_t i = 0; i < results.size(); i++) {
+    const WorkerResult& r = results[i];
+    if (r.exited_ok) continue;
+    const Workload& w = *to_compile[i].workload;
+    errors[i] = r.message.empty() ? fmt::format("workload {} ({}): compiler process ended without a message ({})",
+                                                w.key_hash(), w.name, r.describe_end(pool.timeout_s))
+                                  : r.message;
   }
-  if (!errors.empty()) throw Error(errors.front());
+  return errors;
 }
 
 }  // namespace
@@ -93,9 +67,7 @@ struct CompiledModel::Impl {
   Graph graph;
   Partition partition;
   CompileStats stats;
-  void* runtime = nullptr;                       // dlopen handle of the shared Halide runtime
-  std::vector<void*> libs;                       // dlopen handles of workload code
-  std::vector<ArgvFn> fns;                       // entry point per distinct workload
+  std::vector<WorkloadCode> code;                // loaded code per distinct workload
   std::map<std::string, Tensor> storage;         // activations and inputs, allocated once
   std::map<std::string, Halide::Buffer<>> bufs;  // views over storage and weights
   std::vector<std::vector<void*>> argv;          // per step: halide_buffer_t* of inputs, outputs
@@ -112,27 +84,46 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
 
   CodeCache cache = CodeCache::open_default(Halide::get_host_target(), opts.cache_root);
   const std::string runtime_so = cache.ensure_runtime();
-  std::vector<const Workload*> to_compile;
-  for (const auto& w : m.partition.workloads)
-    if (!fs::exists(cache.object_path(w, kDefaultScheduleHash))) to_compile.push_back(&w);
+  const int jobs = opts.jobs > 0 ? opts.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  // Per workload the schedule hash its code is cached under: tuned when given, else the default.
+  std::vector<std::string> hashes;
+  std::vector<CompileJob> to_compile;
+  std::vector<size_t> compile_index;  // workload of each job
+  for (size_t i = 0; i < m.partition.workloads.size(); i++) {
+    const Workload& w = m.partition.workloads[i];
+    auto tuned = opts.schedules.find(w.exact_key);
+    CompileJob job = tuned == opts.schedules.end()
+                         ? CompileJob{&w, apply_default_schedule, kDefaultScheduleHash}
+                         : CompileJob{&w, schedule_fn(tuned->second), tuned->second.hash()};
+    hashes.push_back(job.hash);
+    if (fs::exists(cache.object_path(w, job.hash))) continue;
+    to_compile.push_back(std::move(job));
+    compile_index.push_back(i);
+  }
   m.stats.compiled = static_cast<int>(to_compile.size());
   m.stats.cache_hits = m.stats.workloads - m.stats.compiled;
-  int jobs = opts.jobs > 0 ? opts.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  compile_in_workers(to_compile, cache, jobs);
 
-  // Workload code calls into the runtime (allocation, thread pool): load it globally first.
-  m.runtime = dlopen(runtime_so.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!m.runtime) throw Error(fmt::format("{}: cannot load: {}", runtime_so, dlerror()));
-  for (const auto& w : m.partition.workloads) {
-    std::string so = cache.object_path(w, kDefaultScheduleHash);
-    void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) throw Error(fmt::format("{}: cannot load: {}", so, dlerror()));
-    std::string sym = workload_function_name(w, kDefaultScheduleHash) + "_argv";
-    auto fn = reinterpret_cast<ArgvFn>(dlsym(h, sym.c_str()));
-    if (!fn) throw Error(fmt::format("{}: has no symbol {}", so, sym));
-    m.libs.push_back(h);
-    m.fns.push_back(fn);
+  // A tuned schedule that does not compile (e.g. from another Halide version) falls back to the default.
+  std::vector<CompileJob> fallback;
+  std::vector<std::string> errors = compile_in_workers(to_compile, cache, jobs);
+  for (size_t k = 0; k < errors.size(); k++) {
+    if (errors[k].empty()) continue;
+    if (to_compile[k].hash == kDefaultScheduleHash) throw Error(errors[k]);
+    const Workload& w = *to_compile[k].workload;
+    m.stats.warnings.push_back(fmt::format("workload {} ({}): tuned schedule {} failed to compile, using the default: {}",
+                                           w.key_hash(), w.name, to_compile[k].hash, errors[k].substr(0, 500)));
+    hashes[compile_index[k]] = kDefaultScheduleHash;
+    if (!fs::exists(cache.object_path(w, kDefaultScheduleHash)))
+      fallback.push_back({&w, apply_default_schedule, kDefaultScheduleHash});
   }
+  for (const auto& e : compile_in_workers(fallback, cache, jobs))
+    if (!e.empty()) throw Error(e);
+  for (const auto& h : hashes) m.stats.tuned += h != kDefaultScheduleHash;
+
+  load_halide_runtime(runtime_so);  // workload code calls into it (allocation, thread pool)
+  for (size_t i = 0; i < m.partition.workloads.size(); i++)
+    m.code.emplace_back(cache, m.partition.workloads[i], hashes[i]);
 
   // Buffers: weights view the graph's constants; everything else is allocated here once.
   auto buffer_for = [&](const std::string& name) -> Halide::Buffer<>& {
@@ -142,8 +133,7 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
     Tensor* t;
     if (info.value) t = &*info.value;
     else t = &m.storage.emplace(name, Tensor(info.dtype, info.shape)).first->second;
-    std::vector<int> sizes(t->shape.rbegin(), t->shape.rend());
-    return m.bufs.emplace(name, Halide::Buffer<>(halide_type(t->dtype), t->bytes.data(), sizes, name)).first->second;
+    return m.bufs.emplace(name, tensor_buffer(*t, name)).first->second;
   };
   for (const auto& name : m.graph.inputs) buffer_for(name);
   for (const auto& step : m.partition.steps) {
@@ -156,21 +146,15 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
   m.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-CompiledModel::~CompiledModel() {
-  for (void* h : impl_->libs) dlclose(h);
-  // The runtime stays loaded: its thread pool may still be winding down.
-}
+// Workload code is unloaded with Impl::code; the runtime stays loaded (its threads may be winding down).
+CompiledModel::~CompiledModel() = default;
 
 const Graph& CompiledModel::graph() const { return impl_->graph; }
 const Partition& CompiledModel::partition() const { return impl_->partition; }
 const CompileStats& CompiledModel::stats() const { return impl_->stats; }
 const std::vector<double>& CompiledModel::step_seconds() const { return impl_->step_seconds; }
 
-void CompiledModel::set_threads(int threads) {
-  using SetThreads = int (*)(int);
-  auto fn = reinterpret_cast<SetThreads>(dlsym(impl_->runtime, "halide_set_num_threads"));
-  if (fn) fn(threads);
-}
+void CompiledModel::set_threads(int threads) { set_halide_threads(threads); }
 
 std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inputs) {
   Impl& m = *impl_;
@@ -190,7 +174,7 @@ std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inpu
   m.step_seconds.resize(m.partition.steps.size());
   for (size_t s = 0; s < m.partition.steps.size(); s++) {
     auto t0 = std::chrono::steady_clock::now();
-    int rc = m.fns[m.partition.steps[s].workload](m.argv[s].data());
+    int rc = m.code[m.partition.steps[s].workload].call(m.argv[s].data());
     m.step_seconds[s] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rc != 0) {
       const auto& w = m.partition.workloads[m.partition.steps[s].workload];

@@ -1,7 +1,8 @@
 #pragma once
 // CompiledModel: a model partitioned into workloads, each compiled once as its own Halide
 // pipeline (AOT, cached on disk by workload key, schedule, target and tensorsched version),
-// chained at run time over buffers allocated once.
+// chained at run time over buffers allocated once. A workload runs a tuned Schedule when one is
+// given for its exact key, else the default schedule.
 #include <map>
 #include <memory>
 #include <string>
@@ -9,12 +10,14 @@
 
 #include "graph/workload.h"
 #include "runtime/workload_compiler.h"
+#include "schedule/schedule.h"
 
 namespace ts {
 
 struct CompileOptions {
   std::string cache_root;  // code cache root ("" = default, see CodeCache::open_default)
   int jobs = 0;            // parallel compiles (worker processes); 0 = hardware threads
+  std::map<std::string, Schedule> schedules;  // by Workload::exact_key: tuned schedule (others use the default)
 };
 
 struct CompileStats {
@@ -23,6 +26,8 @@ struct CompileStats {
   int cache_hits = 0;      // workloads whose code was already in the cache
   int compiled = 0;        // workloads compiled now
   double seconds = 0;      // wall time of compile + load
+  int tuned = 0;           // workloads running a tuned schedule (CompileOptions::schedules)
+  std::vector<std::string> warnings;  // tuned schedules that failed to compile (the default runs instead)
 };
 
 class CompiledModel {

@@ -2,10 +2,7 @@
 
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <cstring>
 
 #include <Halide.h>
 #include <algorithm>
@@ -21,6 +18,7 @@
 #include "lower/lower.h"
 #include "runtime/compiled_model.h"
 #include "runtime/graph_runner.h"
+#include "runtime/worker_pool.h"
 
 namespace fs = std::filesystem;
 
@@ -242,76 +240,32 @@ std::optional<ConformanceResult> result_from_json(const std::string& line) {
 std::vector<ConformanceResult> run_conformance(const std::vector<ConformanceCase>& cases,
                                                const ConformanceOptions& opts,
                                                const std::function<void(const ConformanceResult&)>& on_result) {
-  struct Worker {
-    pid_t pid;
-    int fd;
-    size_t index;
-    std::chrono::steady_clock::time_point start;
-    std::string out;
-  };
   std::vector<ConformanceResult> results;
-  std::vector<Worker> running;
-  size_t next = 0;
-  auto finish = [&](Worker& w, bool timed_out) {
-    int status = 0;
-    if (timed_out) kill(w.pid, SIGKILL);
-    waitpid(w.pid, &status, 0);
-    close(w.fd);
-    std::optional<ConformanceResult> r = result_from_json(w.out);
+  WorkerPoolOptions pool;
+  pool.jobs = std::max(1, opts.jobs);
+  pool.timeout_s = opts.timeout_s;
+  auto run_one = [&](size_t i, int fd) { return write_all(fd, result_to_json(run_case_inprocess(cases[i])) + "\n") ? 0 : 1; };
+  auto finish = [&](size_t i, const WorkerResult& w) {
+    std::optional<ConformanceResult> r;
+    if (!w.timed_out) r = result_from_json(w.message);
     if (!r) {
+      // The worker died before reporting: the case is an error, named by its ops when the model parses.
       r = ConformanceResult{};
-      r->name = cases[w.index].name;
+      r->name = cases[i].name;
       r->status = "error";
-      r->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - w.start).count();
-      if (timed_out) r->reason = fmt::format("timed out after {:.0f} s", opts.timeout_s);
-      else if (WIFSIGNALED(status)) r->reason = fmt::format("worker crashed ({})", strsignal(WTERMSIG(status)));
-      else r->reason = fmt::format("worker exited with status {} and no result", WEXITSTATUS(status));
+      r->seconds = w.seconds;
+      if (w.timed_out) r->reason = fmt::format("timed out after {:.0f} s", opts.timeout_s);
+      else if (w.signal) r->reason = fmt::format("worker crashed ({})", strsignal(w.signal));
+      else r->reason = fmt::format("worker exited with status {} and no result", w.exit_code);
       try {
-        r->ops = model_ops(parse_model((fs::path(cases[w.index].dir) / "model.onnx").string()));
+        r->ops = model_ops(parse_model((fs::path(cases[i].dir) / "model.onnx").string()));
       } catch (const std::exception&) {
       }
     }
     if (on_result) on_result(*r);
     results.push_back(*r);
   };
-  while (next < cases.size() || !running.empty()) {
-    while (next < cases.size() && static_cast<int>(running.size()) < std::max(1, opts.jobs)) {
-      int fds[2];
-      if (pipe(fds) != 0) throw Error("conformance: pipe() failed");
-      pid_t pid = fork();
-      if (pid < 0) throw Error("conformance: fork() failed");
-      if (pid == 0) {
-        close(fds[0]);
-        std::string line = result_to_json(run_case_inprocess(cases[next])) + "\n";
-        size_t off = 0;
-        while (off < line.size()) {
-          ssize_t n = write(fds[1], line.data() + off, line.size() - off);
-          if (n <= 0) break;
-          off += n;
-        }
-        _exit(0);
-      }
-      close(fds[1]);
-      running.push_back({pid, fds[0], next++, std::chrono::steady_clock::now(), {}});
-    }
-    std::vector<pollfd> pfds;
-    for (auto& w : running) pfds.push_back({w.fd, POLLIN, 0});
-    poll(pfds.data(), pfds.size(), 100);
-    for (size_t k = running.size(); k-- > 0;) {
-      Worker& w = running[k];
-      bool done = false;
-      if (pfds[k].revents & (POLLIN | POLLHUP | POLLERR)) {
-        char buf[65536];
-        ssize_t n = read(w.fd, buf, sizeof buf);
-        if (n > 0) w.out.append(buf, n); else done = true;
-      }
-      double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - w.start).count();
-      if (done || age > opts.timeout_s) {
-        finish(w, !done);
-        running.erase(running.begin() + k);
-      }
-    }
-  }
+  run_workers(cases.size(), run_one, pool, finish);
   return results;
 }
 

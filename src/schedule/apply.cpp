@@ -13,6 +13,7 @@
 #include <set>
 
 #include "graph/error.h"
+#include "schedule/autoscheduler.h"
 #include "schedule/schedule.h"
 
 namespace ts {
@@ -553,15 +554,86 @@ void schedule_loops(Halide::Stage st, const StageSchedule& ss, const Nest& nest)
   }
 }
 
+// What Halide's autoschedulers need: an estimate of every dimension of every output and of
+// every input buffer, and of every scalar parameter.
+std::optional<std::string> check_estimates(const std::vector<Halide::Func>& outputs) {
+  for (const auto& o : outputs) {
+    const Function& fn = o.function();
+    for (const auto& a : fn.args()) {
+      const auto& est = fn.schedule().estimates();
+      if (std::none_of(est.begin(), est.end(), [&](const Halide::Internal::Bound& b) {
+            return b.var == a && b.min.defined() && b.extent.defined();
+          }))
+        return fmt::format("output '{}' has no estimate of dimension '{}' (the autoschedulers need one; set_estimate)",
+                           base_name(fn.name()), a);
+    }
+  }
+  struct Params : Halide::Internal::IRGraphVisitor {
+    std::map<std::string, Halide::Internal::Parameter> found;  // name -> input buffer or scalar parameter
+    using IRGraphVisitor::visit;
+    void visit(const Halide::Internal::Call* op) override {
+      if (op->param.defined()) found.emplace(op->param.name(), op->param);
+      IRGraphVisitor::visit(op);
+    }
+    void visit(const Halide::Internal::Variable* op) override {
+      if (op->param.defined()) found.emplace(op->param.name(), op->param);
+    }
+  } params;
+  auto walk = [&](const Halide::Internal::Definition& d) {
+    for (const auto& e : d.values()) e.accept(&params);
+    for (const auto& e : d.args()) e.accept(&params);
+    if (d.predicate().defined()) d.predicate().accept(&params);
+    for (const auto& rv : d.schedule().rvars()) {
+      rv.min.accept(&params);
+      rv.extent.accept(&params);
+    }
+  };
+  for (const auto& o : outputs) {
+    std::map<std::string, Function> env = Halide::Internal::find_transitive_calls(o.function());
+    env.emplace(o.name(), o.function());
+    for (const auto& [name, fn] : env) {
+      walk(fn.definition());
+      for (const auto& u : fn.updates()) walk(u);
+    }
+  }
+  for (const auto& [name, p] : params.found) {
+    if (!p.is_buffer()) {
+      if (!p.estimate().defined()) return fmt::format("scalar parameter '{}' has no estimate (the autoschedulers need one)", name);
+      continue;
+    }
+    for (int d = 0; d < p.dimensions(); d++)
+      if (!p.min_constraint_estimate(d).defined() || !p.extent_constraint_estimate(d).defined())
+        return fmt::format("input '{}' has no estimate of dimension {} (the autoschedulers need one; dim(k).set_estimate)",
+                           name, d);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> Schedule::validate(const std::vector<Halide::Func>& outputs) const {
   if (format != kFormatVersion) return fmt::format("schedule format {} is not supported ({})", format, kFormatVersion);
+  if (autoscheduler) {
+    if (!stages.empty())
+      return fmt::format("schedule has {} decided stage(s) and an autoscheduler recipe ({}), which decides every stage",
+                         stages.size(), autoscheduler->name);
+    if (auto why = check_recipe(*autoscheduler)) return why;
+    return check_estimates(outputs);
+  }
   return Checker(*this, outputs).run();
 }
 
 void apply(const Schedule& s, const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
   if (s.format != Schedule::kFormatVersion) throw Error(fmt::format("invalid schedule: format {} is not supported", s.format));
+  if (s.autoscheduler) {
+    if (auto why = s.validate(outputs)) throw Error("invalid schedule: " + *why);
+    try {
+      run_autoscheduler(*s.autoscheduler, outputs, target);
+    } catch (const Error& e) {
+      throw Error(fmt::format("schedule {}: {}", s.hash(), e.what()));
+    }
+    return;
+  }
   Checker ck(s, outputs);
   if (auto why = ck.run()) throw Error("invalid schedule: " + *why);
   try {

@@ -204,6 +204,22 @@ StageSchedule stage_from_json(const json& j, size_t index) {
   return s;
 }
 
+AutoschedulerRecipe recipe_from_json(const json& j) {
+  Reader r{"schedule autoscheduler"};
+  r.only_keys(j, {"name", "params"});
+  AutoschedulerRecipe a;
+  a.name = r.str(j, "name");
+  if (j.contains("params")) {
+    const json& p = j["params"];
+    if (!p.is_object()) r.fail("field 'params' must be an object of strings");
+    for (const auto& [k, v] : p.items()) {
+      if (!v.is_string()) r.fail(fmt::format("parameter '{}' must be a string", k));
+      a.params[k] = v.get<std::string>();
+    }
+  }
+  return a;
+}
+
 // ---- Halide C++ source ----
 
 std::string ident(const std::string& name) {
@@ -329,6 +345,7 @@ StageSchedule& Schedule::set(StageSchedule s) {
 }
 
 bool Schedule::is_complete(const std::vector<std::string>& stage_names) const {
+  if (autoscheduler) return true;
   for (const auto& n : stage_names) {
     std::string func = n;
     int definition = 0;
@@ -357,7 +374,7 @@ Schedule Schedule::canonical() const {
 }
 
 bool Schedule::operator==(const Schedule& o) const {
-  return format == o.format && canonical().stages == o.canonical().stages;
+  return format == o.format && autoscheduler == o.autoscheduler && canonical().stages == o.canonical().stages;
 }
 
 std::string Schedule::to_json(int indent) const {
@@ -365,6 +382,8 @@ std::string Schedule::to_json(int indent) const {
   j["format"] = format;
   j["stages"] = json::array();
   for (const auto& s : canonical().stages) j["stages"].push_back(stage_to_json(s));
+  // Only when set: schedules without a recipe keep their JSON and hash.
+  if (autoscheduler) j["autoscheduler"] = {{"name", autoscheduler->name}, {"params", autoscheduler->params}};
   return j.dump(indent);
 }
 
@@ -376,7 +395,7 @@ Schedule Schedule::from_json(const std::string& text) {
     throw Error(fmt::format("schedule: not JSON: {}", e.what()));
   }
   Reader r{"schedule"};
-  r.only_keys(j, {"format", "stages"});
+  r.only_keys(j, {"format", "stages", "autoscheduler"});
   Schedule s;
   s.format = r.small_int(j, "format");
   if (s.format != kFormatVersion)
@@ -388,6 +407,7 @@ Schedule Schedule::from_json(const std::string& text) {
     if (s.find(ss.func, ss.definition)) r.fail(fmt::format("stage '{}' appears twice", ss.name()));
     s.set(std::move(ss));
   }
+  if (j.contains("autoscheduler")) s.autoscheduler = recipe_from_json(j["autoscheduler"]);
   return s.canonical();
 }
 
@@ -395,6 +415,11 @@ std::string Schedule::hash() const { return fnv1a_hex(to_json()); }
 
 std::string Schedule::to_halide_source() const {
   std::string out;
+  if (autoscheduler) {
+    std::string params;
+    for (const auto& [k, v] : autoscheduler->params) params += fmt::format("{}{}={}", params.empty() ? "" : ", ", k, v);
+    out += fmt::format("// autoscheduler {} ({})\n", autoscheduler->name, params.empty() ? "default parameters" : params);
+  }
   for (const auto& s : canonical().stages) out += stage_source(s);
   return out;
 }

@@ -53,6 +53,7 @@
 #include <Halide.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -112,16 +113,30 @@ struct StageSchedule {
   bool operator==(const StageSchedule&) const = default;
 };
 
-// A (possibly partial) schedule of a pipeline.
+// "The schedule Halide's autoscheduler `name` produces with `params`" (see
+// schedule/autoscheduler.h for the names, the parameters and what each maps to). It replays:
+// the autoschedulers are deterministic given the pipeline, the target, the machine parameters
+// and their own parameters (the random-dropout seed included). Machine parameters a recipe does
+// not set are this machine's (cores, cache size): set them to replay on other machines.
+struct AutoschedulerRecipe {
+  std::string name;                           // "Adams2019", "Li2018" or "Mullapudi2016"
+  std::map<std::string, std::string> params;  // e.g. beam_size, random_dropout, random_dropout_seed, parallelism
+  bool operator==(const AutoschedulerRecipe&) const = default;
+};
+
+// A (possibly partial) schedule of a pipeline: decided stages, or an autoscheduler recipe that
+// decides every stage.
 struct Schedule {
   static constexpr int kFormatVersion = 1;   // JSON format written by to_json()
   int format = kFormatVersion;               // format version
   std::vector<StageSchedule> stages;         // decided stages (set() keeps them sorted by func, definition)
+  std::optional<AutoschedulerRecipe> autoscheduler;  // set: Halide's autoscheduler decides the whole pipeline (no stages)
 
   const StageSchedule* find(const std::string& func, int definition = 0) const;  // null when undecided
   StageSchedule* find(const std::string& func, int definition = 0);
   StageSchedule& set(StageSchedule s);       // adds or replaces the entry of (s.func, s.definition)
-  // Every named stage ("f" = definition 0, "f.update(k)" = definition k+1) has an entry.
+  // Every named stage ("f" = definition 0, "f.update(k)" = definition k+1) has an entry, or
+  // the schedule is an autoscheduler recipe.
   bool is_complete(const std::vector<std::string>& stage_names) const;
   // Stages sorted by (func, definition), tiling by loop, unroll by name: what JSON and hash see.
   Schedule canonical() const;
@@ -134,17 +149,20 @@ struct Schedule {
   // FNV-1a 64 of the one-line canonical JSON: 16 hex digits, the same on every machine.
   std::string hash() const;
   // The Halide C++ schedule it stands for, one statement per decided stage. Identifiers are the
-  // Func and loop names with characters other than letters, digits and '_' made '_'.
+  // Func and loop names with characters other than letters, digits and '_' made '_'. A recipe
+  // is one comment line naming the autoscheduler and its parameters.
   std::string to_halide_source() const;
   // Why the schedule cannot be applied to the unscheduled pipeline computing `outputs`, or
-  // nullopt when it can. Reads Halide's IR only; calls no scheduling method.
+  // nullopt when it can. Reads Halide's IR only; calls no scheduling method. A recipe is checked
+  // for its name, parameters, plugin file and the estimates the autoschedulers need.
   std::optional<std::string> validate(const std::vector<Halide::Func>& outputs) const;
 };
 
 // Validates, then issues the Halide scheduling calls on the pipeline's Funcs (found from the
 // outputs). Undecided stages keep Halide's default (see above). Throws Error with the reason
-// when the schedule is invalid (nothing is scheduled then) or Halide rejects a call. `target` is
-// not consulted yet (vector widths are the schedule's own).
+// when the schedule is invalid (nothing is scheduled then) or Halide rejects a call. A recipe
+// runs its autoscheduler for `target`, which schedules the Funcs themselves; stage schedules do
+// not consult `target` yet (vector widths are the schedule's own).
 void apply(const Schedule& s, const std::vector<Halide::Func>& outputs, const Halide::Target& target);
 
 // apply(s, ...) as a ScheduleFn for compile_workload (use s.hash() as its schedule hash).

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "support/onnx_builder.h"
+#include "support/small_workloads.h"
 #include "tune/records_db.h"
 
 namespace ts {
@@ -109,6 +110,28 @@ TEST(Cli, DbExportImportRoundTrip) {
   std::string text = (test::temp_dir() / "notes.db").string();
   std::ofstream(text) << "not sqlite\n";
   expect_one_line_error(run_cli("db export --db " + text), "not a tensorsched records database");
+}
+
+TEST(Cli, RunWithTunedSchedulesFromDb) {
+  const std::string model = test::save_matmul_relu_model();
+  const Workload w = test::matmul_relu_workload();
+  const std::string db_path = (test::temp_dir() / "records.db").string();
+  RecordsDB(db_path).add(test::measured_record(w, test::matmul_relu_schedule(w, 8, true), 1e-3));
+  const std::string run = "run " + model + " --iters 1 --cache-dir " + (test::temp_dir() / "cache").string();
+
+  Result r = run_cli(run + " --db " + db_path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("tuned schedules: 1 of 1 workloads (" + db_path + ")"), std::string::npos) << r.out;
+  Result j = run_cli(run + " --db " + db_path + " --json");
+  EXPECT_EQ(j.code, 0) << j.out;
+  EXPECT_NE(j.out.find(R"("tuned":1)"), std::string::npos) << j.out;
+  Result untuned = run_cli(run + " --json");
+  EXPECT_NE(untuned.out.find(R"("tuned":0)"), std::string::npos) << untuned.out;
+
+  std::string text = (test::temp_dir() / "notes.db").string();
+  std::ofstream(text) << "not sqlite\n";
+  expect_one_line_error(run_cli(run + " --db " + text), "not a tensorsched records database");
+  expect_one_line_error(run_cli(run + " --db " + (test::temp_dir() / "missing.db").string()), "no such records database");
 }
 
 }  // namespace

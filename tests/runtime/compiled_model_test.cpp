@@ -1,5 +1,6 @@
 // CompiledModel on a real ONNX file: AOT per-workload code equals the whole-graph JIT result,
-// and a second compile with the same cache compiles nothing.
+// a second compile with the same cache compiles nothing, and a tuned schedule from a records
+// database replaces the default for its workload (falling back when it does not compile).
 #include "runtime/compiled_model.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,8 @@
 #include "lower/lower.h"
 #include "runtime/graph_runner.h"
 #include "support/onnx_builder.h"
+#include "support/small_workloads.h"
+#include "tune/records_db.h"
 
 namespace ts {
 namespace {
@@ -69,6 +72,42 @@ TEST(CompiledModel, RejectsWrongInputs) {
   auto in = random_inputs(m.graph(), 1);
   in["fc"] = test::rand_f32({5, 288}, 1);
   EXPECT_THROW(m.run(in), Error);
+}
+
+TEST(CompiledModel, RunsTunedScheduleFromRecordsDb) {
+  const Graph g = test::import_model(test::save_matmul_relu_model());
+  const Workload w = test::matmul_relu_workload();
+  RecordsDB db((test::temp_dir() / "records.db").string());
+  db.add(test::measured_record(w, test::matmul_relu_schedule(w, 8, true), 1e-3));
+  auto best = db.best(w.exact_key, 1);
+  ASSERT_EQ(best.size(), 1u);
+
+  CompileOptions plain_opts;
+  plain_opts.cache_root = (test::temp_dir() / "cache").string();
+  CompileOptions tuned_opts = plain_opts;
+  tuned_opts.schedules[w.exact_key] = Schedule::from_json(best[0].schedule_json);
+  CompiledModel plain(g, plain_opts), tuned(g, tuned_opts);
+  EXPECT_EQ(plain.stats().tuned, 0);
+  EXPECT_EQ(tuned.stats().tuned, 1);
+  EXPECT_EQ(tuned.stats().compiled, 1);  // tuned and default code coexist in the cache
+  EXPECT_TRUE(tuned.stats().warnings.empty());
+  auto in = random_inputs(g, 5);
+  auto want = plain.run(in);
+  auto c = compare_tensors(tuned.run(in)[0], want[0], 1e-5, 1e-6);
+  EXPECT_TRUE(c.ok) << c.message;
+
+  // A schedule that does not apply to the workload: the default runs, with a warning.
+  CompileOptions broken_opts = plain_opts;
+  Schedule broken = tuned_opts.schedules[w.exact_key];
+  broken.stages.front().vectorize = "no_such_loop";
+  broken_opts.schedules[w.exact_key] = broken;
+  CompiledModel fallback(g, broken_opts);
+  EXPECT_EQ(fallback.stats().tuned, 0);
+  ASSERT_EQ(fallback.stats().warnings.size(), 1u);
+  EXPECT_NE(fallback.stats().warnings[0].find("failed to compile, using the default"), std::string::npos)
+      << fallback.stats().warnings[0];
+  c = compare_tensors(fallback.run(in)[0], want[0], 0, 0);
+  EXPECT_TRUE(c.ok) << c.message;
 }
 
 }  // namespace

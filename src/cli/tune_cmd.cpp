@@ -1,0 +1,114 @@
+// `tensorsched tune MODEL --db FILE`: tune every workload with a search policy, record every
+// measurement, and compare the model end to end with its best schedules vs the defaults.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "tune/tuner.h"
+
+namespace ts {
+
+namespace {
+
+struct TuneArgs {
+  ModelArgs model;
+  std::string db_path;
+  int trials = 0;
+  double seconds = 0;
+  std::string policy = "random";
+  uint64_t seed = 0;
+  int repeats = 10;
+  int jobs = 0;
+  int e2e_iters = 20;
+  std::string cache_dir;
+  bool json = false;
+};
+
+std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
+
+std::string duration(double s) {
+  const int t = static_cast<int>(s + 0.5);
+  return t >= 60 ? fmt::format("{}m{:02}s", t / 60, t % 60) : fmt::format("{}s", t);
+}
+
+int tune_command(const TuneArgs& a) {
+  if ((a.trials > 0) == (a.seconds > 0)) throw Error("tune: give exactly one budget, --trials N or --time SECONDS");
+  Graph g = load_model(a.model);
+  RecordsDB db(a.db_path);
+  auto policy = make_policy(a.policy);
+  TuneOptions o;
+  o.trials = a.trials;
+  o.seconds = a.seconds;
+  o.seed = a.seed;
+  o.measure.repeats = a.repeats;
+  o.measure.compile_jobs = a.jobs;
+  o.measure.cache_root = a.cache_dir;
+  o.e2e_iters = a.e2e_iters;
+  const bool tty = isatty(STDOUT_FILENO) && !a.json;
+  auto progress = [&](const TuneProgress& p) {
+    if (!tty) return;
+    std::string trials = p.target > 0 ? fmt::format("{}/{}", p.trials, p.target) : std::to_string(p.trials);
+    std::cout << fmt::format("\r\033[K[{}/{}] {:<24} trials {:<7} best {} ms (default {} ms)  ETA {}", p.task, p.tasks,
+                             p.task_name.substr(0, 24), trials, ms(p.best_s), ms(p.default_s), duration(p.eta_s))
+              << std::flush;
+  };
+  TuneSummary s = tune_model(g, db, *policy, o, progress);
+  if (tty) std::cout << "\r\033[K";
+
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const auto& t : s.tasks)
+    tasks.push_back({{"key", t.key_hash}, {"name", t.name}, {"count", t.count}, {"default_ms", t.default_s * 1e3},
+                     {"best_ms", t.best_s * 1e3}, {"best_policy", t.best_policy}, {"trials", t.trials},
+                     {"measured_now", t.measured_now}, {"errors", t.errors}, {"error", t.error}});
+  const double ratio = s.e2e_tuned_s > 0 ? s.e2e_default_s / s.e2e_tuned_s : 0;
+  nlohmann::json j = {{"model", g.path}, {"db", a.db_path}, {"policy", s.policy}, {"tasks", tasks},
+                      {"measured_now", s.measured_now}, {"seconds", s.seconds}, {"tuned_workloads", s.tuned_workloads},
+                      {"e2e_default_ms", s.e2e_default_s * 1e3}, {"e2e_tuned_ms", s.e2e_tuned_s * 1e3},
+                      {"speedup", ratio}};
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<16} {:<24} {:>5} {:>11} {:>11} {:>7} {:>7}  {}\n", "workload", "name", "count", "default ms",
+                           "best ms", "speedup", "trials", "errors");
+  for (const auto& t : s.tasks) {
+    std::string errs;
+    for (const auto& [k, n] : t.errors) errs += fmt::format("{}{} {}", errs.empty() ? "" : ", ", n, k);
+    if (!t.error.empty()) errs = "not tuned: " + t.error;
+    std::cout << fmt::format("{:<16} {:<24} {:>5} {:>11} {:>11} {:>7.2f} {:>7}  {}\n", t.key_hash, t.name.substr(0, 24),
+                             t.count, ms(t.default_s), ms(t.best_s), t.best_s > 0 ? t.default_s / t.best_s : 0.0, t.trials,
+                             errs);
+  }
+  std::cout << fmt::format("{}: policy {}, measured {} schedules in {}; {} of {} workloads beat the default\n", g.path,
+                           s.policy, s.measured_now, duration(s.seconds), s.tuned_workloads, s.tasks.size());
+  if (s.e2e_tuned_s > 0)
+    std::cout << fmt::format("end to end (median of {} runs, same process): default {} ms, tuned {} ms, speedup {:.3f}x\n",
+                             a.e2e_iters, ms(s.e2e_default_s), ms(s.e2e_tuned_s), ratio);
+  return 0;
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app) {
+  auto a = std::make_shared<TuneArgs>();
+  CLI::App* sub = app.add_subcommand("tune", "Tune every workload of a model, recording measurements in a database");
+  add_model_args(sub, a->model);
+  sub->add_option("--db", a->db_path, "Records database (SQLite; created if missing)")->required();
+  sub->add_option("--trials", a->trials, "Measured schedules per workload")->check(CLI::PositiveNumber);
+  sub->add_option("--time", a->seconds, "Total tuning time in seconds, shared by the workloads")->check(CLI::PositiveNumber);
+  std::string names;
+  for (const auto& n : policy_names()) names += (names.empty() ? "" : "|") + n;
+  sub->add_option("--policy", a->policy, "Search policy: " + names)->check(CLI::IsMember(policy_names()));
+  sub->add_option("--seed", a->seed, "Seed of the search");
+  sub->add_option("--repeats", a->repeats, "Timed runs per measurement")->check(CLI::PositiveNumber);
+  sub->add_option("--jobs", a->jobs, "Parallel compiles (0 = hardware threads)");
+  sub->add_option("--e2e-iters", a->e2e_iters, "End-to-end runs of each model version in the summary (0 = skip)");
+  sub->add_option("--cache-dir", a->cache_dir, "Code cache root");
+  sub->add_flag("--json", a->json, "Print the summary as JSON");
+  on_command(sub, [a] { return tune_command(*a); });
+}
+
+}  // namespace ts

@@ -1,0 +1,320 @@
+#include "measure/measurer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "graph/error.h"
+#include "runtime/compiled_model.h"
+#include "runtime/graph_runner.h"
+#include "runtime/worker_pool.h"
+#include "runtime/workload_code.h"
+#include "runtime/workload_compiler.h"
+#include "schedule/default_schedule.h"
+
+namespace fs = std::filesystem;
+
+namespace ts {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMessageChars = 2000;  // compiler / Halide text kept in an error message
+
+// The last `n` characters of s, marked when cut.
+std::string tail(const std::string& s, size_t n = kMessageChars) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+// What one run worker does with the workload's outputs after the timed runs.
+struct RunCheck {
+  const std::vector<Tensor>* reference = nullptr;  // compare with these; null: send the outputs back
+  double rtol = 0;                                  // tolerance of the comparison
+  double atol = 0;
+};
+
+// The run worker (a forked child): loads the runtime and the code, warm-up and timed runs, the
+// output check. Reports one JSON line {"times", "error_kind", "error_message"}, followed (when
+// sending outputs back) by the raw bytes of every output in order. Returns its exit code.
+int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, const std::string& schedule_hash,
+                  const std::map<std::string, Tensor>& inputs, const MeasureOptions& opts, InjectedFault fault,
+                  const RunCheck& check) {
+  load_halide_runtime(cache.ensure_runtime());
+  if (opts.threads > 0) set_halide_threads(opts.threads);
+  WorkloadCode code(cache, w, schedule_hash);
+  WorkloadCall call(w, inputs);
+
+  nlohmann::json report = {{"times", nlohmann::json::array()}, {"error_kind", ""}, {"error_message", ""}};
+  auto send = [&](const std::string& payload) { return write_all(message_fd, report.dump() + "\n" + payload) ? 0 : 1; };
+  int calls = 0;
+  auto invoke = [&] {
+    int rc = code.call(call.argv.data());
+    if (++calls == 1 && fault == InjectedFault::Segfault) {
+      static volatile int* volatile null_pointer = nullptr;  // volatile: the compiler cannot drop the store
+      *null_pointer = 1;
+    }
+    if (calls == 1 && fault == InjectedFault::Hang)
+      for (volatile bool forever = true; forever;) {
+      }
+    return rc;
+  };
+  auto halide_failed = [&](int rc, const std::string& which) {
+    report["error_kind"] = "runtime_error";
+    report["error_message"] = fmt::format("Halide error {} in {}", rc, which);
+    return send("");
+  };
+
+  for (int i = 0; i < opts.warmup; i++)
+    if (int rc = invoke()) return halide_failed(rc, fmt::format("warm-up run {}", i + 1));
+  for (int i = 0; i < opts.repeats; i++) {
+    auto t0 = Clock::now();
+    int rc = invoke();
+    double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (rc) return halide_failed(rc, fmt::format("timed run {}", i + 1));
+    report["times"].push_back(seconds);
+  }
+  if (fault == InjectedFault::WrongValues && !call.outputs.empty() && call.outputs[0].size() > 0)
+    call.outputs[0].set_f64(0, call.outputs[0].get_f64(0) + 1);
+
+  if (!check.reference) {
+    std::string bytes;
+    for (const auto& t : call.outputs) bytes.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+    return send(bytes);
+  }
+  for (size_t k = 0; k < call.outputs.size(); k++) {
+    Comparison c = compare_tensors(call.outputs[k], (*check.reference)[k], check.rtol, check.atol);
+    if (c.ok) continue;
+    report["error_kind"] = "wrong_answer";
+    report["error_message"] = fmt::format("output {} differs from the default schedule's: {} (max abs error {:.3g}, "
+                                          "rtol {:g}, atol {:g})",
+                                          w.graph.outputs[k], c.message, c.max_abs_error, check.rtol, check.atol);
+    report["times"] = nlohmann::json::array();
+    break;
+  }
+  return send("");
+}
+
+}  // namespace
+
+void summarize_times(MeasureResult& r) {
+  r.median = r.min = r.noise = 0;
+  if (r.times.empty()) return;
+  std::vector<double> s = r.times;
+  std::sort(s.begin(), s.end());
+  const size_t n = s.size();
+  r.median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  r.min = s.front();
+  double mean = 0;
+  for (double t : s) mean += t / static_cast<double>(n);
+  r.noise = mean > 0 ? (s.back() - s.front()) / mean : 0;
+}
+
+struct Measurer::Impl {
+  CodeCache cache;                          // where candidate and default code live
+  std::map<std::string, Tensor> inputs;     // random_inputs(w.graph, input_seed): weights included
+  std::vector<Tensor> reference_outputs;    // the default schedule's outputs on `inputs`
+  MeasureResult reference;                  // the default schedule's measurement
+  LoweredWorkload unscheduled;              // the workload lowered once, for Schedule::validate
+
+  // "workload <key> (<name>)" for messages.
+  std::string what;
+
+  // Compiles each job (index into `hashes`/`fns`) in worker processes; returns per job the
+  // compile_error message ("" when compiled) and fills compile seconds.
+  std::vector<std::string> compile(const Workload& w, const std::vector<ScheduleFn>& fns,
+                                   const std::vector<std::string>& hashes, const MeasureOptions& opts,
+                                   std::vector<double>& seconds) const;
+  // Runs compiled code in a fresh worker; `outputs` (when given) receives the outputs instead of
+  // checking them against the reference.
+  MeasureResult run(const Workload& w, const std::string& hash, const MeasureOptions& opts, InjectedFault fault,
+                    std::vector<Tensor>* outputs) const;
+};
+
+std::vector<std::string> Measurer::Impl::compile(const Workload& w, const std::vector<ScheduleFn>& fns,
+                                                 const std::vector<std::string>& hashes, const MeasureOptions& opts,
+                                                 std::vector<double>& seconds) const {
+  WorkerPoolOptions pool;
+  pool.jobs = opts.compile_jobs > 0 ? opts.compile_jobs
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  pool.timeout_s = opts.compile_timeout_s;
+  pool.capture_stderr = true;  // LLVM assertions and linker output
+  stop_halide_threads();       // a CompiledModel in this process may have started them
+  auto results = run_workers(
+      fns.size(),
+      [&](size_t i, int) {
+        cache.ensure_runtime();  // built here too, so the parent never runs LLVM
+        compile_workload(w, fns[i], hashes[i], cache);
+        return 0;
+      },
+      pool);
+  std::vector<std::string> errors(fns.size());
+  seconds.assign(fns.size(), 0);
+  for (size_t i = 0; i < results.size(); i++) {
+    const WorkerResult& r = results[i];
+    seconds[i] = r.seconds;
+    if (r.exited_ok) continue;
+    std::string why = r.timed_out || r.message.empty()
+                          ? fmt::format("{}: compiler worker {}", what, r.describe_end(pool.timeout_s))
+                          : r.message;
+    if (!r.stderr_tail.empty() && (r.timed_out || r.signal)) why += ": " + tail(r.stderr_tail, kMessageChars / 2);
+    errors[i] = why.substr(0, kMessageChars);
+  }
+  return errors;
+}
+
+MeasureResult Measurer::Impl::run(const Workload& w, const std::string& hash, const MeasureOptions& opts,
+                                  InjectedFault fault, std::vector<Tensor>* outputs) const {
+  WorkerPoolOptions pool;
+  pool.timeout_s = opts.run_timeout_s;
+  pool.capture_stderr = true;  // Halide's runtime prints its error text there
+  RunCheck check{outputs ? nullptr : &reference_outputs, opts.rtol, opts.atol};
+  stop_halide_threads();  // the child must start its own (a CompiledModel in this process may have some)
+  WorkerResult r = run_workers(
+      1, [&](size_t, int fd) { return run_in_worker(fd, w, cache, hash, inputs, opts, fault, check); }, pool)[0];
+
+  MeasureResult m;
+  m.schedule_hash = hash;
+  const std::string halide_text = r.stderr_tail.empty() ? "" : ": " + tail(r.stderr_tail);
+  if (r.timed_out) {
+    m.error_kind = "timeout";
+    m.error_message = fmt::format("{}: run worker timed out after {:g} s ({} warm-up + {} timed runs)", what,
+                                  opts.run_timeout_s, opts.warmup, opts.repeats);
+    return m;
+  }
+  if (r.signal) {
+    m.error_kind = "crash";
+    m.error_message = fmt::format("{}: run worker {}{}", what, r.describe_end(0), halide_text);
+    return m;
+  }
+  const size_t eol = r.message.find('\n');
+  nlohmann::json report = nlohmann::json::parse(r.message.substr(0, eol), nullptr, false);
+  if (!r.exited_ok || eol == std::string::npos || report.is_discarded()) {
+    // The worker could not load or call the code (it threw): not a measurement.
+    m.error_kind = "runtime_error";
+    m.error_message = fmt::format("{}: run worker failed ({}): {}{}", what, r.describe_end(0),
+                                  tail(r.message, kMessageChars / 2), halide_text);
+    return m;
+  }
+  m.times = report.value("times", std::vector<double>{});
+  m.error_kind = report.value("error_kind", "");
+  m.error_message = report.value("error_message", "");
+  if (!m.error_message.empty()) m.error_message = what + ": " + m.error_message;
+  if (m.error_kind == "runtime_error") m.error_message += halide_text;
+  if (!m.valid()) m.times.clear();
+  summarize_times(m);
+
+  if (outputs && m.valid()) {
+    size_t offset = eol + 1;
+    for (const auto& name : w.graph.outputs) {
+      const auto& info = w.graph.tensor(name);
+      Tensor t(info.dtype, info.shape);
+      if (r.message.size() < offset + t.bytes.size()) {
+        m.error_kind = "runtime_error";
+        m.error_message = fmt::format("{}: run worker sent {} bytes of outputs, expected at least {}", what,
+                                      r.message.size() - eol - 1, offset + t.bytes.size() - eol - 1);
+        return m;
+      }
+      std::copy_n(r.message.data() + offset, t.bytes.size(), reinterpret_cast<char*>(t.bytes.data()));
+      offset += t.bytes.size();
+      outputs->push_back(std::move(t));
+    }
+  }
+  return m;
+}
+
+Measurer::Measurer(const Workload& w, MeasureOptions opts) : w_(w), opts_(std::move(opts)), impl_(new Impl) {
+  try {
+    Impl& m = *impl_;
+    m.what = fmt::format("workload {} ({})", w_.key_hash(), w_.name);
+    m.cache = CodeCache::open_default(Halide::get_host_target(), opts_.cache_root);
+    m.inputs = random_inputs(w_.graph, opts_.input_seed);
+    m.unscheduled = lower_workload(w_);
+
+    std::vector<double> seconds = {0};
+    if (!fs::exists(m.cache.object_path(w_, kDefaultScheduleHash))) {
+      auto errors = m.compile(w_, {apply_default_schedule}, {kDefaultScheduleHash}, opts_, seconds);
+      if (!errors[0].empty())
+        throw Error(fmt::format("{}: the default schedule (the reference) does not compile: {}", m.what, errors[0]));
+    }
+    m.reference = m.run(w_, kDefaultScheduleHash, opts_, InjectedFault::None, &m.reference_outputs);
+    m.reference.compile_seconds = seconds[0];
+    if (!m.reference.valid())
+      throw Error(fmt::format("the default schedule (the reference) failed to run ({}): {}", m.reference.error_kind,
+                              m.reference.error_message));
+  } catch (...) {
+    delete impl_;
+    throw;
+  }
+}
+
+Measurer::~Measurer() { delete impl_; }
+
+const MeasureResult& Measurer::reference() { return impl_->reference; }
+
+std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& batch) {
+  Impl& m = *impl_;
+  std::vector<MeasureResult> results(batch.size());
+  std::map<std::string, size_t> first_of_hash;  // a schedule repeated in the batch is measured once
+  std::vector<size_t> to_compile;
+  for (size_t i = 0; i < batch.size(); i++) {
+    MeasureResult& r = results[i];
+    r.schedule_hash = batch[i].hash();
+    if (!first_of_hash.emplace(r.schedule_hash, i).second) continue;
+    std::optional<std::string> why;
+    try {
+      why = batch[i].validate(m.unscheduled.outputs);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (why) {
+      r.error_kind = "invalid_schedule";
+      r.error_message = fmt::format("{}: {}", m.what, *why);
+      continue;
+    }
+    to_compile.push_back(i);
+  }
+
+  // Code this batch creates is removed after the runs (unless keep_code); code already in the
+  // cache (e.g. a tuned schedule a model uses) is left alone.
+  std::vector<ScheduleFn> fns;
+  std::vector<std::string> hashes;
+  std::vector<std::string> created;
+  for (size_t i : to_compile) {
+    fns.push_back(schedule_fn(batch[i]));
+    hashes.push_back(results[i].schedule_hash);
+    std::string so = m.cache.object_path(w_, hashes.back());
+    if (!fs::exists(so) && hashes.back() != kDefaultScheduleHash) created.push_back(so);
+  }
+  std::vector<double> seconds;
+  std::vector<std::string> errors = m.compile(w_, fns, hashes, opts_, seconds);
+
+  // Runs one at a time: concurrent runs would disturb each other's timings.
+  for (size_t k = 0; k < to_compile.size(); k++) {
+    MeasureResult& r = results[to_compile[k]];
+    if (!errors[k].empty()) {
+      r.error_kind = "compile_error";
+      r.error_message = errors[k];
+    } else {
+      auto fault = opts_.faults.find(r.schedule_hash);
+      r = m.run(w_, r.schedule_hash, opts_, fault == opts_.faults.end() ? InjectedFault::None : fault->second,
+                nullptr);
+    }
+    r.compile_seconds = seconds[k];
+  }
+  for (size_t i = 0; i < batch.size(); i++) results[i] = results[first_of_hash.at(results[i].schedule_hash)];
+
+  if (!opts_.keep_code)
+    for (const auto& so : created) {
+      std::error_code ec;
+      fs::remove(so, ec);
+    }
+  return results;
+}
+
+}  // namespace ts

@@ -1,0 +1,85 @@
+#pragma once
+// Measurer: compiles and benchmarks candidate schedules of one workload in worker processes,
+// never in the caller's process, so a crash, a hang or a wrong answer in generated code becomes
+// a recorded error of its own kind. See DESIGN.md "Measurer".
+//
+// Protocol per batch:
+//  1. Schedules that fail Schedule::validate() are `invalid_schedule` (no process is started).
+//  2. The rest are compiled in parallel forked workers (MeasureOptions::compile_jobs), each with a
+//     compile timeout; a worker that fails, dies or times out gives `compile_error` (the timeout
+//     named in the message).
+//  3. Compiled candidates are run one at a time (timings must not disturb each other), each in a
+//     fresh forked worker: warm-up runs, then `repeats` timed runs of the whole workload. A signal
+//     is `crash`, exceeding the run timeout is `timeout`, a non-zero Halide return code is
+//     `runtime_error` (with Halide's message), outputs differing from the reference beyond
+//     rtol/atol are `wrong_answer`.
+// The reference is the default schedule's output on the same deterministic random inputs
+// (weights included), computed once per Measurer in a worker; its timings are reference().
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/workload.h"
+#include "schedule/schedule.h"
+
+namespace ts {
+
+// Faults a test can inject into the run worker of a candidate (by schedule hash).
+enum class InjectedFault { None, Segfault, Hang, WrongValues };
+
+struct MeasureOptions {
+  int repeats = 10;                  // timed runs per candidate (R)
+  int warmup = 1;                    // untimed runs before them
+  double compile_timeout_s = 120;    // per candidate compile
+  double run_timeout_s = 20;         // per candidate: warm-up + repeats + check
+  int compile_jobs = 0;              // parallel compile workers; 0 = hardware threads
+  int threads = 0;                   // Halide threads while running; 0 = Halide's default
+  double rtol = 1e-3;                // output check: |a - b| <= atol + rtol * |ref|
+  double atol = 1e-4;
+  uint64_t input_seed = 1;           // seed of the random inputs
+  std::string cache_root;            // code cache root for compiled candidates ("" = default)
+  bool keep_code = false;            // keep candidate shared objects (else removed after the run)
+  std::map<std::string, InjectedFault> faults;  // test hook: schedule hash -> fault in its run worker
+};
+
+struct MeasureResult {
+  std::string schedule_hash;         // Schedule::hash() of the candidate
+  std::vector<double> times;         // seconds of every timed repeat (empty on error)
+  double median = 0;                 // median of times
+  double min = 0;                    // fastest repeat
+  double noise = 0;                  // (max - min) / mean
+  double compile_seconds = 0;        // wall time of its compile
+  std::string error_kind;            // "" or one of kRecordErrorKinds (records_db.h)
+  std::string error_message;         // why, when error_kind is set
+  bool valid() const { return error_kind.empty(); }
+};
+
+class Measurer {
+ public:
+  // Throws ts::Error when the workload's default schedule cannot be compiled or run (no reference).
+  Measurer(const Workload& w, MeasureOptions opts = {});
+  ~Measurer();
+  Measurer(const Measurer&) = delete;
+  Measurer& operator=(const Measurer&) = delete;
+
+  const Workload& workload() const { return w_; }
+  const MeasureOptions& options() const { return opts_; }
+  // Run timeout of later candidates (e.g. a multiple of the reference's time).
+  void set_run_timeout(double seconds) { opts_.run_timeout_s = seconds; }
+  // The default schedule measured like a candidate (by the constructor).
+  const MeasureResult& reference();
+  // Measures a batch; results in the batch's order.
+  std::vector<MeasureResult> measure_batch(const std::vector<Schedule>& batch);
+
+ private:
+  struct Impl;
+  Workload w_;
+  MeasureOptions opts_;
+  Impl* impl_ = nullptr;
+};
+
+// median / min / noise of a list of times (all 0 for an empty list).
+void summarize_times(MeasureResult& r);
+
+}  // namespace ts

@@ -1,0 +1,100 @@
+#include "runtime/workload_code.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "lower/lower.h"
+
+namespace ts {
+
+namespace {
+
+std::mutex runtime_mutex;
+void* runtime_handle = nullptr;  // the process's Halide runtime; never unloaded (its threads may linger)
+
+}  // namespace
+
+void* load_halide_runtime(const std::string& so) {
+  std::lock_guard<std::mutex> lock(runtime_mutex);
+  if (runtime_handle) return runtime_handle;
+  runtime_handle = dlopen(so.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!runtime_handle) throw Error(fmt::format("{}: cannot load the Halide runtime: {}", so, dlerror()));
+  return runtime_handle;
+}
+
+void set_halide_threads(int threads) {
+  void* rt;
+  {
+    std::lock_guard<std::mutex> lock(runtime_mutex);
+    rt = runtime_handle;
+  }
+  if (!rt) throw Error("set_halide_threads: no Halide runtime is loaded yet");
+  using SetThreads = int (*)(int);
+  auto fn = reinterpret_cast<SetThreads>(dlsym(rt, "halide_set_num_threads"));
+  if (!fn) throw Error("the Halide runtime has no halide_set_num_threads");
+  fn(threads > 0 ? threads : 0);  // 0 = Halide's default (HL_NUM_THREADS or the core count)
+}
+
+void stop_halide_threads() {
+  void* rt;
+  {
+    std::lock_guard<std::mutex> lock(runtime_mutex);
+    rt = runtime_handle;
+  }
+  if (!rt) return;
+  using Shutdown = void (*)();
+  if (auto fn = reinterpret_cast<Shutdown>(dlsym(rt, "halide_shutdown_thread_pool"))) fn();
+}
+
+WorkloadCode::WorkloadCode(const CodeCache& cache, const Workload& w, const std::string& schedule_hash)
+    : path_(cache.object_path(w, schedule_hash)) {
+  handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) throw Error(fmt::format("{}: cannot load workload {} ({}): {}", path_, w.key_hash(), w.name, dlerror()));
+  const std::string sym = workload_function_name(w, schedule_hash) + "_argv";
+  fn_ = reinterpret_cast<WorkloadEntryFn>(dlsym(handle_, sym.c_str()));
+  if (!fn_) {
+    dlclose(handle_);
+    throw Error(fmt::format("{}: has no symbol {}", path_, sym));
+  }
+}
+
+WorkloadCode::WorkloadCode(WorkloadCode&& o) noexcept
+    : path_(std::move(o.path_)), handle_(o.handle_), fn_(o.fn_) {
+  o.handle_ = nullptr;
+  o.fn_ = nullptr;
+}
+
+WorkloadCode::~WorkloadCode() {
+  if (handle_) dlclose(handle_);
+}
+
+Halide::Buffer<> tensor_buffer(Tensor& t, const std::string& name) {
+  std::vector<int> sizes(t.shape.rbegin(), t.shape.rend());
+  return Halide::Buffer<>(halide_type(t.dtype), t.bytes.data(), sizes, name);
+}
+
+WorkloadCall::WorkloadCall(const Workload& w, const std::map<std::string, Tensor>& values) {
+  for (const auto& name : w.graph.inputs) {
+    auto it = values.find(name);
+    if (it == values.end())
+      throw Error(fmt::format("workload {} ({}): no value for input '{}'", w.key_hash(), w.name, name));
+    const auto& info = w.graph.tensor(name);
+    if (it->second.shape != info.shape || it->second.dtype != info.dtype)
+      throw Error(fmt::format("workload {} ({}): input '{}' is {} {}, the workload expects {} {}", w.key_hash(), w.name,
+                              name, dtype_name(it->second.dtype), shape_str(it->second.shape), dtype_name(info.dtype),
+                              shape_str(info.shape)));
+    inputs.push_back(it->second);
+  }
+  for (const auto& name : w.graph.outputs) {
+    const auto& info = w.graph.tensor(name);
+    outputs.emplace_back(info.dtype, info.shape);
+  }
+  // Buffers only once both vectors are complete: they point into the tensors' bytes.
+  for (size_t i = 0; i < inputs.size(); i++) buffers.push_back(tensor_buffer(inputs[i], w.graph.inputs[i]));
+  for (size_t i = 0; i < outputs.size(); i++) buffers.push_back(tensor_buffer(outputs[i], w.graph.outputs[i]));
+  for (auto& b : buffers) argv.push_back(b.raw_buffer());
+}
+
+}  // namespace ts

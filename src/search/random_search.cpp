@@ -1,0 +1,21 @@
+#include "search/random_search.h"
+
+#include <set>
+
+namespace ts {
+
+std::vector<Schedule> RandomSearch::propose(const SearchTask& task, size_t n, std::mt19937_64& rng) {
+  std::vector<Schedule> out;
+  std::set<std::string> hashes;
+  // A space of one or a few schedules is exhausted after a few draws that only repeat.
+  for (size_t tries = 0; out.size() < n && tries < 50 * n + 50; tries++) {
+    Schedule s = task.space->sample(rng);
+    const std::string h = s.hash();
+    if (hashes.count(h) || (task.measured && task.measured(h))) continue;
+    hashes.insert(h);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace ts

@@ -1,0 +1,41 @@
+#pragma once
+// SearchPolicy: proposes the next schedules to measure for one task (a workload), given what
+// was measured. See DESIGN.md "SearchPolicy". Policies here: `random` (uniform draws from the
+// ScheduleSpace) and Halide's own autoschedulers as baselines (`adams2019`,
+// `adams2019-greedy`, `li2018`, `mullapudi2016`), whose proposals are AutoschedulerRecipes.
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph/workload.h"
+#include "measure/measurer.h"
+#include "schedule/schedule_space.h"
+
+namespace ts {
+
+// What a policy knows of the task it proposes for.
+struct SearchTask {
+  const Workload* workload = nullptr;     // the workload tuned
+  const ScheduleSpace* space = nullptr;   // its schedule space (and PipelineView)
+  std::function<bool(const std::string& schedule_hash)> measured;  // whether a schedule was measured already (any run)
+};
+
+class SearchPolicy {
+ public:
+  virtual ~SearchPolicy() = default;
+  // The name records carry in Record::policy, e.g. "random".
+  virtual std::string name() const = 0;
+  // Up to n schedules not measured yet; fewer, or none, when the policy has no more to offer.
+  virtual std::vector<Schedule> propose(const SearchTask& task, size_t n, std::mt19937_64& rng) = 0;
+  // Results of measured proposals, in proposal order (learning policies use them).
+  virtual void observe(const SearchTask& task, const std::vector<Schedule>& batch, const std::vector<MeasureResult>& results) {}
+};
+
+// Names accepted by make_policy().
+const std::vector<std::string>& policy_names();
+// A fresh policy; throws Error naming the policy and the known ones when unknown.
+std::unique_ptr<SearchPolicy> make_policy(const std::string& name);
+
+}  // namespace ts

@@ -1,0 +1,233 @@
+#include "tune/tuner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "analysis/pipeline_view.h"
+#include "graph/error.h"
+#include "graph/workload.h"
+#include "runtime/compiled_model.h"
+#include "runtime/workload_compiler.h"
+#include "schedule/autoscheduler.h"
+
+namespace ts {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m, const std::string& policy) {
+  Record r;
+  r.workload = workload_entry(w);
+  r.schedule_json = s.to_json();
+  r.schedule_hash = s.hash();
+  r.times = m.times;
+  r.error_kind = m.error_kind;
+  r.error_message = m.error_message;
+  r.policy = policy;
+  return r;
+}
+
+// One workload being tuned.
+struct Task {
+  const Workload* w = nullptr;
+  std::unique_ptr<ScheduleSpace> space;   // built from the unscheduled pipeline
+  std::unique_ptr<Measurer> measurer;     // holds the reference outputs
+  double default_s = 0;                   // default median
+  double weight = 0;                      // count x default time
+  TaskSummary summary;
+};
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
+Schedule default_schedule_recipe() {
+  Schedule s;
+  s.autoscheduler = AutoschedulerRecipe{kDefaultRecipeName, {}};
+  return s;
+}
+
+TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, const TuneOptions& opts,
+                       const std::function<void(const TuneProgress&)>& progress) {
+  const auto t0 = Clock::now();
+  if (opts.trials <= 0 && opts.seconds <= 0) throw Error("tune: give a budget (trials per task or seconds)");
+  TuneSummary sum;
+  sum.policy = policy.name();
+  const Partition part = partition_graph(g);
+  const Schedule def = default_schedule_recipe();
+  SpaceOptions sopts;
+  sopts.vector_bytes = native_vector_bytes(Halide::get_host_target());
+  const int jobs = opts.measure.compile_jobs > 0 ? opts.measure.compile_jobs
+                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t batch = opts.batch > 0 ? opts.batch : std::max(2, jobs);
+
+  // Every task's default first: the reference of its checks and the weights of a time budget.
+  std::vector<Task> tasks(part.workloads.size());
+  for (size_t i = 0; i < tasks.size(); i++) {
+    Task& t = tasks[i];
+    t.w = &part.workloads[i];
+    t.summary.key_hash = t.w->key_hash();
+    t.summary.name = t.w->name;
+    t.summary.count = t.w->count;
+    try {
+      LoweredWorkload lw = lower_workload(*t.w);
+      t.space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), sopts);
+      t.measurer = std::make_unique<Measurer>(*t.w, opts.measure);
+      const MeasureResult& ref = t.measurer->reference();
+      if (!ref.valid()) throw Error(fmt::format("default schedule: {}: {}", ref.error_kind, ref.error_message));
+      t.default_s = ref.median;
+      if (!db.has(t.w->exact_key, def.hash())) db.add(make_record(*t.w, def, ref, "default"));
+      // Candidates much slower than the default are not worth their run time.
+      t.measurer->set_run_timeout(std::max(2.0,
+                                           opts.slow_factor * ref.median * (opts.measure.repeats + opts.measure.warmup) + 1.0));
+    } catch (const Error& e) {
+      t.summary.error = e.what();
+      t.measurer.reset();
+    }
+    t.weight = t.w->count * t.default_s;
+  }
+  double total_weight = 0;
+  for (const auto& t : tasks) total_weight += t.weight;
+
+  // Tasks in order of weight: with a time budget the heaviest get theirs first.
+  std::vector<size_t> order(tasks.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tasks[a].weight > tasks[b].weight; });
+  const double setup_s = since(t0);
+  double carry = 0;  // unused time of earlier tasks
+  size_t done_tasks = 0;
+  for (size_t i : order) {
+    Task& t = tasks[i];
+    done_tasks++;
+    if (!t.measurer) continue;
+    const std::string& key = t.w->exact_key;
+    SearchTask st{t.w, t.space.get(), [&](const std::string& h) { return db.has(key, h); }};
+    std::mt19937_64 rng(opts.seed ^ std::hash<std::string>{}(key));
+    auto count_trials = [&] {
+      int n = 0;
+      for (const auto& r : db.records(key)) n += r.policy == policy.name();
+      return n;
+    };
+    int trials = count_trials();
+    const auto task_t0 = Clock::now();
+    const double share = opts.trials > 0 ? 0 : (opts.seconds - setup_s) * t.weight / std::max(1e-12, total_weight) + carry;
+    auto report = [&] {
+      if (!progress) return;
+      TuneProgress p;
+      p.task = done_tasks;
+      p.tasks = tasks.size();
+      p.task_name = t.w->name;
+      p.trials = trials;
+      p.target = opts.trials;
+      auto best = db.best(key, 1);
+      p.best_s = best.empty() ? 0 : best[0].median;
+      p.default_s = t.default_s;
+      const double elapsed = since(t0);
+      if (opts.trials > 0) {
+        // Remaining trials of this and later tasks at this run's pace.
+        const double per_trial = sum.measured_now > 0 ? (elapsed - setup_s) / sum.measured_now : 1.0;
+        size_t later = tasks.size() - done_tasks;
+        p.eta_s = per_trial * (std::max(0, opts.trials - trials) + static_cast<double>(later) * opts.trials);
+      } else {
+        p.eta_s = std::max(0.0, opts.seconds - elapsed);
+      }
+      progress(p);
+    };
+    report();
+    while (true) {
+      if (opts.trials > 0 && trials >= opts.trials) break;
+      if (opts.trials <= 0 && since(task_t0) >= share) break;
+      size_t n = batch;
+      if (opts.trials > 0) n = std::min<size_t>(n, opts.trials - trials);
+      std::vector<Schedule> proposals = policy.propose(st, n, rng);
+      if (proposals.empty()) break;  // the policy has nothing new for this task
+      std::vector<MeasureResult> results = t.measurer->measure_batch(proposals);
+      for (size_t k = 0; k < proposals.size(); k++) db.add(make_record(*t.w, proposals[k], results[k], policy.name()));
+      policy.observe(st, proposals, results);
+      trials += static_cast<int>(proposals.size());
+      t.summary.measured_now += static_cast<int>(proposals.size());
+      sum.measured_now += static_cast<int>(proposals.size());
+      report();
+    }
+    if (opts.trials <= 0) carry = std::max(0.0, share - since(task_t0));
+    t.measurer.reset();  // its reference outputs are no longer needed
+  }
+  sum.seconds = since(t0);
+
+  // Summary from the database (earlier runs included).
+  for (auto& t : tasks) {
+    TaskSummary& ts = t.summary;
+    ts.default_s = t.default_s;
+    for (const auto& r : db.records(t.w->exact_key))
+      if (r.policy == policy.name()) {
+        ts.trials++;
+        if (!r.valid()) ts.errors[r.error_kind]++;
+      }
+    auto best = db.best(t.w->exact_key, 1);
+    if (!best.empty()) {
+      ts.best_s = best[0].median;
+      ts.best_policy = best[0].policy;
+      if (best[0].schedule_hash != def.hash()) sum.tuned_workloads++;
+    }
+    sum.tasks.push_back(ts);
+  }
+
+  // End to end, in this process and run: default schedules vs the best record per workload,
+  // run alternately so that both see the same machine state.
+  if (opts.e2e_iters > 0) {
+    CompileOptions dopts, topts;
+    dopts.cache_root = topts.cache_root = opts.measure.cache_root;
+    std::vector<std::string> warnings;
+    topts.schedules = best_schedules(part, db, warnings);
+    CompiledModel dm(g, dopts), tm(g, topts);
+    if (opts.e2e_threads > 0) {
+      dm.set_threads(opts.e2e_threads);
+      tm.set_threads(opts.e2e_threads);
+    }
+    const auto inputs = random_inputs(g, 1);
+    for (int k = 0; k < 2; k++) {  // warm-up
+      dm.run(inputs);
+      tm.run(inputs);
+    }
+    std::vector<double> dt, tt;
+    for (int k = 0; k < opts.e2e_iters; k++) {
+      auto a = Clock::now();
+      dm.run(inputs);
+      dt.push_back(since(a));
+      a = Clock::now();
+      tm.run(inputs);
+      tt.push_back(since(a));
+    }
+    sum.e2e_default_s = median_of(dt);
+    sum.e2e_tuned_s = median_of(tt);
+  }
+  return sum;
+}
+
+std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings) {
+  std::map<std::string, Schedule> out;
+  for (const auto& w : part.workloads) {
+    auto best = db.best(w.exact_key, 1);
+    if (best.empty()) continue;
+    try {
+      out.emplace(w.exact_key, Schedule::from_json(best[0].schedule_json));
+    } catch (const Error& e) {
+      warnings.push_back(fmt::format("{}: record {} of workload {} ({}): {}", db.path(), best[0].id, w.key_hash(), w.name,
+                                     e.what()));
+    }
+  }
+  return out;
+}
+
+}  // namespace ts

@@ -1,0 +1,87 @@
+#pragma once
+// The tuning loop of `tensorsched tune`: a model's distinct workloads become tasks, each task
+// gets a share of the budget, a SearchPolicy proposes schedules, the Measurer measures them in
+// worker processes, and every result is committed to the RecordsDB before the next batch is
+// proposed. Killing the process loses at most the batch being measured; a rerun with the same
+// database and seed resumes (trials already recorded count, schedules already recorded are
+// never proposed again).
+//
+// Budget: with `trials`, each task gets that many measured schedules of the policy (records of
+// earlier runs included). With `seconds`, the total wall time is shared among tasks in
+// proportion to count x default time (their share of the model's latency); time a task does not
+// use passes to the next. The default schedule of every task is measured first (and recorded
+// once, with policy "default"): it is the reference outputs are checked against and the
+// baseline of the summary.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/workload.h"
+#include "measure/measurer.h"
+#include "search/search_policy.h"
+#include "tune/records_db.h"
+
+namespace ts {
+
+struct TuneOptions {
+  int trials = 0;                 // measured schedules per task (0: use `seconds`)
+  double seconds = 0;             // total wall-time budget when trials == 0
+  uint64_t seed = 0;              // seeds each task's proposal generator (with its key)
+  int batch = 0;                  // schedules per measured batch (0 = compile jobs, at least 2)
+  double slow_factor = 20;        // a candidate's runs are stopped past this multiple of the default's time
+  MeasureOptions measure;         // repeats, timeouts, jobs, threads, cache, test faults
+  int e2e_iters = 20;             // end-to-end runs of each model version for the summary (0 = skip)
+  int e2e_threads = 0;            // Halide threads for them (0 = default)
+};
+
+// What the tuner reports while it works (for a progress line).
+struct TuneProgress {
+  size_t task = 0, tasks = 0;     // current task index and count
+  std::string task_name;          // workload name
+  int trials = 0, target = 0;     // measured so far for this task / its target (0 = time budget)
+  double best_s = 0;              // best valid median of the task so far (any policy)
+  double default_s = 0;           // the task's default median
+  double eta_s = 0;               // estimated seconds left in the whole run
+};
+
+struct TaskSummary {
+  std::string key_hash;           // workload key hash
+  std::string name;               // workload name
+  int count = 0;                  // occurrences in the model
+  double default_s = 0;           // default schedule's median (this run)
+  double best_s = 0;              // best valid median in the database (any policy, default included)
+  std::string best_policy;        // policy of that record
+  int trials = 0;                 // records of this policy for the task (all runs)
+  int measured_now = 0;           // measured by this run
+  std::map<std::string, int> errors;  // error kind -> records of this policy
+  std::string error;              // why the task could not be tuned ("" if it was)
+};
+
+struct TuneSummary {
+  std::string policy;             // policy name
+  std::vector<TaskSummary> tasks; // in the model's workload order
+  int measured_now = 0;           // schedules measured by this run
+  double seconds = 0;             // wall time of the tuning loop
+  double e2e_default_s = 0;       // median model latency with default schedules (0 when skipped)
+  double e2e_tuned_s = 0;         // with the best record per workload
+  int tuned_workloads = 0;        // workloads whose best record is not the default
+};
+
+// Tunes every workload of g with `policy`, recording into db.
+TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, const TuneOptions& opts,
+                       const std::function<void(const TuneProgress&)>& progress = {});
+
+// The default schedule as a Schedule (a recipe naming tensorsched's heuristic), so that it is
+// recorded and chosen like any other.
+Schedule default_schedule_recipe();
+
+}  // namespace ts
+
+namespace ts {
+// The schedule of the fastest valid record of every workload of `part` that has one; records
+// whose schedule no longer parses are skipped with a warning.
+std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings);
+}  // namespace ts

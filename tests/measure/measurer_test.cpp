@@ -1,0 +1,114 @@
+// Measurer on a real lowered MatMul+Add+Relu workload: the reference and valid candidates are
+// timed, and every failure of a candidate (invalid, compile timeout, crash, hang, wrong values)
+// is a result of its own kind while the candidates after it are still measured.
+#include "measure/measurer.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "runtime/workload_compiler.h"
+#include "support/onnx_builder.h"
+#include "support/small_workloads.h"
+
+namespace fs = std::filesystem;
+
+namespace ts {
+namespace {
+
+MeasureOptions test_options() {
+  MeasureOptions o;
+  o.cache_root = (test::temp_dir() / "cache").string();
+  o.compile_jobs = 2;
+  return o;
+}
+
+TEST(Measurer, SummarizeTimes) {
+  MeasureResult r;
+  r.times = {3e-3, 1e-3, 2e-3};
+  summarize_times(r);
+  EXPECT_DOUBLE_EQ(r.median, 2e-3);
+  EXPECT_DOUBLE_EQ(r.min, 1e-3);
+  EXPECT_DOUBLE_EQ(r.noise, 1.0);  // (3 - 1) / 2
+  r.times = {4e-3, 1e-3};
+  summarize_times(r);
+  EXPECT_DOUBLE_EQ(r.median, 2.5e-3);
+  r.times.clear();
+  summarize_times(r);
+  EXPECT_EQ(r.median, 0);
+  EXPECT_EQ(r.noise, 0);
+}
+
+TEST(Measurer, ReferenceValidInvalidAndCompileTimeout) {
+  const Workload w = test::matmul_relu_workload();
+  MeasureOptions opts = test_options();
+  Measurer m(w, opts);
+  const MeasureResult& ref = m.reference();
+  EXPECT_TRUE(ref.valid()) << ref.error_message;
+  EXPECT_EQ(ref.times.size(), 10u);
+  EXPECT_GT(ref.median, 0);
+  EXPECT_GE(ref.median, ref.min);
+
+  const Schedule good = test::matmul_relu_schedule(w, 8, true);
+  Schedule invalid = good;
+  invalid.stages.front().vectorize = "no_such_loop";
+  auto results = m.measure_batch({good, invalid, good});
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0].valid()) << results[0].error_kind << ": " << results[0].error_message;
+  EXPECT_EQ(results[0].schedule_hash, good.hash());
+  EXPECT_EQ(results[0].times.size(), 10u);
+  EXPECT_GT(results[0].median, 0);
+  EXPECT_GT(results[0].compile_seconds, 0);
+  EXPECT_EQ(results[1].error_kind, "invalid_schedule");
+  EXPECT_NE(results[1].error_message.find("no_such_loop"), std::string::npos) << results[1].error_message;
+  EXPECT_EQ(results[2].schedule_hash, good.hash());  // a repeat in the batch: measured once, reported twice
+  EXPECT_EQ(results[2].times, results[0].times);
+
+  // Candidate code is removed after its run; the reference's stays in the cache.
+  CodeCache cache = CodeCache::open_default(Halide::get_host_target(), opts.cache_root);
+  EXPECT_FALSE(fs::exists(cache.object_path(w, good.hash())));
+  EXPECT_TRUE(fs::exists(cache.object_path(w, kDefaultScheduleHash)));
+
+  // A compile past its time limit is a compile_error naming the timeout.
+  MeasureOptions hurried = opts;
+  hurried.compile_timeout_s = 0.01;
+  Measurer limited(w, hurried);  // its reference is in the cache already: only the candidate compiles
+  auto timed_out = limited.measure_batch({test::matmul_relu_schedule(w, 4, false)});
+  EXPECT_EQ(timed_out[0].error_kind, "compile_error");
+  EXPECT_NE(timed_out[0].error_message.find("timed out after 0.01 s"), std::string::npos) << timed_out[0].error_message;
+}
+
+TEST(Measurer, FaultsBecomeErrorsAndTuningContinues) {
+  const Workload w = test::matmul_relu_workload();
+  MeasureOptions opts = test_options();
+  opts.repeats = 3;
+  opts.run_timeout_s = 2;
+  const Schedule segfault = test::matmul_relu_schedule(w, 4, true);
+  const Schedule hang = test::matmul_relu_schedule(w, 16, true);
+  const Schedule wrong = test::matmul_relu_schedule(w, 8, false);
+  const Schedule after = test::matmul_relu_schedule(w, 4, false);
+  opts.faults = {{segfault.hash(), InjectedFault::Segfault},
+                 {hang.hash(), InjectedFault::Hang},
+                 {wrong.hash(), InjectedFault::WrongValues}};
+  Measurer m(w, opts);
+  EXPECT_EQ(m.reference().times.size(), 3u);
+
+  auto r = m.measure_batch({segfault, hang, wrong, after});
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].error_kind, "crash");
+  EXPECT_NE(r[0].error_message.find("Segmentation fault"), std::string::npos) << r[0].error_message;
+  EXPECT_EQ(r[1].error_kind, "timeout");
+  EXPECT_NE(r[1].error_message.find("timed out after 2 s"), std::string::npos) << r[1].error_message;
+  EXPECT_EQ(r[2].error_kind, "wrong_answer");
+  EXPECT_NE(r[2].error_message.find("element 0"), std::string::npos) << r[2].error_message;
+  for (int i = 0; i < 3; i++) {
+    EXPECT_TRUE(r[i].times.empty()) << i;
+    EXPECT_EQ(r[i].median, 0) << i;
+  }
+  EXPECT_TRUE(r[3].valid()) << r[3].error_kind << ": " << r[3].error_message;
+  EXPECT_EQ(r[3].times.size(), 3u);
+  EXPECT_GT(r[3].min, 0);
+}
+
+}  // namespace
+}  // namespace ts

@@ -1,0 +1,109 @@
+// Property test of the schedule space: every schedule the sampler draws for real workloads
+// (small ONNX models covering conv with padding and stride, depthwise conv, pooling, gemm,
+// softmax, elementwise) applies, compiles and computes what the default schedule computes,
+// measured through the Measurer (worker processes, output compared with rtol 1e-3).
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "analysis/pipeline_view.h"
+#include "measure/measurer.h"
+#include "runtime/workload_compiler.h"
+#include "schedule/schedule_space.h"
+#include "support/onnx_builder.h"
+
+namespace ts {
+namespace {
+
+using test::OnnxBuilder;
+using test::rand_f32;
+
+std::vector<std::string> property_models() {
+  std::vector<std::string> paths;
+  {  // conv 3x3 pad 1 stride 1 + bias + relu
+    OnnxBuilder b;
+    b.input("x", DType::Float32, {1, 8, 14, 14})
+        .initializer("w", rand_f32({16, 8, 3, 3}, 1))
+        .initializer("b", rand_f32({16}, 2))
+        .node("Conv", {"x", "w", "b"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+        .node("Relu", {"c"}, {"y"})
+        .output("y");
+    paths.push_back(b.save("conv.onnx"));
+  }
+  {  // conv 3x3 stride 2 (reads part of the padded input), residual add
+    OnnxBuilder b;
+    b.input("x", DType::Float32, {1, 8, 15, 15})
+        .input("r", DType::Float32, {1, 12, 8, 8})
+        .initializer("w", rand_f32({12, 8, 3, 3}, 3))
+        .node("Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}})
+        .node("Add", {"c", "r"}, {"y"})
+        .output("y");
+    paths.push_back(b.save("conv_s2.onnx"));
+  }
+  {  // depthwise 3x3 + clip (ReLU6)
+    OnnxBuilder b;
+    b.input("x", DType::Float32, {1, 16, 10, 10})
+        .initializer("w", rand_f32({16, 1, 3, 3}, 4))
+        .node("Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{16}}})
+        .node("Relu", {"c"}, {"y"})
+        .output("y");
+    paths.push_back(b.save("depthwise.onnx"));
+  }
+  {  // max pool 3x3 stride 2 pad 1
+    OnnxBuilder b;
+    b.input("x", DType::Float32, {1, 8, 13, 13})
+        .node("MaxPool", {"x"}, {"y"},
+              {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+               {"strides", std::vector<int64_t>{2, 2}}})
+        .output("y");
+    paths.push_back(b.save("maxpool.onnx"));
+  }
+  {  // gemm with transposed B + bias
+    OnnxBuilder b;
+    b.input("x", DType::Float32, {9, 40})
+        .initializer("w", rand_f32({24, 40}, 5))
+        .initializer("b", rand_f32({24}, 6))
+        .node("Gemm", {"x", "w", "b"}, {"y"}, {{"transB", int64_t{1}}})
+        .output("y");
+    paths.push_back(b.save("gemm.onnx"));
+  }
+  {  // softmax over the last axis
+    OnnxBuilder b;
+    b.input("x", DType::Float32, {6, 37}).node("Softmax", {"x"}, {"y"}, {{"axis", int64_t{-1}}}).output("y");
+    paths.push_back(b.save("softmax.onnx"));
+  }
+  return paths;
+}
+
+TEST(ScheduleSpaceProperty, EverySampledScheduleCompilesAndMatchesTheDefault) {
+  constexpr int kDrawsPerWorkload = 34;
+  SpaceOptions sopts;
+  sopts.vector_bytes = native_vector_bytes(Halide::get_host_target());
+  MeasureOptions mopts;
+  mopts.repeats = 1;
+  mopts.warmup = 0;
+  mopts.run_timeout_s = 60;
+  mopts.cache_root = (test::temp_dir() / "cache").string();
+  int drawn = 0, workloads = 0;
+  for (const auto& path : property_models()) {
+    for (const auto& w : partition_graph(test::import_model(path)).workloads) {
+      workloads++;
+      ScheduleSpace space(build_pipeline_view(lower_workload(w).outputs), sopts);
+      Measurer m(w, mopts);
+      ASSERT_TRUE(m.reference().valid()) << path << ": " << m.reference().error_message;
+      std::mt19937_64 rng(1234 + workloads);
+      std::vector<Schedule> batch;
+      for (int k = 0; k < kDrawsPerWorkload; k++) batch.push_back(space.sample(rng));
+      auto results = m.measure_batch(batch);
+      for (size_t k = 0; k < batch.size(); k++, drawn++)
+        EXPECT_TRUE(results[k].valid()) << path << " workload " << w.name << ": " << results[k].error_kind << ": "
+                                        << results[k].error_message << "\n"
+                                        << batch[k].to_halide_source();
+    }
+  }
+  EXPECT_GE(drawn, 200);
+  std::cout << drawn << " sampled schedules of " << workloads << " workloads compiled, ran and matched the default\n";
+}
+
+}  // namespace
+}  // namespace ts

@@ -1,0 +1,76 @@
+#include "support/small_workloads.h"
+
+#include <gtest/gtest.h>
+
+#include "analysis/pipeline_view.h"
+#include "support/onnx_builder.h"
+
+namespace ts::test {
+
+namespace {
+
+// Halide suffixes a Func name reused in one process ("f$2"); schedules name the Func without it.
+std::string schedule_name(const std::string& func) { return func.substr(0, func.find('$')); }
+
+}  // namespace
+
+std::string save_matmul_relu_model() {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {16, 32})
+      .initializer("w", rand_f32({32, 24}, 11))
+      .initializer("b", rand_f32({24}, 12))
+      .node("MatMul", {"x", "w"}, {"m"})
+      .node("Add", {"m", "b"}, {"a"})
+      .node("Relu", {"a"}, {"y"})
+      .output("y");
+  return b.save("matmul_relu.onnx");
+}
+
+Workload matmul_relu_workload() {
+  Partition p = partition_graph(import_model(save_matmul_relu_model()));
+  EXPECT_EQ(p.workloads.size(), 1u);
+  return p.workloads.at(0);
+}
+
+Schedule matmul_relu_schedule(const Workload& w, int width, bool parallel) {
+  PipelineView view = build_pipeline_view(lower_workload(w).outputs);
+  Schedule s;
+  for (const Stage& st : view.stages) {
+    if (!st.is_output && st.definitions.size() < 2) continue;  // input wrappers and elementwise stay inline
+    StageSchedule pure;
+    pure.func = schedule_name(st.name);
+    pure.placement = Placement::Root;
+    pure.vectorize = st.dims.front().name;
+    pure.vector_width = width;
+    if (parallel && st.is_output) pure.parallel = st.dims.back().name;
+    s.set(pure);
+    for (size_t d = 1; d < st.definitions.size(); d++) {
+      StageSchedule update;
+      update.func = pure.func;
+      update.definition = static_cast<int>(d);
+      // The vectorized pure loop innermost, the reduction loops next, the other pure loops outside.
+      std::vector<std::string> pure_loops, reduction_loops;
+      for (const Loop& l : st.definitions[d].loops) (l.reduction ? reduction_loops : pure_loops).push_back(l.name);
+      update.order = {pure_loops.front()};
+      update.order.insert(update.order.end(), reduction_loops.begin(), reduction_loops.end());
+      update.order.insert(update.order.end(), pure_loops.begin() + 1, pure_loops.end());
+      update.vectorize = st.dims.front().name;
+      update.vector_width = width;
+      if (parallel) update.parallel = st.dims.back().name;
+      s.set(update);
+    }
+  }
+  return s;
+}
+
+Record measured_record(const Workload& w, const Schedule& s, double seconds) {
+  Record r;
+  r.workload = workload_entry(w);
+  r.schedule_json = s.to_json();
+  r.schedule_hash = s.hash();
+  r.times = {seconds};
+  r.policy = "test";
+  return r;
+}
+
+}  // namespace ts::test

@@ -1,0 +1,25 @@
+#pragma once
+// A small real model (MatMul + bias + Relu, one workload) and hand-written schedules of its
+// workload, shared by the Measurer, CompiledModel and CLI tests.
+#include <string>
+
+#include "graph/workload.h"
+#include "schedule/schedule.h"
+#include "tune/records_db.h"
+
+namespace ts::test {
+
+// x[16,32] x W[32,24] + b[24], then Relu; W and b are initializers. Saved under temp_dir().
+std::string save_matmul_relu_model();
+// Its only workload (imported with the default passes, partitioned).
+Workload matmul_relu_workload();
+// A complete schedule of that workload: output and accumulator at root, their innermost pure
+// loop vectorized by `width` (in the accumulator's update just outside the reduction loop), the
+// outermost pure loop of the output and of the update run in parallel when `parallel`. Stage
+// and loop names come from the workload's PipelineView.
+Schedule matmul_relu_schedule(const Workload& w, int width, bool parallel);
+
+// A valid record of schedule `s` of `w` measured at `seconds`, for RecordsDB::add.
+Record measured_record(const Workload& w, const Schedule& s, double seconds);
+
+}  // namespace ts::test

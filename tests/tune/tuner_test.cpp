@@ -1,0 +1,164 @@
+// The tuning loop with real measurements and a real SQLite file: injected crashes, hangs and
+// wrong answers become records of their kind while tuning goes on; a rerun resumes without
+// measuring anything twice; `tensorsched tune` killed with SIGKILL keeps every committed record.
+#include "tune/tuner.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "analysis/pipeline_view.h"
+#include "runtime/workload_compiler.h"
+#include "search/random_search.h"
+#include "support/onnx_builder.h"
+#include "support/small_workloads.h"
+
+namespace ts {
+namespace {
+
+// Proposes a fixed list, in order, skipping what was measured.
+class FixedPolicy : public SearchPolicy {
+ public:
+  explicit FixedPolicy(std::vector<Schedule> s) : schedules_(std::move(s)) {}
+  std::string name() const override { return "fixed"; }
+  std::vector<Schedule> propose(const SearchTask& task, size_t n, std::mt19937_64&) override {
+    std::vector<Schedule> out;
+    for (const auto& s : schedules_)
+      if (out.size() < n && !task.measured(s.hash())) out.push_back(s);
+    return out;
+  }
+
+ private:
+  std::vector<Schedule> schedules_;
+};
+
+TuneOptions quick_options(const std::string& cache) {
+  TuneOptions o;
+  o.measure.repeats = 2;
+  o.measure.cache_root = cache;
+  o.e2e_iters = 2;
+  return o;
+}
+
+TEST(Tuner, InjectedFaultsAreRecordedAndTuningContinues) {
+  const auto dir = test::temp_dir();
+  Graph g = test::import_model(test::save_matmul_relu_model());
+  Workload w = partition_graph(g).workloads.at(0);
+  ScheduleSpace space(build_pipeline_view(lower_workload(w).outputs));
+  std::mt19937_64 rng(3);
+  std::vector<Schedule> s;
+  while (s.size() < 4) {
+    Schedule x = space.sample(rng);
+    if (std::none_of(s.begin(), s.end(), [&](const Schedule& y) { return y.hash() == x.hash(); })) s.push_back(x);
+  }
+  TuneOptions o = quick_options((dir / "cache").string());
+  o.trials = 4;
+  o.measure.faults = {{s[0].hash(), InjectedFault::Segfault},
+                      {s[1].hash(), InjectedFault::Hang},
+                      {s[2].hash(), InjectedFault::WrongValues}};
+  RecordsDB db((dir / "records.db").string());
+  FixedPolicy policy(s);
+  TuneSummary sum = tune_model(g, db, policy, o);
+  ASSERT_EQ(sum.tasks.size(), 1u);
+  EXPECT_EQ(sum.measured_now, 4);
+  std::map<std::string, std::string> kind;  // hash -> error kind
+  for (const auto& r : db.records(w.exact_key)) kind[r.schedule_hash] = r.error_kind;
+  EXPECT_EQ(kind.size(), 5u);  // the default and the four
+  EXPECT_EQ(kind.at(default_schedule_recipe().hash()), "");
+  EXPECT_EQ(kind.at(s[0].hash()), "crash");
+  EXPECT_EQ(kind.at(s[1].hash()), "timeout");
+  EXPECT_EQ(kind.at(s[2].hash()), "wrong_answer");
+  EXPECT_EQ(kind.at(s[3].hash()), "");
+  EXPECT_EQ(sum.tasks[0].errors.at("crash"), 1);
+  EXPECT_GT(sum.tasks[0].default_s, 0);
+  EXPECT_GT(sum.e2e_default_s, 0);
+  EXPECT_GT(sum.e2e_tuned_s, 0);
+}
+
+TEST(Tuner, RerunResumesWithoutMeasuringTwice) {
+  const auto dir = test::temp_dir();
+  Graph g = test::import_model(test::save_matmul_relu_model());
+  const std::string key = partition_graph(g).workloads.at(0).exact_key;
+  RecordsDB db((dir / "records.db").string());
+  TuneOptions o = quick_options((dir / "cache").string());
+  o.e2e_iters = 0;
+  o.seed = 5;
+  o.trials = 3;
+  RandomSearch random;
+  EXPECT_EQ(tune_model(g, db, random, o).measured_now, 3);
+  const auto first = db.records(key);
+  o.trials = 5;
+  TuneSummary again = tune_model(g, db, random, o);
+  EXPECT_EQ(again.measured_now, 2);
+  EXPECT_EQ(again.tasks.at(0).trials, 5);
+  const auto all = db.records(key);
+  ASSERT_EQ(all.size(), first.size() + 2);
+  std::set<std::string> hashes;
+  for (const auto& r : all) EXPECT_TRUE(hashes.insert(r.schedule_hash).second) << "measured twice: " << r.schedule_hash;
+  for (size_t k = 0; k < first.size(); k++) EXPECT_EQ(all[k].id, first[k].id);
+  EXPECT_EQ(tune_model(g, db, random, o).measured_now, 0);  // nothing left to do
+}
+
+TEST(Tuner, KilledTuneKeepsEveryCommittedRecordAndResumes) {
+  const auto dir = test::temp_dir();
+  const std::string model = test::save_matmul_relu_model(), db_path = (dir / "records.db").string();
+  auto tune = [&](int trials) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      const std::string t = std::to_string(trials), cache = (dir / "cache").string();
+      freopen("/dev/null", "w", stdout);
+      execl(TENSORSCHED_BINARY, TENSORSCHED_BINARY, "tune", model.c_str(), "--db", db_path.c_str(), "--trials", t.c_str(),
+            "--repeats", "1", "--e2e-iters", "0", "--seed", "9", "--cache-dir", cache.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  };
+  pid_t pid = tune(60);
+  // Kill it once a few records are committed.
+  int64_t seen = 0;
+  for (int k = 0; k < 1200 && seen < 4; k++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    seen = RecordsDB(db_path).count();
+  }
+  ASSERT_GE(seen, 4) << "tune committed too few records in 120 s";
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  std::vector<Record> before;
+  {
+    RecordsDB db(db_path);
+    for (const auto& w : db.workloads())
+      for (const auto& r : db.records(w.exact_key)) before.push_back(r);
+  }
+  ASSERT_GE(before.size(), 4u);
+  // Resume with a target the killed run had nearly reached: only the rest is measured.
+  const int target = static_cast<int>(before.size()) + 1;  // (records include the default)
+  pid = tune(target);
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  RecordsDB db(db_path);
+  std::vector<Record> after;
+  for (const auto& w : db.workloads())
+    for (const auto& r : db.records(w.exact_key)) after.push_back(r);
+  ASSERT_GE(after.size(), before.size());
+  for (size_t k = 0; k < before.size(); k++) {
+    EXPECT_EQ(after[k].id, before[k].id);
+    EXPECT_EQ(after[k].schedule_hash, before[k].schedule_hash);
+  }
+  std::set<std::string> hashes;
+  int random_records = 0;
+  for (const auto& r : after) {
+    EXPECT_TRUE(hashes.insert(r.schedule_hash).second) << "measured twice: " << r.schedule_hash;
+    random_records += r.policy == "random";
+  }
+  EXPECT_EQ(random_records, target);
+}
+
+}  // namespace
+}  // namespace ts
