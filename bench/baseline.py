@@ -12,11 +12,9 @@ Writes CSV and Markdown. Run nothing else while it runs: 2 shared cores are nois
   /usr/bin/python3 bench/baseline.py [--models resnet18,...] [--iters 10] [--out docs/bench]
 """
 import argparse
-import csv
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +26,9 @@ sys.path.insert(0, os.path.join(REPO, "tools"))
 import torch  # noqa: E402
 import export_models  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_util  # noqa: E402
+
 DEFAULT_MODELS = list(export_models.MODELS)
 
 
@@ -38,18 +39,6 @@ def tensorsched(binary, model, threads, iters, cache):
     wall = time.time() - t0
     j = json.loads(out.strip().splitlines()[-1])
     return j, wall
-
-
-def torch_median_ms(fn, x, iters):
-    with torch.no_grad():
-        for _ in range(3):  # warm-up: lazy initialization, oneDNN primitive caches
-            fn(x)
-        times = []
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            fn(x)
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def main():
@@ -83,8 +72,8 @@ def main():
             torch.set_num_threads(threads)
             ts, _ = tensorsched(args.binary, model_path, threads, args.iters, cache)
             ts_ms = ts["latency_ms"]["median"]
-            eager_ms = torch_median_ms(net, x, args.iters)
-            script_ms = torch_median_ms(script, x, args.iters)
+            eager_ms = bench_util.torch_median_ms(net, x, args.iters)
+            script_ms = bench_util.torch_median_ms(script, x, args.iters)
             row = {"model": name, "threads": threads, "tensorsched_ms": round(ts_ms, 3),
                    "eager_ms": round(eager_ms, 3), "torchscript_ms": round(script_ms, 3),
                    "eager_over_tensorsched": round(eager_ms / ts_ms, 3),
@@ -94,16 +83,7 @@ def main():
             rows.append(row)
             print(json.dumps(row), flush=True)
         shutil.rmtree(cache, ignore_errors=True)
-    with open(os.path.join(args.out, "baseline.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    with open(os.path.join(args.out, "baseline.md"), "w") as f:
-        cols = list(rows[0])
-        f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
-        for r in rows:
-            f.write("| " + " | ".join(str(r[c]) for c in cols) + " |\n")
-    print(f"wrote {args.out}/baseline.csv and baseline.md")
+    bench_util.write_tables(rows, args.out, "baseline")
 
 
 if __name__ == "__main__":

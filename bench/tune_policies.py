@@ -17,10 +17,8 @@ Ratios: default / version (above 1: faster than the default) and TorchScript / v
       [--halide-trials 20] [--iters 20] [--rounds 3] [--out docs/bench]
 """
 import argparse
-import csv
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,22 +30,13 @@ sys.path.insert(0, os.path.join(REPO, "tools"))
 import torch  # noqa: E402
 import export_models  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_util  # noqa: E402
+
 
 def run_json(cmd):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out[out.index("{"):])
-
-
-def torch_median_ms(fn, x, iters):
-    with torch.no_grad():
-        for _ in range(3):
-            fn(x)
-        times = []
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            fn(x)
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def main():
@@ -96,7 +85,7 @@ def main():
                 if v != "default":
                     cmd += ["--db", tuned[v]["db"]]
                 best[v] = min(best[v], run_json(cmd)["latency_ms"]["median"])
-            best["torchscript"] = min(best["torchscript"], torch_median_ms(script, x, args.iters))
+            best["torchscript"] = min(best["torchscript"], bench_util.torch_median_ms(script, x, args.iters))
         for v in versions:
             row = {"model": name, "version": v, "latency_ms": round(best[v], 3),
                    "default_over_version": round(best["default"] / best[v], 3),
@@ -107,16 +96,8 @@ def main():
                    "workloads_beating_default": f"{tuned[v]['beat_default']}/{tuned[v]['tasks']}" if v in tuned else ""}
             rows.append(row)
             print(json.dumps(row), flush=True)
-    with open(os.path.join(args.out, "tune_policies.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    with open(os.path.join(args.out, "tune_policies.md"), "w") as f:
-        cols = list(rows[0])
-        f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
-        for r in rows:
-            f.write("| " + " | ".join(str(r[c]) for c in cols) + " |\n")
-    print(f"wrote {args.out}/tune_policies.csv and tune_policies.md (work dir {work})")
+    bench_util.write_tables(rows, args.out, "tune_policies")
+    print(f"work dir {work}")
 
 
 if __name__ == "__main__":

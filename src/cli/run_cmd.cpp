@@ -15,6 +15,7 @@
 #include "runtime/graph_runner.h"
 #include "schedule/schedule.h"
 #include "tune/records_db.h"
+#include "tune/tuner.h"
 
 namespace fs = std::filesystem;
 
@@ -44,24 +45,12 @@ std::map<std::string, Tensor> inputs_from_set(const Graph& g, const std::string&
 }
 
 // The fastest valid record's schedule of every workload of g that has one in the database.
-// A record whose schedule no longer parses is skipped with a warning (the default runs).
-std::map<std::string, Schedule> best_schedules(const Graph& g, const std::string& db_path,
-                                               std::vector<std::string>& warnings) {
+std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
+                                                  std::vector<std::string>& warnings) {
   // RecordsDB creates a missing file; a run only reads one.
   if (!fs::exists(db_path)) throw Error(fmt::format("{}: no such records database", db_path));
   RecordsDB db(db_path);
-  std::map<std::string, Schedule> schedules;
-  for (const auto& w : partition_graph(g).workloads) {
-    auto best = db.best(w.exact_key, 1);
-    if (best.empty()) continue;
-    try {
-      schedules.emplace(w.exact_key, Schedule::from_json(best[0].schedule_json));
-    } catch (const Error& e) {
-      warnings.push_back(fmt::format("{}: record {} of workload {} ({}): {}", db_path, best[0].id, w.key_hash(), w.name,
-                                     e.what()));
-    }
-  }
-  return schedules;
+  return best_schedules(partition_graph(g), db, warnings);
 }
 
 int run_command(const RunArgs& a) {
@@ -69,7 +58,7 @@ int run_command(const RunArgs& a) {
   CompileOptions copts;
   copts.cache_root = a.cache_dir;
   std::vector<std::string> db_warnings;
-  if (!a.db_path.empty()) copts.schedules = best_schedules(g, a.db_path, db_warnings);
+  if (!a.db_path.empty()) copts.schedules = best_schedules_of(g, a.db_path, db_warnings);
   CompiledModel model(std::move(g), copts);
   const Graph& graph = model.graph();
   if (a.threads > 0) model.set_threads(a.threads);
