@@ -18,6 +18,15 @@
 
 namespace ts {
 
+// A Func's name without the "$N" Halide appends when a name is reused in one process.
+std::string func_base_name(const std::string& n) {
+  const size_t p = n.rfind('$');
+  if (p == std::string::npos || p + 1 == n.size()) return n;
+  for (size_t i = p + 1; i < n.size(); i++)
+    if (!std::isdigit(static_cast<unsigned char>(n[i]))) return n;
+  return n.substr(0, p);
+}
+
 namespace {
 
 using Halide::Internal::Function;
@@ -85,14 +94,6 @@ std::vector<LoopInfo> original_loops(const Function& f, int d) {
   return out;
 }
 
-// A Func's name without the "$N" Halide appends when a name is reused in one process.
-std::string base_name(const std::string& n) {
-  const size_t p = n.rfind('$');
-  if (p == std::string::npos || p + 1 == n.size()) return n;
-  for (size_t i = p + 1; i < n.size(); i++)
-    if (!std::isdigit(static_cast<unsigned char>(n[i]))) return n;
-  return n.substr(0, p);
-}
 
 // Names (base names) of the Funcs a definition calls (values, args, predicate, RDom bounds).
 std::set<std::string> definition_calls(const Halide::Internal::Definition& d) {
@@ -100,7 +101,7 @@ std::set<std::string> definition_calls(const Halide::Internal::Definition& d) {
     std::set<std::string> names;
     using IRGraphVisitor::visit;
     void visit(const Halide::Internal::Call* op) override {
-      if (op->call_type == Halide::Internal::Call::Halide) names.insert(base_name(op->name));
+      if (op->call_type == Halide::Internal::Call::Halide) names.insert(func_base_name(op->name));
       IRGraphVisitor::visit(op);
     }
   } c;
@@ -122,14 +123,14 @@ class Checker {
   Checker(const Schedule& s, const std::vector<Halide::Func>& outputs) : sched_(s) {
     std::map<std::string, std::string> full;  // base name -> Halide name
     auto add = [&](const Function& fn) {
-      const std::string b = base_name(fn.name());
+      const std::string b = func_base_name(fn.name());
       auto [it, fresh] = full.emplace(b, fn.name());
       if (!fresh && it->second != fn.name()) ambiguous_.insert(b);
       env.emplace(b, fn);
     };
     for (const auto& o : outputs) {
       add(o.function());
-      output_names.insert(base_name(o.name()));
+      output_names.insert(func_base_name(o.name()));
       for (auto& [name, fn] : Halide::Internal::find_transitive_calls(o.function())) add(fn);
     }
     for (auto& [name, fn] : env) {
@@ -565,7 +566,7 @@ std::optional<std::string> check_estimates(const std::vector<Halide::Func>& outp
             return b.var == a && b.min.defined() && b.extent.defined();
           }))
         return fmt::format("output '{}' has no estimate of dimension '{}' (the autoschedulers need one; set_estimate)",
-                           base_name(fn.name()), a);
+                           func_base_name(fn.name()), a);
     }
   }
   struct Params : Halide::Internal::IRGraphVisitor {

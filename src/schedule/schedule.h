@@ -62,6 +62,10 @@
 
 namespace ts {
 
+// A Func's name without the "$N" suffix Halide appends to a name reused in one process: the
+// name schedules use.
+std::string func_base_name(const std::string& halide_name);
+
 // Where a Func is computed.
 enum class Placement { Inline, Root, ComputeAt };
 

@@ -18,13 +18,6 @@ namespace {
 
 constexpr int kMaxLevels = 3;  // levels a loop is tiled into at most
 
-std::string base_name(const std::string& n) {
-  const size_t p = n.rfind('$');
-  if (p == std::string::npos || p + 1 == n.size()) return n;
-  for (size_t i = p + 1; i < n.size(); i++)
-    if (!std::isdigit(static_cast<unsigned char>(n[i]))) return n;
-  return n.substr(0, p);
-}
 
 double factorial(int n) {
   double f = 1;
@@ -151,7 +144,7 @@ ScheduleSpace::ScheduleSpace(PipelineView view, SpaceOptions opts) : view_(std::
     if (it->is_extern) throw Error(fmt::format("stage '{}': extern stages have no schedule space", it->name));
     index_of_[it->name] = order_.size();
     order_.push_back(it->name);
-    names_.push_back(base_name(it->name));
+    names_.push_back(func_base_name(it->name));
   }
 }
 

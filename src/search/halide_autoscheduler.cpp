@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "graph/error.h"
+#include "schedule/autoscheduler.h"
 
 namespace ts {
 
@@ -34,6 +35,10 @@ Schedule HalideAutoschedulerPolicy::recipe(int64_t seed) const {
       r.params["random_dropout_seed"] = std::to_string(seed);
     }
   }
+  // This machine's parameters, written into the recipe so that it replays the same elsewhere.
+  const Halide::MachineParams mp = recipe_machine_params(r);
+  r.params["parallelism"] = std::to_string(mp.parallelism);
+  r.params["last_level_cache_size"] = std::to_string(mp.last_level_cache_size);
   s.autoscheduler = r;
   return s;
 }

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <map>
 
 #include "graph/error.h"
 #include "graph/workload.h"
