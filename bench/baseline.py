@@ -61,13 +61,7 @@ def main():
         cache = tempfile.mkdtemp(prefix="tensorsched-bench-")
         first, _ = tensorsched(args.binary, model_path, 1, 0, cache)
         second, warm_wall = tensorsched(args.binary, model_path, 1, 0, cache)
-        build, shape = export_models.MODELS[name]
-        torch.manual_seed(0)
-        net = build().eval()
-        export_models.disable_transformer_fast_paths(net)
-        x = torch.randn(*shape)
-        with torch.no_grad():
-            script = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x)))
+        net, script, x = bench_util.torch_models(export_models, name)
         for threads in [int(t) for t in args.threads.split(",")]:
             torch.set_num_threads(threads)
             ts, _ = tensorsched(args.binary, model_path, threads, args.iters, cache)

@@ -32,3 +32,15 @@ def write_tables(rows, out_dir, stem):
         for r in rows:
             f.write("| " + " | ".join(str(r[c]) for c in cols) + " |\n")
     print(f"wrote {out_dir}/{stem}.csv and {stem}.md")
+
+
+def torch_models(export_models, name):
+    """(eager network, TorchScript (trace + freeze + optimize_for_inference), example input) of a zoo model."""
+    build, shape = export_models.MODELS[name]
+    torch.manual_seed(0)
+    net = build().eval()
+    export_models.disable_transformer_fast_paths(net)
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        script = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x)))
+    return net, script, x

@@ -70,13 +70,7 @@ def main():
                              "beat_default": j["tuned_workloads"], "tasks": len(j["tasks"])}
             print(f"{name} {policy}: tuned in {tuned[policy]['tune_s']:.0f} s, {j['measured_now']} measured, "
                   f"{j['tuned_workloads']}/{len(j['tasks'])} workloads beat the default", flush=True)
-        build, shape = export_models.MODELS[name]
-        torch.manual_seed(0)
-        net = build().eval()
-        export_models.disable_transformer_fast_paths(net)
-        x = torch.randn(*shape)
-        with torch.no_grad():
-            script = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x)))
+        net, script, x = bench_util.torch_models(export_models, name)
         versions = ["default"] + list(tuned)
         best = {v: float("inf") for v in versions + ["torchscript"]}
         for _ in range(args.rounds):

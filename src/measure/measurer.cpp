@@ -1,4 +1,5 @@
 #include "measure/measurer.h"
+#include "measure/time_stats.h"
 
 #include <fmt/format.h>
 
@@ -103,16 +104,10 @@ int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, con
 }  // namespace
 
 void summarize_times(MeasureResult& r) {
-  r.median = r.min = r.noise = 0;
-  if (r.times.empty()) return;
-  std::vector<double> s = r.times;
-  std::sort(s.begin(), s.end());
-  const size_t n = s.size();
-  r.median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-  r.min = s.front();
-  double mean = 0;
-  for (double t : s) mean += t / static_cast<double>(n);
-  r.noise = mean > 0 ? (s.back() - s.front()) / mean : 0;
+  const TimeStats st = time_stats(r.times);
+  r.median = st.median;
+  r.min = st.min;
+  r.noise = st.noise;
 }
 
 struct Measurer::Impl {

@@ -1,4 +1,5 @@
 #include "tune/records_db.h"
+#include "measure/time_stats.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -206,17 +207,10 @@ Record normalized(const Record& in, const std::string& path) {
   if (r.valid() && r.times.empty()) throw bad("a valid record needs times");
   for (double t : r.times)
     if (!std::isfinite(t) || t < 0) throw bad(fmt::format("bad time {}", t));
-  r.median = r.min = r.noise = 0;
-  if (!r.times.empty()) {
-    std::vector<double> s = r.times;
-    std::sort(s.begin(), s.end());
-    size_t n = s.size();
-    r.median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-    r.min = s.front();
-    double mean = 0;
-    for (double t : s) mean += t / static_cast<double>(n);
-    r.noise = mean > 0 ? (s.back() - s.front()) / mean : 0;
-  }
+  const TimeStats st = time_stats(r.times);
+  r.median = st.median;
+  r.min = st.min;
+  r.noise = st.noise;
   try {
     r.machine = r.machine.empty() ? dump(machine_fingerprint()) : dump(json::parse(r.machine));
   } catch (const json::exception& e) {

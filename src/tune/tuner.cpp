@@ -10,6 +10,7 @@
 #include "analysis/pipeline_view.h"
 #include "graph/error.h"
 #include "graph/workload.h"
+#include "measure/time_stats.h"
 #include "runtime/compiled_model.h"
 #include "runtime/workload_compiler.h"
 #include "schedule/autoscheduler.h"
@@ -44,11 +45,6 @@ struct Task {
   TaskSummary summary;
 };
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 }  // namespace
 
@@ -209,8 +205,8 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       tm.run(inputs);
       tt.push_back(since(a));
     }
-    sum.e2e_default_s = median_of(dt);
-    sum.e2e_tuned_s = median_of(tt);
+    sum.e2e_default_s = time_stats(dt).median;
+    sum.e2e_tuned_s = time_stats(tt).median;
   }
   return sum;
 }

@@ -1,0 +1,17 @@
+#pragma once
+// Statistics of repeated timings, shared by the Measurer, the RecordsDB and the tuner's
+// end-to-end comparison (the value-learning paper's noise measure: (max - min) / mean).
+#include <vector>
+
+namespace ts {
+
+struct TimeStats {
+  double median = 0;  // median (mean of the middle two for an even count)
+  double min = 0;     // fastest
+  double noise = 0;   // (max - min) / mean
+};
+
+// All zero for an empty list.
+TimeStats time_stats(const std::vector<double>& times);
+
+}  // namespace ts
