@@ -15,6 +15,8 @@ void add_run_commands(CLI::App& app);
 void add_db_commands(CLI::App& app);
 void add_space_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
+void add_features_command(CLI::App& app);
+void add_costmodel_command(CLI::App& app);
 // Registers the action of a subcommand.
 void on_command(CLI::App* sub, std::function<int()> action);
 int run_selected_command(CLI::App& app);

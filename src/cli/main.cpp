@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   ts::add_db_commands(app);
   ts::add_space_command(app);
   ts::add_tune_command(app);
+  ts::add_features_command(app);
+  ts::add_costmodel_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

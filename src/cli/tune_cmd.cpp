@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "search/gbt_sa_search.h"
 #include "tune/tuner.h"
 
 namespace ts {
@@ -25,6 +26,9 @@ struct TuneArgs {
   int e2e_iters = 20;
   std::string cache_dir;
   bool json = false;
+  GbtSaOptions gbt;             // gbt-sa's options (the defaults of AutoTVM's paper where it gives them)
+  bool transfer = false;        // gbt-sa with a global model on the database's other workloads
+  std::vector<std::string> workloads;  // key hashes to tune (empty = all)
 };
 
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -38,7 +42,12 @@ int tune_command(const TuneArgs& a) {
   if ((a.trials > 0) == (a.seconds > 0)) throw Error("tune: give exactly one budget, --trials N or --time SECONDS");
   Graph g = load_model(a.model);
   RecordsDB db(a.db_path);
-  auto policy = make_policy(a.policy);
+  GbtSaOptions gbt = a.gbt;
+  if (a.transfer) {
+    if (a.policy != "gbt-sa") throw Error(fmt::format("tune: --transfer needs --policy gbt-sa (not '{}')", a.policy));
+    gbt.transfer_samples = [&db](const std::string& exclude) { return transfer_samples(db, exclude); };
+  }
+  auto policy = make_policy(a.policy, gbt);
   TuneOptions o;
   o.trials = a.trials;
   o.seconds = a.seconds;
@@ -47,6 +56,7 @@ int tune_command(const TuneArgs& a) {
   o.measure.compile_jobs = a.jobs;
   o.measure.cache_root = a.cache_dir;
   o.e2e_iters = a.e2e_iters;
+  o.only.insert(a.workloads.begin(), a.workloads.end());
   const bool tty = isatty(STDOUT_FILENO) && !a.json;
   auto progress = [&](const TuneProgress& p) {
     if (!tty) return;
@@ -77,6 +87,7 @@ int tune_command(const TuneArgs& a) {
   for (const auto& t : s.tasks) {
     std::string errs;
     for (const auto& [k, n] : t.errors) errs += fmt::format("{}{} {}", errs.empty() ? "" : ", ", n, k);
+    if (t.error == "not selected") continue;
     if (!t.error.empty()) errs = "not tuned: " + t.error;
     std::cout << fmt::format("{:<16} {:<24} {:>5} {:>11} {:>11} {:>7.2f} {:>7}  {}\n", t.key_hash, t.name.substr(0, 24),
                              t.count, ms(t.default_s), ms(t.best_s), t.best_s > 0 ? t.default_s / t.best_s : 0.0, t.trials,
@@ -108,6 +119,18 @@ void add_tune_command(CLI::App& app) {
   sub->add_option("--e2e-iters", a->e2e_iters, "End-to-end runs of each model version in the summary (0 = skip)");
   sub->add_option("--cache-dir", a->cache_dir, "Code cache root");
   sub->add_flag("--json", a->json, "Print the summary as JSON");
+  sub->add_option("--workloads", a->workloads, "Tune only these workloads (key hashes, see `tensorsched workloads`)")
+      ->delimiter(',');
+  auto* g = &a->gbt;
+  sub->add_flag("--transfer", a->transfer, "gbt-sa: add a global model trained on the database's other workloads");
+  sub->add_option("--cost-model", g->model, "gbt-sa: cost model")->capture_default_str()->check(CLI::IsMember(cost_model_names()));
+  sub->add_option("--plan-size", g->plan_size, "gbt-sa: b, schedules per plan (model retrained at least every b)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--epsilon", g->epsilon, "gbt-sa: fraction of a plan drawn at random")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--lambda", g->lambda, "gbt-sa: diverse plan picked among the top lambda*b")->capture_default_str()->check(CLI::Range(1.0, 1e6));
+  sub->add_option("--alpha", g->alpha, "gbt-sa: weight of a newly covered schedule component")->capture_default_str();
+  sub->add_option("--sa-chains", g->chains, "gbt-sa: parallel simulated-annealing chains")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--sa-steps", g->steps, "gbt-sa: most annealing steps per plan")->capture_default_str()->check(CLI::NonNegativeNumber);
   on_command(sub, [a] { return tune_command(*a); });
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "graph/error.h"
+#include "schedule/loop_nest.h"
 
 namespace ts {
 
@@ -160,32 +161,18 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
   auto ds = std::make_shared<DefSpace>();
   ds->max_group = root ? opts_.max_parallel_loops : 0;
   ds->max_unroll = opts_.max_unroll;
-  // Original loops in Schedule order: pure args for the pure definition; for an update its
-  // reduction loops, then the pure args it uses.
-  std::vector<const Loop*> ordered;
-  for (const auto& l : d.loops)
-    if (l.reduction) ordered.push_back(&l);
-  for (const auto& l : d.loops)
-    if (!l.reduction) ordered.push_back(&l);
-  if (def == 0) {
-    ordered.clear();
-    for (const auto& l : d.loops) ordered.push_back(&l);
-  }
-  for (const Loop* l : ordered) {
+  for (const OrigLoop& l : original_loops(st, def, region)) {
     DefSpace::OrigLoop o;
-    o.name = l->name;
-    o.rvar = l->reduction;
-    int64_t full = l->extent;
-    o.extent = l->extent;
-    if (!l->reduction)
-      for (size_t a = 0; a < st.dims.size(); a++)
-        if (st.dims[a].name == l->name) {
-          o.extent = region[a];
-          full = st.dims[a].extent;
-        }
+    o.name = l.name;
+    o.rvar = l.reduction;
+    o.extent = l.extent;
+    int64_t full = d.loops[static_cast<size_t>(l.def_loop)].extent;
+    if (!l.reduction)
+      for (const auto& dim : st.dims)
+        if (dim.name == l.name) full = dim.extent;
     // Reduction loops and the pure loops of updates round up: divisors of the region and of the
     // Func's extent (which validate() checks) only.
-    const bool exact = l->reduction || def > 0;
+    const bool exact = l.reduction || def > 0;
     const int64_t r = exact ? std::gcd(o.extent, full > 0 ? full : o.extent) : o.extent;
     o.tilings.push_back({});
     if (r > 0) {
@@ -252,100 +239,6 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
 
 // ---- placements ----
 
-namespace {
-
-// One loop of a scheduled definition's nest, as placement candidates see it.
-struct NestLoop {
-  std::string name;               // loop name after tiling and fusion
-  bool site = true;               // a Func may be computed here
-  std::vector<std::pair<std::string, int64_t>> inside;  // (original loop, extent) covered by one iteration's body
-};
-
-// The nest `ss` gives definition `d` (original loops `orig` with per-iteration extents `ext`),
-// innermost first, with what one iteration of each loop's body covers.
-std::vector<NestLoop> scheduled_nest(const StageSchedule& ss, const std::vector<std::string>& orig,
-                                     const std::map<std::string, int64_t>& ext) {
-  struct Level {
-    std::string name, loop;  // level name, original loop
-    int64_t extent;          // iterations
-    bool innermost;          // innermost level of its loop
-  };
-  std::vector<Level> levels;  // default nest order, innermost first
-  std::map<std::string, int> nlevels;
-  for (const auto& o : orig) {
-    const LoopTiling* t = nullptr;
-    for (const auto& x : ss.tiling)
-      if (x.loop == o) t = &x;
-    if (!t) {
-      levels.push_back({o, o, ext.at(o), true});
-      nlevels[o] = 1;
-      continue;
-    }
-    const auto lv = t->level_names();
-    int64_t prod = 1;
-    for (size_t k = 0; k < t->factors.size(); k++) {
-      levels.push_back({lv[k], o, t->factors[k], k == 0});
-      prod *= t->factors[k];
-    }
-    levels.push_back({lv.back(), o, (ext.at(o) + prod - 1) / prod, false});
-    nlevels[o] = static_cast<int>(lv.size());
-  }
-  if (!ss.order.empty()) {
-    std::vector<Level> re;
-    for (const auto& n : ss.order)
-      for (const auto& l : levels)
-        if (l.name == n) re.push_back(l);
-    levels = re;
-  }
-  std::vector<NestLoop> out;
-  std::map<std::string, int> seen_levels;   // levels of each original loop inside the current one
-  std::map<std::string, int64_t> covered;   // product of their extents
-  const std::string fused = ss.parallel_loop_name();
-  std::set<std::string> group(ss.parallel_fused.begin(), ss.parallel_fused.end());
-  if (!ss.parallel.empty()) group.insert(ss.parallel);
-  auto inside_now = [&]() {
-    std::vector<std::pair<std::string, int64_t>> in;
-    for (const auto& o : orig) {
-      if (!seen_levels.count(o)) continue;
-      in.emplace_back(o, seen_levels[o] == nlevels[o] ? ext.at(o) : std::min(covered[o], ext.at(o)));
-    }
-    return in;
-  };
-  for (size_t j = 0; j < levels.size(); j++) {
-    const Level& l = levels[j];
-    if (group.count(l.name)) {
-      // The fused parallel loop stands where its innermost member is; members are consecutive.
-      if (l.name == ss.parallel) out.push_back({fused, true, inside_now()});
-      seen_levels[l.loop]++;
-      covered[l.loop] = (covered.count(l.loop) ? covered[l.loop] : 1) * l.extent;
-      continue;
-    }
-    NestLoop n{l.name, true, {}};
-    if (l.name == ss.vectorize) {
-      if (l.extent == ss.vector_width) {
-        n.site = false;  // the vector lanes themselves
-      } else {
-        // Split by the width: the named loop is the serial part, the lanes are inside it.
-        n.site = l.extent % ss.vector_width == 0;  // a guarded tail realizes less than a vector
-        seen_levels[l.loop] = 0;
-        covered[l.loop] = ss.vector_width;
-        n.inside = inside_now();
-        seen_levels[l.loop] = 1;
-        covered[l.loop] = l.extent;
-        out.push_back(n);
-        continue;
-      }
-    }
-    n.inside = inside_now();
-    out.push_back(n);
-    seen_levels[l.loop]++;
-    covered[l.loop] = (covered.count(l.loop) ? covered[l.loop] : 1) * l.extent;
-  }
-  return out;
-}
-
-}  // namespace
-
 std::vector<ScheduleSpace::Placement_> ScheduleSpace::placements(const Schedule& partial, size_t i) const {
   const Stage& st = *view_.stage(order_[i]);
   std::vector<int64_t> full;
@@ -371,53 +264,15 @@ std::vector<ScheduleSpace::Placement_> ScheduleSpace::placements(const Schedule&
     if (a.definition != d) return out;
   const StageSchedule* cs = partial.find(names_[ci->second], d);
   if (!cs) return out;
-  // The consumer's region, then its definition's loops and their extents.
-  const std::vector<int64_t> cregion = region_of(partial, ci->second);
-  const Stage& cst = *view_.stage(cname);
-  const Definition& cd = cst.definitions.at(d);
-  std::map<std::string, int64_t> ext;
-  std::vector<std::string> orig;
-  for (const auto& l : cd.loops) {
-    int64_t x = l.extent;
-    if (!l.reduction)
-      for (size_t a = 0; a < cst.dims.size(); a++)
-        if (cst.dims[a].name == l.name) x = cregion[a];
-    ext[l.name] = std::max<int64_t>(1, x);
-  }
-  for (const auto& l : cd.loops)
-    if (l.reduction == (d > 0)) orig.push_back(l.name);
-  for (const auto& l : cd.loops)
-    if (l.reduction != (d > 0)) orig.push_back(l.name);
-  for (const NestLoop& n : scheduled_nest(*cs, orig, ext)) {
-    if (!n.site) continue;
-    std::map<std::string, int64_t> in(n.inside.begin(), n.inside.end());
-    std::vector<int64_t> region(st.dims.size(), 1);
-    for (size_t a = 0; a < st.dims.size(); a++) {
-      int64_t lo = INT64_MAX, hi = INT64_MIN;
-      bool affine = true;
-      for (const auto& acc : e->accesses) {
-        const AccessDim& ad = acc.dims.at(a);
-        if (!ad.affine) {
-          affine = false;
-          break;
-        }
-        int64_t l0 = ad.constant, h0 = ad.constant;
-        for (size_t k = 0; k < ad.coeffs.size(); k++) {
-          const int64_t span = ad.coeffs[k] * ((in.count(cd.loops[k].name) ? in[cd.loops[k].name] : 1) - 1);
-          (span < 0 ? l0 : h0) += span;
-        }
-        lo = std::min(lo, l0);
-        hi = std::max(hi, h0);
-      }
-      // Unknown (non-affine) extents count as 1: no split or vector along them is offered.
-      region[a] = affine ? std::clamp<int64_t>(hi - lo + 1, 1, full[a]) : 1;
-    }
-    out.push_back({Placement::ComputeAt, {names_[ci->second], d, n.name}, region});
-  }
+  // The consumer's region and nest; per site, the box its accesses read in one iteration.
+  const std::vector<int64_t> cregion = region(partial, ci->second);
+  const std::vector<OrigLoop> orig = original_loops(*view_.stage(cname), d, cregion);
+  for (const NestLoop& n : scheduled_nest(*cs, orig))
+    if (n.site) out.push_back({Placement::ComputeAt, {names_[ci->second], d, n.name}, access_region(e->accesses, n.inside, full)});
   return out;
 }
 
-std::vector<int64_t> ScheduleSpace::region_of(const Schedule& partial, size_t i) const {
+std::vector<int64_t> ScheduleSpace::region(const Schedule& partial, size_t i) const {
   const StageSchedule* s = partial.find(names_[i], 0);
   if (!s) throw Error(fmt::format("stage '{}' is undecided", names_[i]));
   for (const auto& p : placements(partial, i))

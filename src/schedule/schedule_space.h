@@ -80,6 +80,10 @@ class ScheduleSpace {
   double branching(const Schedule& partial, size_t i) const;
   // Draws one of them uniformly and adds its stage entries to `partial`.
   void sample_decision(Schedule& partial, size_t i, std::mt19937_64& rng) const;
+  // Per pure arg of decided Func i (Stage::dims order), the extent it realizes per iteration of
+  // its compute loop (root: its estimates). Throws Error when Func i is undecided or its
+  // placement is not one of the space's candidates.
+  std::vector<int64_t> region(const Schedule& partial, size_t i) const;
   // A complete schedule, each decision drawn uniformly in turn.
   Schedule sample(std::mt19937_64& rng) const;
   // Random rollouts: average branching factor and log10 of the space size.
@@ -89,8 +93,6 @@ class ScheduleSpace {
   struct Placement_;   // one placement candidate of a Func
   struct DefSpace;     // counting tables of one definition in one region
   std::vector<Placement_> placements(const Schedule& partial, size_t i) const;
-  // Extent of each pure arg of decided Func i computed per iteration of its compute loop.
-  std::vector<int64_t> region_of(const Schedule& partial, size_t i) const;
   const DefSpace& def_space(size_t i, int def, const std::vector<int64_t>& region, bool root) const;
 
   PipelineView view_;

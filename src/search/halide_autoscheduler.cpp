@@ -58,8 +58,8 @@ std::vector<Schedule> HalideAutoschedulerPolicy::propose(const SearchTask& task,
   return out;
 }
 
-const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"random", "adams2019", "adams2019-greedy", "li2018", "mullapudi2016"};
+const std::vector<std::string>& halide_policy_names() {
+  static const std::vector<std::string> names = {"adams2019", "adams2019-greedy", "li2018", "mullapudi2016"};
   return names;
 }
 

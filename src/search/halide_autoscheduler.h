@@ -10,6 +10,9 @@
 
 namespace ts {
 
+// The policy names this class implements.
+const std::vector<std::string>& halide_policy_names();
+
 class HalideAutoschedulerPolicy : public SearchPolicy {
  public:
   // policy: one of "adams2019", "adams2019-greedy", "li2018", "mullapudi2016".

@@ -1,7 +1,8 @@
 #pragma once
 // SearchPolicy: proposes the next schedules to measure for one task (a workload), given what
 // was measured. See DESIGN.md "SearchPolicy". Policies here: `random` (uniform draws from the
-// ScheduleSpace) and Halide's own autoschedulers as baselines (`adams2019`,
+// ScheduleSpace), `gbt-sa` (AutoTVM: a learned cost model steering simulated annealing) and
+// Halide's own autoschedulers as baselines (`adams2019`,
 // `adams2019-greedy`, `li2018`, `mullapudi2016`), whose proposals are AutoschedulerRecipes.
 #include <functional>
 #include <memory>
@@ -33,9 +34,13 @@ class SearchPolicy {
   virtual void observe(const SearchTask& task, const std::vector<Schedule>& batch, const std::vector<MeasureResult>& results) {}
 };
 
+struct GbtSaOptions;  // search/gbt_sa_search.h
+
 // Names accepted by make_policy().
 const std::vector<std::string>& policy_names();
-// A fresh policy; throws Error naming the policy and the known ones when unknown.
+// A fresh policy; throws Error naming the policy and the known ones when unknown. `gbt` sets
+// the options of "gbt-sa" (ignored by the others).
 std::unique_ptr<SearchPolicy> make_policy(const std::string& name);
+std::unique_ptr<SearchPolicy> make_policy(const std::string& name, const GbtSaOptions& gbt);
 
 }  // namespace ts

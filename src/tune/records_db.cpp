@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -56,11 +57,18 @@ CREATE INDEX measurements_workload ON measurements (workload_key, median);
 CREATE INDEX measurements_schedule ON measurements (workload_key, schedule_hash);
 )sql";
 
+// Added after version 1 without changing its meaning: created on open when missing, so older
+// files gain it. One row per record that has features: float32 values, little-endian, in the
+// layout of the record's features_version.
+constexpr const char* kFeaturesTable = R"sql(
+CREATE TABLE IF NOT EXISTS features (record_id INTEGER PRIMARY KEY REFERENCES measurements (id), data BLOB NOT NULL);
+)sql";
+
 constexpr const char* kSelectRecords = R"sql(
 SELECT m.id, w.exact_key, w.class_key, w.name, w.flops, w.key_hash, w.class_hash, m.schedule, m.schedule_hash,
        m.times, m.median, m.min, m.noise, m.error_kind, m.error_message, m.features_version, m.machine,
-       m.tensorsched_version, m.policy, m.timestamp_us
-FROM measurements m JOIN workloads w ON w.exact_key = m.workload_key
+       m.tensorsched_version, m.policy, m.timestamp_us, f.data
+FROM measurements m JOIN workloads w ON w.exact_key = m.workload_key LEFT JOIN features f ON f.record_id = m.id
 )sql";
 
 Error not_ours(const std::string& path, const std::string& why) {
@@ -95,6 +103,9 @@ class Stmt {
   Stmt& bind(int i, int64_t v) { return check(sqlite3_bind_int64(s_, i, v)); }
   Stmt& bind(int i, double v) { return check(sqlite3_bind_double(s_, i, v)); }
   Stmt& bind_null(int i) { return check(sqlite3_bind_null(s_, i)); }
+  Stmt& bind_blob(int i, const void* p, size_t n) {
+    return check(sqlite3_bind_blob(s_, i, p, static_cast<int>(n), SQLITE_TRANSIENT));
+  }
   // True while there is a row to read.
   bool step() {
     int rc = sqlite3_step(s_);
@@ -112,6 +123,13 @@ class Stmt {
     sqlite3_clear_bindings(s_);
   }
   int64_t integer(int c) const { return sqlite3_column_int64(s_, c); }
+  // A float32 array stored by bind_blob (empty for NULL).
+  std::vector<float> floats(int c) const {
+    const void* p = sqlite3_column_blob(s_, c);
+    std::vector<float> v(static_cast<size_t>(sqlite3_column_bytes(s_, c)) / sizeof(float));
+    if (p && !v.empty()) std::memcpy(v.data(), p, v.size() * sizeof(float));
+    return v;
+  }
   double real(int c) const { return sqlite3_column_double(s_, c); }
 
  private:
@@ -207,6 +225,9 @@ Record normalized(const Record& in, const std::string& path) {
   if (r.valid() && r.times.empty()) throw bad("a valid record needs times");
   for (double t : r.times)
     if (!std::isfinite(t) || t < 0) throw bad(fmt::format("bad time {}", t));
+  for (float f : r.features)
+    if (!std::isfinite(f)) throw bad("a feature is not finite");
+  if (!r.features.empty() && r.features_version <= 0) throw bad("features without a features_version");
   const TimeStats st = time_stats(r.times);
   r.median = st.median;
   r.min = st.min;
@@ -226,7 +247,7 @@ Record read_record(const Stmt& s) {
   return {s.integer(0),  {s.text(1), s.text(2), s.text(3), s.integer(4), s.text(5), s.text(6)},
           s.text(7),     s.text(8), json::parse(s.text(9)).get<std::vector<double>>(),
           s.real(10),    s.real(11), s.real(12), s.text(13), s.text(14), static_cast<int>(s.integer(15)),
-          s.text(16),    s.text(17), s.text(18), s.integer(19)};
+          s.text(16),    s.text(17), s.text(18), s.integer(19), s.floats(20)};
 }
 
 json to_json(const Record& r) {
@@ -239,7 +260,7 @@ json to_json(const Record& r) {
           {"noise", r.noise},         {"error_kind", r.error_kind},
           {"error_message", r.error_message}, {"features_version", r.features_version},
           {"machine", json::parse(r.machine)}, {"tensorsched_version", r.tensorsched_version},
-          {"policy", r.policy},       {"timestamp_us", r.timestamp_us}};
+          {"policy", r.policy},       {"timestamp_us", r.timestamp_us}, {"features", r.features}};
 }
 
 // Hashes, median, min and noise are recomputed by add(), so they are not read.
@@ -250,7 +271,7 @@ Record from_json(const json& j) {
            j.at("schedule").dump(), str(j, "schedule_hash"), j.at("times").get<std::vector<double>>(),
            0, 0, 0, str(j, "error_kind"), str(j, "error_message"), j.at("features_version").get<int>(),
            j.at("machine").dump(), str(j, "tensorsched_version"), str(j, "policy"),
-           j.at("timestamp_us").get<int64_t>()};
+           j.at("timestamp_us").get<int64_t>(), j.value("features", std::vector<float>{})};
   // add() would fill these with this machine's values: an import keeps the originals.
   if (r.timestamp_us <= 0) throw Error("timestamp_us must be positive");
   if (r.tensorsched_version.empty()) throw Error("empty tensorsched_version");
@@ -327,8 +348,11 @@ void RecordsDB::open_existing() {
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   check_meta();
   // Reads every page once: a damaged file is refused now, before anything is written to it.
-  Stmt check(db, path_, "PRAGMA quick_check(1)");
-  if (!check.step() || check.text(0) != "ok") throw not_ours(path_, "corrupt: " + check.text(0));
+  {
+    Stmt check(db, path_, "PRAGMA quick_check(1)");
+    if (!check.step() || check.text(0) != "ok") throw not_ours(path_, "corrupt: " + check.text(0));
+  }
+  exec(db, path_, kFeaturesTable);
 }
 
 // A new or empty file: creates the schema, unless another process did it first.
@@ -359,6 +383,7 @@ void RecordsDB::create_or_attach() {
   }
   txn.commit();
   check_meta();
+  exec(db, path_, kFeaturesTable);
 }
 
 void RecordsDB::check_meta() {
@@ -400,7 +425,13 @@ int64_t RecordsDB::insert(const Record& in) {
   }
   m.bind(8, r.error_kind).bind(9, r.error_message).bind(10, int64_t{r.features_version}).bind(11, r.machine);
   m.bind(12, r.tensorsched_version).bind(13, r.policy).bind(14, r.timestamp_us).step();
-  return sqlite3_last_insert_rowid(db);
+  const int64_t id = sqlite3_last_insert_rowid(db);
+  if (!r.features.empty()) {
+    static_assert(std::endian::native == std::endian::little, "features are stored as little-endian float32");
+    Stmt f(db, path_, "INSERT INTO features (record_id, data) VALUES (?1, ?2)");
+    f.bind(1, id).bind_blob(2, r.features.data(), r.features.size() * sizeof(float)).step();
+  }
+  return id;
 }
 
 int64_t RecordsDB::add(const Record& r) {

@@ -53,6 +53,7 @@ struct Record {
   std::string tensorsched_version;  // tensorsched that measured it; add() fills it when empty
   std::string policy;               // search policy that proposed the schedule, e.g. "random"
   int64_t timestamp_us = 0;         // microseconds since the Unix epoch; add() fills it when 0
+  std::vector<float> features;      // flat features (features/features.h) in features_version's layout; empty when none
 
   bool valid() const { return error_kind.empty(); }
 };

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "analysis/pipeline_view.h"
+#include "features/features.h"
 #include "graph/error.h"
 #include "graph/workload.h"
 #include "measure/time_stats.h"
@@ -23,8 +24,19 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m, const std::string& policy) {
+Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m, const std::string& policy,
+                   const FeatureExtractor* fx = nullptr) {
   Record r;
+  // Features let later runs (transfer, `costmodel eval`) learn from this record without the
+  // workload's pipeline. A recipe has no stage decisions, hence no features.
+  if (fx && !s.autoscheduler) {
+    try {
+      r.features = fx->flat(s);
+      r.features_version = kFeaturesVersion;
+    } catch (const Error&) {
+      r.features.clear();
+    }
+  }
   r.workload = workload_entry(w);
   r.schedule_json = s.to_json();
   r.schedule_hash = s.hash();
@@ -40,6 +52,7 @@ struct Task {
   const Workload* w = nullptr;
   std::unique_ptr<ScheduleSpace> space;   // built from the unscheduled pipeline
   std::unique_ptr<Measurer> measurer;     // holds the reference outputs
+  std::unique_ptr<FeatureExtractor> features;  // stored with each record
   double default_s = 0;                   // default median
   double weight = 0;                      // count x default time
   TaskSummary summary;
@@ -76,9 +89,14 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
     t.summary.key_hash = t.w->key_hash();
     t.summary.name = t.w->name;
     t.summary.count = t.w->count;
+    if (!opts.only.empty() && !opts.only.count(t.w->key_hash())) {
+      t.summary.error = "not selected";
+      continue;
+    }
     try {
       LoweredWorkload lw = lower_workload(*t.w);
       t.space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), sopts);
+      t.features = std::make_unique<FeatureExtractor>(*t.space);
       t.measurer = std::make_unique<Measurer>(*t.w, opts.measure);
       const MeasureResult& ref = t.measurer->reference();
       if (!ref.valid()) throw Error(fmt::format("default schedule: {}: {}", ref.error_kind, ref.error_message));
@@ -116,6 +134,27 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       return n;
     };
     int trials = count_trials();
+    {
+      // Earlier measurements of the workload (any run, any policy) teach a learning policy.
+      std::vector<Schedule> seen;
+      std::vector<MeasureResult> seen_results;
+      for (const auto& r : db.records(key)) {
+        try {
+          seen.push_back(Schedule::from_json(r.schedule_json));
+        } catch (const Error&) {
+          continue;
+        }
+        MeasureResult m;
+        m.times = r.times;
+        m.median = r.median;
+        m.min = r.min;
+        m.noise = r.noise;
+        m.error_kind = r.error_kind;
+        m.error_message = r.error_message;
+        seen_results.push_back(std::move(m));
+      }
+      if (!seen.empty()) policy.observe(st, seen, seen_results);
+    }
     const auto task_t0 = Clock::now();
     const double share = opts.trials > 0 ? 0 : (opts.seconds - setup_s) * t.weight / std::max(1e-12, total_weight) + carry;
     auto report = [&] {
@@ -149,7 +188,10 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       std::vector<Schedule> proposals = policy.propose(st, n, rng);
       if (proposals.empty()) break;  // the policy has nothing new for this task
       std::vector<MeasureResult> results = t.measurer->measure_batch(proposals);
-      for (size_t k = 0; k < proposals.size(); k++) db.add(make_record(*t.w, proposals[k], results[k], policy.name()));
+      std::vector<Record> batch_records;
+      for (size_t k = 0; k < proposals.size(); k++)
+        batch_records.push_back(make_record(*t.w, proposals[k], results[k], policy.name(), t.features.get()));
+      db.add(batch_records);
       policy.observe(st, proposals, results);
       trials += static_cast<int>(proposals.size());
       t.summary.measured_now += static_cast<int>(proposals.size());
@@ -209,6 +251,23 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
     sum.e2e_tuned_s = time_stats(tt).median;
   }
   return sum;
+}
+
+std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string& exclude_key) {
+  std::vector<CostSample> out;
+  for (const auto& w : db.workloads()) {
+    if (w.exact_key == exclude_key) continue;
+    const auto records = db.records(w.exact_key);
+    double worst = 0;
+    for (const auto& r : records)
+      if (r.valid() && r.features_version == kFeaturesVersion && !r.features.empty()) worst = std::max(worst, r.median);
+    if (worst <= 0) continue;
+    // Failures rank below every valid schedule of their workload (a rank loss compares within one).
+    for (const auto& r : records)
+      if (r.features_version == kFeaturesVersion && !r.features.empty())
+        out.push_back({w.key_hash, r.features, r.valid() ? r.median : 2 * worst});
+  }
+  return out;
 }
 
 std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings) {

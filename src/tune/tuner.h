@@ -15,9 +15,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "costmodel/cost_model.h"
 #include "graph/graph.h"
 #include "graph/workload.h"
 #include "measure/measurer.h"
@@ -35,6 +37,7 @@ struct TuneOptions {
   MeasureOptions measure;         // repeats, timeouts, jobs, threads, cache, test faults
   int e2e_iters = 20;             // end-to-end runs of each model version for the summary (0 = skip)
   int e2e_threads = 0;            // Halide threads for them (0 = default)
+  std::set<std::string> only;     // key hashes of the workloads to tune (empty = all)
 };
 
 // What the tuner reports while it works (for a progress line).
@@ -81,6 +84,11 @@ Schedule default_schedule_recipe();
 }  // namespace ts
 
 namespace ts {
+// Training samples for transfer (AutoTVM eq. 4): every record of every other workload that has
+// features of the current version. Failed records get twice their workload's worst valid time,
+// so a rank loss places them last.
+std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string& exclude_key);
+
 // The schedule of the fastest valid record of every workload of `part` that has one; records
 // whose schedule no longer parses are skipped with a warning.
 std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings);

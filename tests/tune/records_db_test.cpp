@@ -102,6 +102,7 @@ void expect_same(const Record& a, const Record& b) {
   EXPECT_EQ(a.tensorsched_version, b.tensorsched_version);
   EXPECT_EQ(a.policy, b.policy);
   EXPECT_EQ(a.timestamp_us, b.timestamp_us);
+  EXPECT_EQ(a.features, b.features);
 }
 
 // A closed database with a few records, for the bad-file tests to damage copies of.
@@ -117,6 +118,7 @@ TEST(RecordsDB, RoundTripsEveryField) {
   auto p = test::temp_dir() / "r.db";
   RecordsDB db(p.string());
   Record a = make_record("conv@1x8x32x32", "aaaa", {0.0012, 0.0011, 0.0013, 0.0010});
+  a.features = {1.5f, -2.0f, 0.0f, 3.25e-7f};
   a.schedule_json = R"({ "stages": [ {"tile": [8, 4], "name": "f"} ], "hash": "aaaa" })";  // not canonical
   Record b = make_record("conv@1x8x32x32", "bbbb", {}, "compile_error");
   b.machine = R"({"cpu": "elsewhere", "cores": 64})";
@@ -165,6 +167,36 @@ TEST(RecordsDB, RoundTripsEveryField) {
   EXPECT_EQ(w[0].flops, 123456789);
   EXPECT_EQ(w[0].key_hash, fnv1a_hex(a.workload.exact_key));
   EXPECT_EQ(db.count(), 2);
+}
+
+TEST(RecordsDB, FeaturesNeedAVersionAndFiniteValues) {
+  RecordsDB db((test::temp_dir() / "f.db").string());
+  Record r = make_record("conv@1", "s1", {1.0});
+  r.features = {1.0f, NAN};
+  EXPECT_THROW(db.add(r), Error);
+  r.features = {1.0f};
+  r.features_version = 0;
+  EXPECT_THROW(db.add(r), Error);
+  EXPECT_EQ(db.count(), 0);
+}
+
+// A file written before the features table existed opens, gains the table and keeps its records.
+TEST(RecordsDB, FileWithoutTheFeaturesTableGainsIt) {
+  auto p = test::temp_dir() / "old.db";
+  {
+    RecordsDB db(p.string());
+    db.add(make_record("conv@1", "s1", {1.0}));
+  }
+  sql(p, "DROP TABLE features");
+  EXPECT_EQ(sql(p, "SELECT count(*) FROM sqlite_schema WHERE name = 'features'"), "0");
+  RecordsDB db(p.string());
+  EXPECT_EQ(sql(p, "SELECT count(*) FROM sqlite_schema WHERE name = 'features'"), "1");
+  ASSERT_EQ(db.records("conv@1").size(), 1u);
+  EXPECT_TRUE(db.records("conv@1")[0].features.empty());
+  Record r = make_record("conv@1", "s2", {2.0});
+  r.features = {4.0f, 5.0f};
+  db.add(r);
+  EXPECT_EQ(db.records("conv@1")[1].features, (std::vector<float>{4.0f, 5.0f}));
 }
 
 TEST(RecordsDB, BestOrdersByMedianAndSkipsErrors) {
@@ -276,7 +308,9 @@ TEST(RecordsDB, EmptyFileBecomesADatabase) {
 TEST(RecordsDB, ExportImportRoundTrip) {
   auto dir = test::temp_dir();
   RecordsDB a((dir / "a.db").string());
-  a.add(make_record("conv@1", "s1", {1.0, 1.1}));
+  auto with_features = make_record("conv@1", "s1", {1.0, 1.1});
+  with_features.features = {0.5f, 7.0f};
+  a.add(with_features);
   a.add(make_record("conv@1", "s2", {}, "runtime_error"));
   a.add(make_record("conv@2", "s1", {2.0}));
   auto weird = make_record("conv@2", "s9", {3.0});

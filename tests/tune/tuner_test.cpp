@@ -14,6 +14,8 @@
 
 #include "analysis/pipeline_view.h"
 #include "runtime/workload_compiler.h"
+#include "features/features.h"
+#include "search/gbt_sa_search.h"
 #include "search/random_search.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
@@ -75,9 +77,56 @@ TEST(Tuner, InjectedFaultsAreRecordedAndTuningContinues) {
   EXPECT_EQ(kind.at(s[2].hash()), "wrong_answer");
   EXPECT_EQ(kind.at(s[3].hash()), "");
   EXPECT_EQ(sum.tasks[0].errors.at("crash"), 1);
+  // Every measured stage schedule carries its features (errors included); the recipe has none.
+  for (const auto& r : db.records(w.exact_key)) {
+    if (r.schedule_hash == default_schedule_recipe().hash()) {
+      EXPECT_TRUE(r.features.empty());
+    } else {
+      EXPECT_EQ(r.features_version, kFeaturesVersion);
+      EXPECT_EQ(r.features.size(), flat_feature_names().size());
+    }
+  }
   EXPECT_GT(sum.tasks[0].default_s, 0);
   EXPECT_GT(sum.e2e_default_s, 0);
   EXPECT_GT(sum.e2e_tuned_s, 0);
+}
+
+// AutoTVM's loop with real compiles and runs: distinct valid schedules, records with features
+// that transfer_samples() offers to other workloads (and not to their own).
+TEST(Tuner, GbtSaTunesWithRealMeasurements) {
+  const auto dir = test::temp_dir();
+  Graph g = test::import_model(test::save_matmul_relu_model());
+  const Workload w = partition_graph(g).workloads.at(0);
+  RecordsDB db((dir / "records.db").string());
+  TuneOptions o = quick_options((dir / "cache").string());
+  o.e2e_iters = 0;
+  o.trials = 10;
+  GbtSaOptions go;
+  go.plan_size = 4;
+  go.min_samples = 4;
+  go.chains = 16;
+  go.steps = 20;
+  auto policy = make_policy("gbt-sa", go);
+  TuneSummary sum = tune_model(g, db, *policy, o);
+  EXPECT_EQ(sum.measured_now, 10);
+  EXPECT_EQ(sum.tasks.at(0).trials, 10);
+  std::set<std::string> hashes;
+  int valid = 0;
+  for (const auto& r : db.records(w.exact_key)) {
+    EXPECT_TRUE(hashes.insert(r.schedule_hash).second) << "measured twice";
+    if (r.policy != "gbt-sa") continue;
+    valid += r.valid();
+    EXPECT_EQ(r.features.size(), flat_feature_names().size());
+  }
+  EXPECT_EQ(valid, 10);
+  const auto own = transfer_samples(db, w.exact_key);
+  EXPECT_TRUE(own.empty());
+  const auto others = transfer_samples(db, "another workload");
+  ASSERT_EQ(others.size(), 10u);
+  for (const auto& c : others) {
+    EXPECT_EQ(c.group, w.key_hash());
+    EXPECT_GT(c.seconds, 0);
+  }
 }
 
 TEST(Tuner, RerunResumesWithoutMeasuringTwice) {

@@ -1,0 +1,355 @@
+// FeatureExtractor on real pipelines: a hand-built 64x64 matmul whose tile-level bytes and cache
+// lines are computed by hand below, partial schedules, and random schedules of ResNet-18
+// workloads (fixed layout, finite values, deterministic).
+#include "features/features.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "graph/error.h"
+#include "graph/onnx_import.h"
+#include "graph/passes.h"
+#include "graph/workload.h"
+#include "runtime/workload_compiler.h"
+#include "schedule/loop_nest.h"
+
+namespace ts {
+namespace {
+
+float value(const std::vector<float>& row, const std::string& name) {
+  const auto& names = stage_feature_names();
+  for (size_t k = 0; k < names.size(); k++)
+    if (names[k] == name) return row.at(k);
+  ADD_FAILURE() << "no feature " << name;
+  return NAN;
+}
+
+float lg(double x) { return static_cast<float>(std::log2(1 + x)); }
+
+const StageFeatures& row_of(const ScheduleFeatures& f, const std::string& stage, int def) {
+  for (const auto& s : f.stages)
+    if (s.stage == stage && s.definition == def) return s;
+  throw Error("no row " + stage);
+}
+
+// C(i, j) = sum_k A(k, j) * B(i, k), 64 x 64 x 64, float. A's rows (k) and B's rows (i) are
+// contiguous (dim 0 is innermost in memory).
+std::vector<Halide::Func> matmul64() {
+  Halide::ImageParam A(Halide::Float(32), 2, "A"), B(Halide::Float(32), 2, "B");
+  for (auto* p : {&A, &B}) {
+    p->dim(0).set_estimate(0, 64);
+    p->dim(1).set_estimate(0, 64);
+  }
+  Halide::Var i("i"), j("j");
+  Halide::RDom k(0, 64, "k");
+  Halide::Func C("C");
+  C(i, j) = 0.0f;
+  C(i, j) += A(k, j) * B(i, k);
+  C.set_estimate(i, 0, 64).set_estimate(j, 0, 64);
+  return {C};
+}
+
+// The update tiled 8 x 8 (i_i vectorized by 8 innermost, then k, then j_i), tiles in parallel
+// over j_o; or untiled (Halide's default nest: k innermost, then i, then j).
+Schedule matmul_schedule(bool tiled, bool vectorize) {
+  Schedule s;
+  StageSchedule c0;
+  c0.func = "C";
+  c0.placement = Placement::Root;
+  s.set(c0);
+  StageSchedule c1;
+  c1.func = "C";
+  c1.definition = 1;
+  if (tiled) {
+    c1.tiling = {{"i", {8}, Tail::Auto}, {"j", {8}, Tail::Auto}};
+    c1.order = {"i_i", "k$x", "j_i", "i_o", "j_o"};
+    c1.parallel = "j_o";
+    if (vectorize) c1.vectorize = "i_i", c1.vector_width = 8;
+  } else {
+    c1.order = {"k$x", "i", "j"};
+    if (vectorize) c1.order = {"i", "k$x", "j"}, c1.vectorize = "i", c1.vector_width = 8;
+  }
+  s.set(c1);
+  return s;
+}
+
+TEST(Features, MatmulTileLevelBytesLinesAndOps) {
+  const auto outs = matmul64();
+  ScheduleSpace space(build_pipeline_view(outs));
+  FeatureExtractor fx(space);
+  const Schedule s = matmul_schedule(true, true);
+  ASSERT_FALSE(s.validate(outs)) << *s.validate(outs);
+  const ScheduleFeatures f = fx.extract(s);
+  ASSERT_EQ(f.stages.size(), 2u);
+  const auto& u = row_of(f, "C", 1).values;
+  EXPECT_TRUE(row_of(f, "C", 1).decided);
+
+  // Nest, innermost first: i_i (8 vector lanes), k (64), j_i (8), i_o (8), j_o (8, parallel).
+  EXPECT_EQ(value(u, "a_loops"), 5);
+  EXPECT_EQ(value(u, "a_vector_lanes"), 8);
+  EXPECT_FLOAT_EQ(value(u, "a_loop1_extent"), lg(64));
+  EXPECT_EQ(value(u, "a_loop1_reduction"), 1);
+  EXPECT_EQ(value(u, "a_parallel_depth"), 5);
+  EXPECT_FLOAT_EQ(value(u, "a_tasks"), lg(8));
+
+  // Level 2 = the whole j_i loop = one 8 x 8 tile with all of k inside: 8 * 8 * 64 = 4096 points.
+  //  A(k, j): 8 rows j of 64 k = 512 floats; whole rows are adjacent, so one run of 2048 B = 32 lines.
+  //  B(i, k): 64 rows k of 8 i = 512 floats in 64 runs of 32 B: 64 lines.
+  //  C(i, j) read (accumulator) and written: 8 rows of 8 floats: 8 runs of 32 B = 8 lines each.
+  //  Read bytes: 4096 points x 3 loads x 4 B = 49152; written: 4096 x 4 B = 16384.
+  //  Unique bytes: 2048 (A) + 2048 (B) + 256 (C) = 4352; reused: 49152 + 16384 - 4352 = 61184.
+  //  Intensity: 2 flops x 4096 / ((104 + 8) lines x 64 B).
+  EXPECT_FLOAT_EQ(value(u, "a_L2_points"), lg(4096));
+  EXPECT_FLOAT_EQ(value(u, "a_L2_read_lines"), lg(32 + 64 + 8));
+  EXPECT_FLOAT_EQ(value(u, "a_L2_write_lines"), lg(8));
+  EXPECT_FLOAT_EQ(value(u, "a_L2_read_bytes"), lg(49152));
+  EXPECT_FLOAT_EQ(value(u, "a_L2_write_bytes"), lg(16384));
+  EXPECT_FLOAT_EQ(value(u, "a_L2_reused_bytes"), lg(61184));
+  EXPECT_FLOAT_EQ(value(u, "d_L2_intensity"), 2.0f * 4096 / (112 * 64));
+  // Level 1 = the whole k loop (8 lanes x 64 k): A one row of 64 floats = 256 B = 4 lines; B 64
+  // runs of 32 B = 64 lines; C one run of 8 floats = 1 line.
+  EXPECT_FLOAT_EQ(value(u, "a_L1_read_lines"), lg(4 + 64 + 1));
+  // Level 0 = the lanes: one line of each.
+  EXPECT_FLOAT_EQ(value(u, "a_L0_read_lines"), lg(3));
+  // Root: all of A, B (64 x 64 floats = 256 lines each) and C (256 lines), read once each.
+  EXPECT_FLOAT_EQ(value(u, "a_root_read_lines"), lg(3 * 256));
+  EXPECT_FLOAT_EQ(value(u, "a_root_points"), lg(64 * 64 * 64));
+
+  // Ops: one add and one multiply per point, all in 8-lane vectors: 2 x 64^3 / 8 instructions.
+  EXPECT_EQ(value(u, "i_op_f_add"), 1);
+  EXPECT_EQ(value(u, "i_op_f_mul"), 1);
+  EXPECT_EQ(value(u, "i_op_loads"), 3);
+  EXPECT_FLOAT_EQ(value(u, "a_vec_float_ops"), lg(2.0 * 64 * 64 * 64 / 8));
+  EXPECT_EQ(value(u, "a_scalar_float_ops"), 0);
+  EXPECT_EQ(value(u, "a_vec_frac"), 1);
+  // Along the lanes (i): B and C are dense (stride 1), A is a broadcast (does not use i).
+  EXPECT_FLOAT_EQ(value(u, "a_vec_loads_dense"), lg(2.0 * 64 * 64 * 64 / 8));
+  EXPECT_FLOAT_EQ(value(u, "a_vec_loads_broadcast"), lg(1.0 * 64 * 64 * 64 / 8));
+  // Producer slots: A then B (one site each). A is read along rows k: transposed w.r.t. the
+  // default innermost loop (k innermost for the update: A's dim 0 uses k, so not transposed;
+  // B's dim 0 uses i, not k: transposed).
+  EXPECT_EQ(value(u, "i_p0_present"), 1);
+  EXPECT_EQ(value(u, "i_p0_transposed"), 0);
+  EXPECT_EQ(value(u, "i_p1_transposed"), 1);
+  EXPECT_EQ(value(u, "i_p0_broadcast_loops"), 1);  // A does not use i
+  EXPECT_EQ(value(u, "a_p0_broadcast"), 1);
+  EXPECT_EQ(value(u, "a_p1_dense"), 1);
+  // The allocation: C is the output (the caller's buffer), nothing allocated.
+  EXPECT_EQ(value(row_of(f, "C", 0).values, "a_alloc_bytes"), 0);
+}
+
+TEST(Features, LoopNestKindsForTheTiledMatmul) {
+  const auto outs = matmul64();
+  ScheduleSpace space(build_pipeline_view(outs));
+  const Stage& st = space.view().stages.at(0);
+  const auto orig = original_loops(st, 1, {64, 64});
+  ASSERT_EQ(orig.size(), 3u);
+  EXPECT_EQ(orig[0].name, "k$x");  // an update's RVars come first
+  const auto nest = scheduled_nest(*matmul_schedule(true, true).find("C", 1), orig);
+  ASSERT_EQ(nest.size(), 5u);
+  EXPECT_EQ(nest[0].kind, LoopKind::Vectorized);
+  EXPECT_FALSE(nest[0].site);
+  EXPECT_TRUE(nest[1].reduction);
+  EXPECT_EQ(nest[4].kind, LoopKind::Parallel);
+  // One iteration of j_i covers 8 i (lanes) and all 64 k.
+  EXPECT_EQ(nest[3].inside, (std::vector<int64_t>{8, 8, 64}));
+  // Vectorizing a 64-long loop by 8: the lanes split off, the serial loop keeps the name.
+  const auto flat = scheduled_nest(*matmul_schedule(false, true).find("C", 1), orig);
+  ASSERT_EQ(flat.size(), 4u);
+  EXPECT_EQ(flat[0].name, "i.v");
+  EXPECT_EQ(flat[1].name, "i");
+  EXPECT_EQ(flat[1].extent, 8);
+  EXPECT_TRUE(flat[1].site);
+}
+
+TEST(Features, VectorizingAndTilingMoveTheFeaturesTheRightWay) {
+  const auto outs = matmul64();
+  ScheduleSpace space(build_pipeline_view(outs));
+  FeatureExtractor fx(space);
+  for (bool tiled : {false, true}) {
+    const auto v = fx.extract(matmul_schedule(tiled, true)).stages.at(1).values;
+    const auto s = fx.extract(matmul_schedule(tiled, false)).stages.at(1).values;
+    EXPECT_GT(value(v, "a_vec_frac"), value(s, "a_vec_frac"));
+    EXPECT_LT(value(v, "a_scalar_float_ops"), value(s, "a_scalar_float_ops"));
+  }
+  // At the level of 4096 points (tiled: an 8 x 8 tile with k; untiled: a row of C with k),
+  // the tile touches fewer lines: 112 against 4 (A) + 256 (B) + 4 + 4 (C) = 268.
+  auto lines_at_4096 = [&](const Schedule& s) {
+    const auto v = fx.extract(s).stages.at(1).values;
+    for (int k = 0; k < 6; k++)
+      if (value(v, "a_L" + std::to_string(k) + "_points") == lg(4096))
+        return value(v, "a_L" + std::to_string(k) + "_read_lines") + value(v, "a_L" + std::to_string(k) + "_write_lines");
+    ADD_FAILURE() << "no level of 4096 points";
+    return 0.f;
+  };
+  EXPECT_LT(lines_at_4096(matmul_schedule(true, false)), lines_at_4096(matmul_schedule(false, false)));
+  EXPECT_FLOAT_EQ(lines_at_4096(matmul_schedule(false, false)), lg(4 + 256 + 4) + lg(4));
+}
+
+// scaled -> acc (init + update) -> out, as in the schedule space tests.
+std::vector<Halide::Func> chain_pipeline() {
+  Halide::ImageParam a(Halide::Float(32), 2, "a"), b(Halide::Float(32), 2, "b");
+  a.dim(0).set_estimate(0, 20);
+  a.dim(1).set_estimate(0, 33);
+  b.dim(0).set_estimate(0, 40);
+  b.dim(1).set_estimate(0, 20);
+  Halide::Var x("x"), y("y");
+  Halide::RDom r(0, 20, "r");
+  Halide::Func scaled("scaled"), acc("acc"), out("out");
+  scaled(x, y) = a(x, y) * 2.0f;
+  acc(x, y) = 0.0f;
+  acc(x, y) += scaled(r, y) * b(x, r);
+  out(x, y) = Halide::max(acc(x, y), 0.0f);
+  scaled.set_estimate(x, 0, 20).set_estimate(y, 0, 33);
+  acc.set_estimate(x, 0, 40).set_estimate(y, 0, 33);
+  out.set_estimate(x, 0, 40).set_estimate(y, 0, 33);
+  return {out};
+}
+
+TEST(Features, PartialSchedulesZeroUndecidedAndKeepDecidedStages) {
+  const auto outs = chain_pipeline();
+  ScheduleSpace space(build_pipeline_view(outs));
+  FeatureExtractor fx(space);
+  const size_t acquired = stage_intrinsic_features();
+  EXPECT_EQ(stage_feature_names().at(acquired), "a_inline");
+  std::mt19937_64 rng(3);
+  int compared = 0;
+  for (int draw = 0; draw < 60; draw++) {
+    const Schedule full = space.sample(rng);
+    const ScheduleFeatures ff = fx.extract(full);
+    for (size_t k = 0; k <= space.decisions().size(); k++) {
+      Schedule part;
+      for (size_t i = 0; i < k; i++)
+        for (const auto& e : full.stages)
+          if (e.func == space.schedule_name(i)) part.set(e);
+      const ScheduleFeatures pf = fx.extract(part);
+      ASSERT_EQ(pf.stages.size(), ff.stages.size());
+      for (size_t r = 0; r < pf.stages.size(); r++) {
+        const auto& row = pf.stages[r];
+        const bool decided = part.find(row.stage) != nullptr;
+        EXPECT_EQ(row.decided, decided) << row.stage;
+        // Intrinsic features are the same either way.
+        for (size_t c = 0; c < acquired; c++) ASSERT_EQ(row.values[c], ff.stages[r].values[c]);
+        if (!decided) {
+          for (size_t c = acquired; c < row.values.size(); c++)
+            ASSERT_EQ(row.values[c], 0.f) << row.stage << " " << stage_feature_names()[c];
+          continue;
+        }
+        // A decided stage whose producers (stages) are all at root in the full schedule does
+        // not depend on their decisions: an undecided producer counts as a root buffer.
+        bool independent = true;
+        for (const auto& p : space.view().stage(row.stage)->producers) {
+          const StageSchedule* ps = full.find(p);
+          if (ps && (ps->placement != Placement::Root || !ps->storage_order.empty())) independent = false;
+        }
+        if (!independent) continue;
+        EXPECT_EQ(row.values, ff.stages[r].values) << row.stage << "." << row.definition << " with " << k << " decisions";
+        compared++;
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
+}
+
+std::vector<Workload> resnet18_workloads() {
+  ImportOptions o;
+  o.quiet = true;
+  Graph g = import_onnx(std::string(TENSORSCHED_SOURCE_DIR) + "/models/resnet18.onnx", o);
+  run_default_passes(g);
+  return partition_graph(g).workloads;
+}
+
+TEST(Features, RandomSchedulesOfResNet18HaveAFixedFiniteDeterministicLayout) {
+  const auto ws = resnet18_workloads();
+  ASSERT_GE(ws.size(), 4u);
+  SpaceOptions so;
+  so.vector_bytes = 32;
+  const size_t nflat = flat_feature_names().size(), nstage = stage_feature_names().size();
+  int compute_at = 0;
+  for (size_t w = 0; w < 4; w++) {
+    LoweredWorkload lw = lower_workload(ws[w]);
+    ScheduleSpace space(build_pipeline_view(lw.outputs), so);
+    FeatureExtractor fx(space);
+    std::mt19937_64 rng(w);
+    for (int k = 0; k < 50; k++) {
+      const Schedule s = space.sample(rng);
+      const ScheduleFeatures f = fx.extract(s);
+      ASSERT_EQ(f.flat.size(), nflat);
+      for (size_t i = 0; i < nflat; i++)
+        ASSERT_TRUE(std::isfinite(f.flat[i])) << ws[w].name << " " << flat_feature_names()[i] << "\n" << s.to_json(1);
+      for (const auto& r : f.stages) {
+        ASSERT_EQ(r.values.size(), nstage);
+        ASSERT_TRUE(r.decided);
+        for (size_t i = 0; i < nstage; i++)
+          ASSERT_TRUE(std::isfinite(r.values[i])) << r.stage << " " << stage_feature_names()[i];
+      }
+      const ScheduleFeatures g = fx.extract(s);
+      ASSERT_EQ(f.flat, g.flat);
+      ASSERT_EQ(fx.flat(s), f.flat);
+      // A compute_at Func allocates the region the space computes for it.
+      for (size_t i = 0; i < space.decisions().size(); i++) {
+        const StageSchedule* e = s.find(space.schedule_name(i));
+        if (!e || e->placement != Placement::ComputeAt) continue;
+        const Stage& st = *space.view().stage(space.decisions()[i]);
+        double bytes = st.bytes * st.num_values;
+        for (int64_t r : space.region(s, i)) bytes *= static_cast<double>(r);
+        EXPECT_FLOAT_EQ(value(row_of(f, space.schedule_name(i), 0).values, "a_alloc_bytes"), lg(bytes));
+        compute_at++;
+      }
+    }
+  }
+  EXPECT_GT(compute_at, 10);
+}
+
+TEST(Features, NamesAreUniqueAndJsonHasEveryValue) {
+  for (const auto* names : {&stage_feature_names(), &flat_feature_names()}) {
+    std::set<std::string> u(names->begin(), names->end());
+    EXPECT_EQ(u.size(), names->size());
+  }
+  const auto outs = matmul64();
+  ScheduleSpace space(build_pipeline_view(outs));
+  FeatureExtractor fx(space);
+  const std::string j = fx.extract(matmul_schedule(true, true)).to_json();
+  EXPECT_NE(j.find("\"version\":" + std::to_string(kFeaturesVersion)), std::string::npos);
+  EXPECT_NE(j.find("\"a_L2_read_lines\""), std::string::npos);
+  EXPECT_NE(j.find("\"cr.p0.bytes.le2^0\""), std::string::npos);
+}
+
+TEST(Features, RecipesAndUnplaceableSchedulesThrow) {
+  const auto outs = chain_pipeline();
+  ScheduleSpace space(build_pipeline_view(outs));
+  FeatureExtractor fx(space);
+  Schedule recipe;
+  recipe.autoscheduler = AutoschedulerRecipe{"Adams2019", {}};
+  try {
+    fx.extract(recipe);
+    FAIL() << "a recipe has no stage decisions";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stage decisions"), std::string::npos) << e.what();
+  }
+  // acc computed at a loop out's nest does not have.
+  Schedule s;
+  StageSchedule o;
+  o.func = "out";
+  o.placement = Placement::Root;
+  s.set(o);
+  StageSchedule a;
+  a.func = "acc";
+  a.placement = Placement::ComputeAt;
+  a.compute_at = {"out", 0, "nope"};
+  s.set(a);
+  try {
+    fx.extract(s);
+    FAIL() << "no loop 'nope'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'acc'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ts
