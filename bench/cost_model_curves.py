@@ -11,7 +11,7 @@ Writes docs/bench/cost_model_curves.csv (policy, workload, trial, best_ms), a su
 (trials to reach 95 % of the best time any search found, per workload and on average) and,
 through tools/plot_curves.py, docs/bench/cost_model_curves.png.
 
-  bench/cost_model_curves.py --tensorsched build/tensorsched --trials 48 --workloads 6
+  bench/cost_model_curves.py --tensorsched build/tensorsched --trials 40 --workloads 8 --work-dir /tmp/curves
 """
 import argparse
 import json
@@ -60,6 +60,7 @@ def main():
     ap.add_argument("--trials", type=int, default=48, help="measured schedules per workload and search")
     ap.add_argument("--workloads", type=int, default=0, help="first N conv workloads (0 = all)")
     ap.add_argument("--plan-size", type=int, default=16)
+    ap.add_argument("--sa-steps", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work-dir", default="", help="keep the databases here (default: a temp dir)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench"))
@@ -72,7 +73,8 @@ def main():
         convs = convs[: a.workloads]
     keys = [c["key"] for c in convs]
     names = {c["key"]: c["name"] for c in convs}
-    common = ["--trials", str(a.trials), "--seed", str(a.seed), "--e2e-iters", "0", "--json", "--plan-size", str(a.plan_size)]
+    common = ["--trials", str(a.trials), "--seed", str(a.seed), "--e2e-iters", "0", "--json", "--plan-size", str(a.plan_size),
+              "--sa-steps", str(a.sa_steps)]
     dbs = {p: os.path.join(work, p + ".db") for p in ["random", "gbt-sa"]}
     for p in ["random", "gbt-sa"]:
         run([ts, "tune", a.model, "--db", dbs[p], "--policy", p, "--workloads", ",".join(keys)] + common)

@@ -317,6 +317,10 @@ size_t draw(const std::vector<double>& weights, std::mt19937_64& rng) {
 }  // namespace
 
 void ScheduleSpace::sample_decision(Schedule& partial, size_t i, std::mt19937_64& rng) const {
+  sample_decision_as(partial, i, rng, opts_.sampling);
+}
+
+void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937_64& rng, Sampling how) const {
   const Stage& st = *view_.stage(order_[i]);
   const auto cands = placements(partial, i);
   std::vector<double> w;
@@ -326,6 +330,14 @@ void ScheduleSpace::sample_decision(Schedule& partial, size_t i, std::mt19937_64
       for (size_t d = 0; d < st.definitions.size(); d++)
         prod *= def_space(i, static_cast<int>(d), p.region, p.placement == Placement::Root).total;
     w.push_back(prod);
+  }
+  const bool strat = how == Sampling::Stratified;
+  if (strat) {
+    // Each placement kind gets the same mass, shared by its candidates in proportion to their counts.
+    std::map<Placement, double> kind_total;
+    for (size_t k = 0; k < cands.size(); k++) kind_total[cands[k].placement] += w[k];
+    for (size_t k = 0; k < cands.size(); k++)
+      w[k] = kind_total[cands[k].placement] > 0 ? w[k] / kind_total[cands[k].placement] : 0;
   }
   const Placement_& p = cands[draw(w, rng)];
   StageSchedule s0;
@@ -343,7 +355,7 @@ void ScheduleSpace::sample_decision(Schedule& partial, size_t i, std::mt19937_64
     ss.definition = static_cast<int>(d);
     // Vector choice, then the totals (free pure levels, group size, unrolls, reduction levels).
     std::vector<double> vw;
-    for (const auto& v : ds.vec) vw.push_back(v.total);
+    for (const auto& v : ds.vec) vw.push_back(strat ? (v.total > 0 ? 1.0 : 0.0) : v.total);
     const auto& v = ds.vec[draw(vw, rng)];
     const int TM = ds.max_T(), G = ds.max_group;
     struct Totals { int T, g, up, Tr, ur; };
@@ -360,6 +372,12 @@ void ScheduleSpace::sample_decision(Schedule& partial, size_t i, std::mt19937_64
                 cw.push_back(x);
               }
             }
+    if (strat) {
+      // Every (parallel group size, unrolled or not) class gets the same mass.
+      std::map<std::pair<int, int>, double> cls;
+      for (size_t k = 0; k < combos.size(); k++) cls[{combos[k].g, combos[k].up + combos[k].ur}] += cw[k];
+      for (size_t k = 0; k < combos.size(); k++) cw[k] /= cls[{combos[k].g, combos[k].up + combos[k].ur}];
+    }
     Totals c = combos[draw(cw, rng)];
     // Loop options, drawn loop by loop given what the remaining loops must still provide.
     std::map<int, LoopOption> chosen;
@@ -463,7 +481,7 @@ SpaceStats ScheduleSpace::estimate(int rollouts, uint64_t seed) const {
       sum_b += b;
       n_b += 1;
       lp += std::log10(std::max(1.0, b));
-      sample_decision(s, i, rng);
+      sample_decision_as(s, i, rng, Sampling::Uniform);
     }
     log_products.push_back(lp);
   }

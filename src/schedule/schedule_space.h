@@ -33,7 +33,11 @@
 //       pure loop, fused; at most one loop is unrolled, of constant extent <= max_unroll;
 //     * a Func that only renames another (input wrappers) is inlined; outputs are at root.
 //  - Uniformity is per decision: sample() draws each decision uniformly among the candidates
-//    that the earlier (consumer) decisions leave, like the paper's random rollouts.
+//    that the earlier (consumer) decisions leave, like the paper's random rollouts. Uniform
+//    draws are dominated by the many tilings and orders of unvectorized, serial nests (a conv
+//    output is vectorized in a few percent of them); Sampling::Stratified first draws the
+//    structural class uniformly (placement kind, vector choice, parallel group size, unroll),
+//    then uniformly within it, so search starts from vectorized, parallel nests as often as not.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -46,11 +50,20 @@
 
 namespace ts {
 
+// How sample() draws among a decision's candidates.
+enum class Sampling {
+  Uniform,     // every candidate equally likely (the paper's random rollouts)
+  Stratified,  // each structural class equally likely, then uniform within it: placement kind
+               // (inline / root / compute_at), vector choice (none or a loop and width), number of
+               // fused parallel loops, and whether a loop is unrolled
+};
+
 struct SpaceOptions {
   int vector_bytes = 64;        // bytes of a native vector register (64 for AVX-512)
   int max_unroll = 16;          // largest extent of an unrolled loop
   int max_parallel_loops = 3;   // outermost loops fused into the parallel loop
   int max_factors = 10;         // split factors considered per loop and level
+  Sampling sampling = Sampling::Uniform;  // how sample_decision() draws
 };
 
 // Vector register size of a Halide target: 64 with AVX-512, 32 with AVX2/AVX, else 16.
@@ -78,7 +91,7 @@ class ScheduleSpace {
 
   // Number of candidates of decision i given `partial`, which decides every earlier decision.
   double branching(const Schedule& partial, size_t i) const;
-  // Draws one of them uniformly and adds its stage entries to `partial`.
+  // Draws one of them (as options().sampling says) and adds its stage entries to `partial`.
   void sample_decision(Schedule& partial, size_t i, std::mt19937_64& rng) const;
   // Per pure arg of decided Func i (Stage::dims order), the extent it realizes per iteration of
   // its compute loop (root: its estimates). Throws Error when Func i is undecided or its
@@ -86,11 +99,13 @@ class ScheduleSpace {
   std::vector<int64_t> region(const Schedule& partial, size_t i) const;
   // A complete schedule, each decision drawn uniformly in turn.
   Schedule sample(std::mt19937_64& rng) const;
-  // Random rollouts: average branching factor and log10 of the space size.
+  // Random rollouts (uniform whatever options().sampling says): average branching factor and
+  // log10 of the space size.
   SpaceStats estimate(int rollouts, uint64_t seed) const;
 
  private:
   struct Placement_;   // one placement candidate of a Func
+  void sample_decision_as(Schedule& partial, size_t i, std::mt19937_64& rng, Sampling how) const;
   struct DefSpace;     // counting tables of one definition in one region
   std::vector<Placement_> placements(const Schedule& partial, size_t i) const;
   const DefSpace& def_space(size_t i, int def, const std::vector<int64_t>& region, bool root) const;

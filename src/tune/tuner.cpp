@@ -77,6 +77,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   const Schedule def = default_schedule_recipe();
   SpaceOptions sopts;
   sopts.vector_bytes = native_vector_bytes(Halide::get_host_target());
+  sopts.sampling = opts.sampling;
   const int jobs = opts.measure.compile_jobs > 0 ? opts.measure.compile_jobs
                                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const size_t batch = opts.batch > 0 ? opts.batch : std::max(2, jobs);

@@ -101,8 +101,13 @@ TEST(ScheduleSpace, EverySampleOfRealWorkloadsValidates) {
       LoweredWorkload lw = lower_workload(w);
       ScheduleSpace space(build_pipeline_view(lw.outputs), o);
       std::mt19937_64 rng(workloads);
+      ScheduleSpace strat(space.view(), [&] {
+        SpaceOptions so = o;
+        so.sampling = Sampling::Stratified;
+        return so;
+      }());
       for (int k = 0; k < 40; k++, draws++) {
-        Schedule s = space.sample(rng);
+        Schedule s = (k % 2 ? strat : space).sample(rng);
         auto why = s.validate(lw.outputs);
         ASSERT_FALSE(why) << file << " workload " << w.key_hash() << " (" << w.name << "): " << *why << "\n"
                           << s.to_json(2);
@@ -115,6 +120,37 @@ TEST(ScheduleSpace, EverySampleOfRealWorkloadsValidates) {
   }
   EXPECT_GT(workloads, 40);
   std::cout << draws << " schedules of " << workloads << " workloads validated\n";
+}
+
+// Stratified draws come from the same candidates (they validate, above), with structure as
+// likely as not: the output of a conv is vectorized and parallel far more often than uniformly.
+TEST(ScheduleSpace, StratifiedSamplingFavoursNoStructuralClass) {
+  SpaceOptions o;
+  o.vector_bytes = native_vector_bytes(Halide::get_host_target());
+  const Workload w = model_workloads("resnet18.onnx").at(2);  // a 3x3 Conv+Relu
+  LoweredWorkload lw = lower_workload(w);
+  ScheduleSpace uniform(build_pipeline_view(lw.outputs), o);
+  o.sampling = Sampling::Stratified;
+  ScheduleSpace strat(uniform.view(), o);
+  auto fractions = [&](const ScheduleSpace& sp) {
+    std::mt19937_64 rng(4);
+    int vec = 0, par = 0;
+    const int n = 400;
+    for (int k = 0; k < n; k++) {
+      Schedule s = sp.sample(rng);
+      const StageSchedule* out = s.find(sp.schedule_name(0), 0);
+      vec += !out->vectorize.empty();
+      par += !out->parallel.empty();
+    }
+    return std::make_pair(vec / double(n), par / double(n));
+  };
+  auto [uv, up] = fractions(uniform);
+  auto [sv, sp] = fractions(strat);
+  std::cout << "output vectorized: uniform " << uv << ", stratified " << sv << "; parallel: uniform " << up
+            << ", stratified " << sp << "\n";
+  EXPECT_GT(sv, 0.5);
+  EXPECT_GT(sv, uv);
+  EXPECT_GT(sp, 0.5);
 }
 
 }  // namespace
