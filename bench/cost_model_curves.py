@@ -15,6 +15,7 @@ through tools/plot_curves.py, docs/bench/cost_model_curves.png.
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -113,16 +114,33 @@ def main():
             summary.append(row)
     print("wrote", csv_path)
 
+    per_workload = list(summary)
+
     def mean_trials(p):
         # Not reached counts as trials + 1 (a lower bound of what it needs).
-        vals = [r[f"{p} trials to 95%"] for r in summary]
+        vals = [r[f"{p} trials to 95%"] for r in per_workload]
         return sum(v if isinstance(v, int) else a.trials + 1 for v in vals) / len(vals)
+
+    def geomean_ratio(p, t):
+        # Geometric mean over workloads of (best after t trials) / (best any search found).
+        logs = []
+        for k in keys:
+            c = curves(records[p], p, k)
+            best_any = min(min(curves(records[q], q, k)) for q in POLICIES)
+            logs.append(math.log(c[min(t, len(c)) - 1] / best_any))
+        return math.exp(sum(logs) / len(logs))
 
     avg = {"workload": "mean", "name": f"{len(keys)} workloads", "best_ms": ""}
     for p in POLICIES:
         avg[f"{p} trials to 95%"] = round(mean_trials(p), 1)
         avg[f"{p} best ms"] = ""
     summary.append(avg)
+    for t in (a.trials // 2, a.trials):
+        row = {"workload": f"geomean best/best-any after {t} trials", "name": "", "best_ms": ""}
+        for p in POLICIES:
+            row[f"{p} trials to 95%"] = ""
+            row[f"{p} best ms"] = round(geomean_ratio(p, t), 3)
+        summary.append(row)
     sys.path.insert(0, HERE)
     from bench_util import write_tables
     write_tables(summary, a.out, "cost_model_curves_summary")

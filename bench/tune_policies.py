@@ -3,9 +3,9 @@
 default schedule and PyTorch (TorchScript), measured in one run.
 
 For each model: `tensorsched tune` once per policy, each into its own records database (random
-search with --trials per task; Halide's autoschedulers adams2019 / adams2019-greedy with
+search and gbt-sa with --trials per task; Halide's autoschedulers adams2019 / adams2019-greedy with
 --halide-trials proposals per task, li2018 / mullapudi2016 with their one deterministic
-schedule). Then the comparison, in rounds that alternate the versions so that drift hits all of
+schedule), or, with --time S, every policy with the same wall-time budget. Then the comparison, in rounds that alternate the versions so that drift hits all of
 them alike: `tensorsched run` with the default schedules, with each policy's database
 (`run --db`), and TorchScript (trace + freeze + optimize_for_inference) of the same network.
 The latency of a version is the minimum over rounds of its median over --iters runs.
@@ -14,7 +14,7 @@ Ratios: default / version (above 1: faster than the default) and TorchScript / v
 
   /usr/bin/python3 bench/tune_policies.py [--models resnet18,mobilenet_v2,squeezenet1_0]
       [--policies random,adams2019,adams2019-greedy,li2018,mullapudi2016] [--trials 20]
-      [--halide-trials 20] [--iters 20] [--rounds 3] [--out docs/bench]
+      [--halide-trials 20] [--time S] [--stem tune_policies] [--iters 20] [--rounds 3] [--out docs/bench]
 """
 import argparse
 import json
@@ -45,6 +45,9 @@ def main():
     ap.add_argument("--policies", default="random,adams2019,adams2019-greedy,li2018,mullapudi2016")
     ap.add_argument("--trials", type=int, default=20, help="random search: measured schedules per task")
     ap.add_argument("--halide-trials", type=int, default=20, help="adams2019(-greedy): proposals per task")
+    ap.add_argument("--time", type=float, default=0,
+                    help="a fixed budget: every policy tunes for this many seconds (--time) instead of trials")
+    ap.add_argument("--stem", default="tune_policies", help="output tables: OUT/STEM.csv and .md")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--binary", default=os.path.join(REPO, "build", "tensorsched"))
@@ -62,10 +65,11 @@ def main():
         tuned = {}
         for policy in args.policies.split(","):
             db = os.path.join(work, f"{name}-{policy}.db")
-            trials = args.trials if policy == "random" else args.halide_trials
+            trials = args.trials if policy in ("random", "gbt-sa") else args.halide_trials
+            budget = ["--time", str(args.time)] if args.time > 0 else ["--trials", str(trials)]
             t0 = time.time()
-            j = run_json([args.binary, "tune", model, "--db", db, "--policy", policy, "--trials", str(trials),
-                          "--e2e-iters", "0", "--cache-dir", cache, "--json"])
+            j = run_json([args.binary, "tune", model, "--db", db, "--policy", policy, "--e2e-iters", "0",
+                          "--cache-dir", cache, "--json"] + budget)
             tuned[policy] = {"db": db, "tune_s": time.time() - t0, "measured": j["measured_now"],
                              "beat_default": j["tuned_workloads"], "tasks": len(j["tasks"])}
             print(f"{name} {policy}: tuned in {tuned[policy]['tune_s']:.0f} s, {j['measured_now']} measured, "
@@ -90,7 +94,7 @@ def main():
                    "workloads_beating_default": f"{tuned[v]['beat_default']}/{tuned[v]['tasks']}" if v in tuned else ""}
             rows.append(row)
             print(json.dumps(row), flush=True)
-    bench_util.write_tables(rows, args.out, "tune_policies")
+    bench_util.write_tables(rows, args.out, args.stem)
     print(f"work dir {work}")
 
 

@@ -128,6 +128,8 @@ FlatLayout make_flat_layout() {
   Names a{F.names};
   F.anchor = 0;
   for (const auto& n : stage_layout().names) a("anchor." + n);
+  F.output = static_cast<int>(F.names.size());
+  for (const auto& n : stage_layout().names) a("output." + n);
   F.s_decided = a("sum.decided_frac");
   F.s_inline = a("sum.inline_funcs");
   F.s_root = a("sum.root_funcs");
@@ -278,6 +280,12 @@ FeatureExtractor::Impl::Impl(const ScheduleSpace& sp) {
     const int64_t pts = v.stages[defs[k].stage].definitions[defs[k].def].points;
     if (pts > best) best = pts, anchor = static_cast<int>(k);
   }
+  for (size_t k = 0; k < defs.size(); k++)
+    if (v.stages[defs[k].stage].is_output) {
+      output_def = static_cast<int>(k);
+      for (size_t j = k + 1; j < defs.size() && defs[j].stage == defs[k].stage; j++) output_def = static_cast<int>(j);
+      break;
+    }
 }
 
 namespace {
@@ -429,8 +437,12 @@ ScheduleFeatures FeatureExtractor::extract(const Schedule& s) const {
     computed += fs.calls;
   }
 
-  // Flat: the anchor's row, sums over decided definitions, the anchor's context relations.
+  // Flat: the anchor's and the output's rows, sums over decided definitions, the anchor's context relations.
   std::copy(out.stages[p.anchor].values.begin(), out.stages[p.anchor].values.end(), out.flat.begin() + F.anchor);
+  // The output's too: how the result is written (its parallelism, vectors) is not the anchor's
+  // when the anchor is an inner reduction.
+  std::copy(out.stages[p.output_def].values.begin(), out.stages[p.output_def].values.end(),
+            out.flat.begin() + F.output);
   double decided = 0, n_inline = 0, n_root = 0, n_at = 0;
   for (const FuncState& fs : funcs) {
     decided += fs.decided;

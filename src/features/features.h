@@ -25,8 +25,8 @@
 //  - flat: one fixed-length vector per schedule for tree models (flat_feature_names()):
 //    aggregates over stages plus AutoTVM's context-relation features (log2-spaced thresholds).
 //    Its features are workload-invariant quantities (no configuration indices), so a model
-//    trained on one workload's records transfers to another's: the row of the anchor (the
-//    definition with the most points, e.g. a conv's update), sums over decided definitions,
+//    trained on one workload's records transfers to another's: the rows of the anchor (the
+//    definition with the most points, e.g. a conv's update) and of the output, sums over decided definitions,
 //    and per anchor buffer (3 producers, the output) the touch count, unique bytes and reuse
 //    of the largest loop level of at most 2^0, 2^2, ..., 2^30 points.
 //  - kFeaturesVersion changes whenever a layout or a definition changes: records store the
@@ -41,7 +41,7 @@
 
 namespace ts {
 
-inline constexpr int kFeaturesVersion = 1;
+inline constexpr int kFeaturesVersion = 2;  // 2: the flat vector has the output's row
 
 // Names of StageFeatures::values, in layout order.
 const std::vector<std::string>& stage_feature_names();

@@ -56,6 +56,7 @@ const StageLayout& stage_layout();
 struct FlatLayout {
   std::vector<std::string> names;
   int anchor = 0;  // the anchor's StageFeatures::values start here
+  int output = 0;  // the output's (its last definition's) values start here
   int s_decided, s_inline, s_root, s_compute_at, s_points, s_recompute, s_vec_frac;
   int s_vec_float_ops, s_scalar_float_ops, s_vec_int_ops, s_scalar_int_ops, s_vec_loads, s_scalar_loads;
   int s_read_bytes, s_write_bytes, s_read_lines, s_write_lines;
@@ -113,6 +114,7 @@ struct Pipeline {
   std::vector<DefInfo> defs;        // stage by stage, definition order
   std::vector<Geom> input_geom;     // per input: its layout (dims in order, full extents)
   int anchor = 0;                   // defs index with the most points
+  int output_def = 0;               // defs index of the first output's last definition
   int cores = 1;                    // hardware threads
   std::vector<int> stage_of_decision;                   // decision index -> stage
   std::unordered_map<std::string, int> stage_of_name;   // schedule name -> stage

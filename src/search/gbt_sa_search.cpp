@@ -39,6 +39,7 @@ struct GbtSaSearch::TaskState {
   std::unique_ptr<FeatureExtractor> features;    // of the task's space
   std::vector<std::vector<float>> xs;            // features of measured schedules
   std::vector<double> seconds;                   // their median (0 = failed)
+  std::vector<Schedule> measured;                // the schedules themselves (same order)
   std::unique_ptr<CostModel> local;              // trained on xs (on top of global)
   std::unique_ptr<CostModel> global;             // trained on other workloads (transfer), or null
   bool global_tried = false;                     // transfer samples were fetched
@@ -92,6 +93,7 @@ void GbtSaSearch::observe(const SearchTask& task, const std::vector<Schedule>& b
       continue;  // a schedule of another space (e.g. an older version's): nothing to learn from
     }
     ts.seconds.push_back(results[k].valid() ? results[k].median : 0);
+    ts.measured.push_back(batch[k]);
     ts.new_since_plan++;
   }
 }
@@ -153,7 +155,8 @@ void GbtSaSearch::rebuild_plan(const SearchTask& task, TaskState& ts, std::mt199
   }
   const bool local_ready = ts.stats.samples >= opts_.min_samples;
   if (!local_ready && !ts.global) {
-    add_random(b);
+    // Just enough random schedules to train on: the model steers from the next plan on.
+    add_random(std::min(b, static_cast<size_t>(std::max(1, opts_.min_samples - ts.stats.samples))));
     ts.stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return;
   }
@@ -187,7 +190,22 @@ void GbtSaSearch::rebuild_plan(const SearchTask& task, TaskState& ts, std::mt199
 
   // Parallel simulated annealing from the persistent chains.
   while (ts.chains.size() < static_cast<size_t>(opts_.chains)) ts.chains.push_back(space.sample(rng));
+  // The fastest measured schedules restart the chains the model rates lowest, so annealing also
+  // explores around what is known to run well (in a space of 10^50+ schedules per workload,
+  // chains from random draws alone rarely come near it).
   std::vector<double> energy = predict(ts.chains);
+  {
+    std::vector<size_t> fastest;
+    for (size_t k = 0; k < ts.seconds.size(); k++)
+      if (ts.seconds[k] > 0) fastest.push_back(k);
+    std::sort(fastest.begin(), fastest.end(), [&](size_t a, size_t c) { return ts.seconds[a] < ts.seconds[c]; });
+    fastest.resize(std::min(fastest.size(), ts.chains.size() / 8));
+    std::vector<size_t> lowest(ts.chains.size());
+    for (size_t c = 0; c < lowest.size(); c++) lowest[c] = c;
+    std::sort(lowest.begin(), lowest.end(), [&](size_t a, size_t c) { return energy[a] < energy[c]; });
+    for (size_t k = 0; k < fastest.size(); k++) ts.chains[lowest[k]] = ts.measured[fastest[k]];
+    if (!fastest.empty()) energy = predict(ts.chains);
+  }
   const size_t keep = static_cast<size_t>(std::ceil(opts_.lambda * b));
   std::map<std::string, std::pair<double, Schedule>> top;  // hash -> (quality, schedule), the best `keep` fresh ones
   auto offer = [&](const Schedule& s, double q) {

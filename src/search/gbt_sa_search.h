@@ -12,8 +12,10 @@
 //    chains with the model as energy (parallel chains, temperature from 1 to 0, early stop), keep
 //    the top λ·b unmeasured schedules, pick (1−ε)·b of them greedily maximizing eq. 3
 //    (predicted quality + α · newly covered schedule components), and add ε·b random draws.
-//  - Until `min_samples` valid measurements exist (and without a global model) plans are random,
-//    like AutoTVM's first batch.
+//  - Until `min_samples` valid measurements exist (and without a global model) plans are random
+//    (just enough of them), like AutoTVM's first batch.
+//  - Beyond the paper: at each plan the fastest measured schedules (up to 1/8 of the chains)
+//    restart the chains the model rates lowest, as evolutionary searches keep their best.
 //  - Transfer (eq. 4): a global model trained once per task on other workloads' records (their
 //    stored flat features are workload-invariant), and the local model trained on top of its
 //    predictions (XGBoost base margin): f̂ = f̂_global + f̂_local.

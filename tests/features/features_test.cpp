@@ -15,6 +15,7 @@
 #include "graph/passes.h"
 #include "graph/workload.h"
 #include "runtime/workload_compiler.h"
+#include "support/small_workloads.h"
 #include "schedule/loop_nest.h"
 
 namespace ts {
@@ -190,28 +191,8 @@ TEST(Features, VectorizingAndTilingMoveTheFeaturesTheRightWay) {
   EXPECT_FLOAT_EQ(lines_at_4096(matmul_schedule(false, false)), lg(4 + 256 + 4) + lg(4));
 }
 
-// scaled -> acc (init + update) -> out, as in the schedule space tests.
-std::vector<Halide::Func> chain_pipeline() {
-  Halide::ImageParam a(Halide::Float(32), 2, "a"), b(Halide::Float(32), 2, "b");
-  a.dim(0).set_estimate(0, 20);
-  a.dim(1).set_estimate(0, 33);
-  b.dim(0).set_estimate(0, 40);
-  b.dim(1).set_estimate(0, 20);
-  Halide::Var x("x"), y("y");
-  Halide::RDom r(0, 20, "r");
-  Halide::Func scaled("scaled"), acc("acc"), out("out");
-  scaled(x, y) = a(x, y) * 2.0f;
-  acc(x, y) = 0.0f;
-  acc(x, y) += scaled(r, y) * b(x, r);
-  out(x, y) = Halide::max(acc(x, y), 0.0f);
-  scaled.set_estimate(x, 0, 20).set_estimate(y, 0, 33);
-  acc.set_estimate(x, 0, 40).set_estimate(y, 0, 33);
-  out.set_estimate(x, 0, 40).set_estimate(y, 0, 33);
-  return {out};
-}
-
 TEST(Features, PartialSchedulesZeroUndecidedAndKeepDecidedStages) {
-  const auto outs = chain_pipeline();
+  const auto outs = test::scaled_matmul_pipeline();
   ScheduleSpace space(build_pipeline_view(outs));
   FeatureExtractor fx(space);
   const size_t acquired = stage_intrinsic_features();
@@ -255,16 +236,8 @@ TEST(Features, PartialSchedulesZeroUndecidedAndKeepDecidedStages) {
   EXPECT_GT(compared, 100);
 }
 
-std::vector<Workload> resnet18_workloads() {
-  ImportOptions o;
-  o.quiet = true;
-  Graph g = import_onnx(std::string(TENSORSCHED_SOURCE_DIR) + "/models/resnet18.onnx", o);
-  run_default_passes(g);
-  return partition_graph(g).workloads;
-}
-
 TEST(Features, RandomSchedulesOfResNet18HaveAFixedFiniteDeterministicLayout) {
-  const auto ws = resnet18_workloads();
+  const auto ws = test::zoo_workloads("resnet18.onnx");
   ASSERT_GE(ws.size(), 4u);
   SpaceOptions so;
   so.vector_bytes = 32;
@@ -320,7 +293,7 @@ TEST(Features, NamesAreUniqueAndJsonHasEveryValue) {
 }
 
 TEST(Features, RecipesAndUnplaceableSchedulesThrow) {
-  const auto outs = chain_pipeline();
+  const auto outs = test::scaled_matmul_pipeline();
   ScheduleSpace space(build_pipeline_view(outs));
   FeatureExtractor fx(space);
   Schedule recipe;

@@ -12,40 +12,13 @@
 #include "graph/passes.h"
 #include "graph/workload.h"
 #include "runtime/workload_compiler.h"
+#include "support/small_workloads.h"
 
 namespace ts {
 namespace {
 
-std::vector<Workload> model_workloads(const std::string& file) {
-  ImportOptions o;
-  o.quiet = true;
-  Graph g = import_onnx(std::string(TENSORSCHED_SOURCE_DIR) + "/models/" + file, o);
-  run_default_passes(g);
-  return partition_graph(g).workloads;
-}
-
-// The hand-made matmul of schedule_test.cpp's kind: scaled -> acc (init + update) -> out.
-std::vector<Halide::Func> matmul_pipeline() {
-  Halide::ImageParam a(Halide::Float(32), 2, "a"), b(Halide::Float(32), 2, "b");
-  a.dim(0).set_estimate(0, 20);
-  a.dim(1).set_estimate(0, 33);
-  b.dim(0).set_estimate(0, 40);
-  b.dim(1).set_estimate(0, 20);
-  Halide::Var x("x"), y("y");
-  Halide::RDom r(0, 20, "r");
-  Halide::Func scaled("scaled"), acc("acc"), out("out");
-  scaled(x, y) = a(x, y) * 2.0f;
-  acc(x, y) = 0.0f;
-  acc(x, y) += scaled(r, y) * b(x, r);
-  out(x, y) = Halide::max(acc(x, y), 0.0f);
-  scaled.set_estimate(x, 0, 20).set_estimate(y, 0, 33);
-  acc.set_estimate(x, 0, 40).set_estimate(y, 0, 33);
-  out.set_estimate(x, 0, 40).set_estimate(y, 0, 33);
-  return {out};
-}
-
 TEST(ScheduleSpace, DecidesConsumersFirstAndDrawsCompleteSchedules) {
-  auto outs = matmul_pipeline();
+  auto outs = test::scaled_matmul_pipeline();
   ScheduleSpace space(build_pipeline_view(outs));
   ASSERT_EQ(space.decisions().size(), 3u);
   EXPECT_EQ(space.schedule_name(0), "out");
@@ -97,7 +70,7 @@ TEST(ScheduleSpace, EverySampleOfRealWorkloadsValidates) {
   o.vector_bytes = native_vector_bytes(Halide::get_host_target());
   int workloads = 0, draws = 0;
   for (const char* file : {"resnet18.onnx", "mobilenet_v2.onnx", "transformer.onnx"}) {
-    for (const auto& w : model_workloads(file)) {
+    for (const auto& w : test::zoo_workloads(file)) {
       LoweredWorkload lw = lower_workload(w);
       ScheduleSpace space(build_pipeline_view(lw.outputs), o);
       std::mt19937_64 rng(workloads);
@@ -127,7 +100,7 @@ TEST(ScheduleSpace, EverySampleOfRealWorkloadsValidates) {
 TEST(ScheduleSpace, StratifiedSamplingFavoursNoStructuralClass) {
   SpaceOptions o;
   o.vector_bytes = native_vector_bytes(Halide::get_host_target());
-  const Workload w = model_workloads("resnet18.onnx").at(2);  // a 3x3 Conv+Relu
+  const Workload w = test::zoo_workloads("resnet18.onnx").at(2);  // a 3x3 Conv+Relu
   LoweredWorkload lw = lower_workload(w);
   ScheduleSpace uniform(build_pipeline_view(lw.outputs), o);
   o.sampling = Sampling::Stratified;

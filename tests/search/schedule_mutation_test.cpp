@@ -10,20 +10,13 @@
 #include "graph/passes.h"
 #include "graph/workload.h"
 #include "runtime/workload_compiler.h"
+#include "support/small_workloads.h"
 
 namespace ts {
 namespace {
 
-std::vector<Workload> resnet18_workloads() {
-  ImportOptions o;
-  o.quiet = true;
-  Graph g = import_onnx(std::string(TENSORSCHED_SOURCE_DIR) + "/models/resnet18.onnx", o);
-  run_default_passes(g);
-  return partition_graph(g).workloads;
-}
-
 TEST(ScheduleMutation, NeighboursValidateDifferAndKeepIndependentDecisions) {
-  const auto workloads = resnet18_workloads();
+  const auto workloads = test::zoo_workloads("resnet18.onnx");
   std::mt19937_64 rng(11);
   int checked = 0, kept_checked = 0;
   for (size_t wi = 0; wi < workloads.size(); wi += 3) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "analysis/pipeline_view.h"
+#include "graph/onnx_import.h"
+#include "graph/passes.h"
 #include "support/onnx_builder.h"
 
 namespace ts::test {
@@ -71,6 +73,33 @@ Record measured_record(const Workload& w, const Schedule& s, double seconds) {
   r.times = {seconds};
   r.policy = "test";
   return r;
+}
+
+std::vector<Workload> zoo_workloads(const std::string& file) {
+  ImportOptions o;
+  o.quiet = true;
+  Graph g = import_onnx(std::string(TENSORSCHED_SOURCE_DIR) + "/models/" + file, o);
+  run_default_passes(g);
+  return partition_graph(g).workloads;
+}
+
+std::vector<Halide::Func> scaled_matmul_pipeline() {
+  Halide::ImageParam a(Halide::Float(32), 2, "a"), b(Halide::Float(32), 2, "b");
+  a.dim(0).set_estimate(0, 20);
+  a.dim(1).set_estimate(0, 33);
+  b.dim(0).set_estimate(0, 40);
+  b.dim(1).set_estimate(0, 20);
+  Halide::Var x("x"), y("y");
+  Halide::RDom r(0, 20, "r");
+  Halide::Func scaled("scaled"), acc("acc"), out("out");
+  scaled(x, y) = a(x, y) * 2.0f;
+  acc(x, y) = 0.0f;
+  acc(x, y) += scaled(r, y) * b(x, r);
+  out(x, y) = Halide::max(acc(x, y), 0.0f);
+  scaled.set_estimate(x, 0, 20).set_estimate(y, 0, 33);
+  acc.set_estimate(x, 0, 40).set_estimate(y, 0, 33);
+  out.set_estimate(x, 0, 40).set_estimate(y, 0, 33);
+  return {out};
 }
 
 }  // namespace ts::test

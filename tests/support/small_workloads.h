@@ -1,7 +1,10 @@
 #pragma once
 // A small real model (MatMul + bias + Relu, one workload) and hand-written schedules of its
 // workload, shared by the Measurer, CompiledModel and CLI tests.
+#include <Halide.h>
+
 #include <string>
+#include <vector>
 
 #include "graph/workload.h"
 #include "schedule/schedule.h"
@@ -18,6 +21,14 @@ Workload matmul_relu_workload();
 // outermost pure loop of the output and of the update run in parallel when `parallel`. Stage
 // and loop names come from the workload's PipelineView.
 Schedule matmul_relu_schedule(const Workload& w, int width, bool parallel);
+
+// The workloads of models/<file> (a graph-only zoo model), imported quietly with the default
+// passes and partitioned.
+std::vector<Workload> zoo_workloads(const std::string& file);
+
+// A hand-written Halide pipeline: scaled(x, y) = 2 a(x, y) -> acc = scaled x b (pure init +
+// update over r in [0, 20)) -> out = max(acc, 0); out and acc are 40 x 33, a 20 x 33, b 40 x 20.
+std::vector<Halide::Func> scaled_matmul_pipeline();
 
 // A valid record of schedule `s` of `w` measured at `seconds`, for RecordsDB::add.
 Record measured_record(const Workload& w, const Schedule& s, double seconds);
