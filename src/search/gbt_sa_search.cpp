@@ -130,9 +130,9 @@ void GbtSaSearch::rebuild_plan(const SearchTask& task, TaskState& ts, std::mt199
   ts.stats = {};
   ts.stats.samples = ts.valid();
   std::unordered_set<std::string> in_plan;
-  auto fresh = [&](const std::string& h) {
-    return !ts.planned.count(h) && !in_plan.count(h) && !(task.measured && task.measured(h));
-  };
+  // `planned` holds every schedule observed (earlier records included) or handed out, so the
+  // annealing loop needs no database query per candidate; propose() still asks task.measured.
+  auto fresh = [&](const std::string& h) { return !ts.planned.count(h) && !in_plan.count(h); };
   auto add_random = [&](size_t count) {
     for (size_t tries = 0; count > 0 && tries < 50 * b + 50; tries++) {
       Schedule s = space.sample(rng);
