@@ -29,7 +29,7 @@ struct TuneArgs {
   GbtSaOptions gbt;             // gbt-sa's options (the defaults of AutoTVM's paper where it gives them)
   bool transfer = false;        // gbt-sa with a global model on the database's other workloads
   std::vector<std::string> workloads;  // key hashes to tune (empty = all)
-  std::string sampling = "stratified";  // ScheduleSpace sampling
+  std::string sampling = "sketch";  // ScheduleSpace sampling
 };
 
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -58,7 +58,7 @@ int tune_command(const TuneArgs& a) {
   o.measure.cache_root = a.cache_dir;
   o.e2e_iters = a.e2e_iters;
   o.only.insert(a.workloads.begin(), a.workloads.end());
-  o.sampling = a.sampling == "uniform" ? Sampling::Uniform : Sampling::Stratified;
+  o.sampling = a.sampling == "uniform" ? Sampling::Uniform : a.sampling == "stratified" ? Sampling::Stratified : Sampling::Sketch;
   const bool tty = isatty(STDOUT_FILENO) && !a.json;
   auto progress = [&](const TuneProgress& p) {
     if (!tty) return;
@@ -124,9 +124,11 @@ void add_tune_command(CLI::App& app) {
   sub->add_option("--workloads", a->workloads, "Tune only these workloads (key hashes, see `tensorsched workloads`)")
       ->delimiter(',');
   sub->add_option("--sampling", a->sampling,
-                  "How schedules are drawn from the space: uniform over candidates, or stratified (each "
-                  "placement kind, vector choice, parallel group size and unroll class equally likely)")
-      ->capture_default_str()->check(CLI::IsMember({"uniform", "stratified"}));
+                  "How schedules are drawn from the space: sketch (random knobs of a register-blocked "
+                  "sketch where the workload has one, else stratified), stratified (each placement kind, "
+                  "vector choice, parallel group size and unroll class equally likely) or uniform over "
+                  "candidates")
+      ->capture_default_str()->check(CLI::IsMember({"sketch", "stratified", "uniform"}));
   auto* g = &a->gbt;
   sub->add_flag("--transfer", a->transfer, "gbt-sa: add a global model trained on the database's other workloads");
   sub->add_option("--cost-model", g->model, "gbt-sa: cost model")->capture_default_str()->check(CLI::IsMember(cost_model_names()));

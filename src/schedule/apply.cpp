@@ -267,6 +267,7 @@ std::optional<std::string> Checker::plan(const StageSchedule& ss, Nest& out) {
   for (const auto& b : fn.schedule().estimates())
     if (const int64_t* e = Halide::Internal::as_const_int(b.extent)) estimate[b.var] = *e;
 
+  const bool computed_at = where(ss.func) == Where::At;
   std::map<std::string, const LoopTiling*> tiles;
   for (const auto& t : ss.tiling) {
     const int k = find_loop(orig, t.loop);
@@ -293,8 +294,10 @@ std::optional<std::string> Checker::plan(const StageSchedule& ss, Nest& out) {
                            t.tail == Tail::ShiftInwards ? "shift_inwards" : "auto (shift_inwards)", prod, e);
       // Rounding up computes past the Func's extent and reads its producers there (inputs out
       // of bounds).
+      // A compute_at Func rounds up its per-iteration region instead, which validate() does not
+      // know (ScheduleSpace only offers divisors of it).
       const bool rounds_up = t.tail == Tail::RoundUp || (t.tail == Tail::Auto && ss.definition > 0);
-      if (rounds_up && e % prod != 0)
+      if (rounds_up && !computed_at && e % prod != 0)
         return fmt::format("loop '{}': a {} split by {} rounds its extent {} up (use guard_with_if)", t.loop,
                            t.tail == Tail::RoundUp ? "round_up" : "auto (round_up in an update)", prod, e);
     }
@@ -376,7 +379,9 @@ std::optional<std::string> Checker::plan(const StageSchedule& ss, Nest& out) {
     if (k < 0) return fmt::format("unrolls loop '{}', which does not exist (loops: {})", n, names_of(loops));
     if (!unrolled.insert(n).second) return fmt::format("unrolls loop '{}' twice", n);
     if (loops[k].kind == LoopKind::Vectorized) return fmt::format("loop '{}' is both vectorized and unrolled", n);
-    if (loops[k].extent <= 0)
+    // A compute_at Func's pure loops span its per-iteration region, constant when the consumer's
+    // tiles are; Halide rejects the unroll at compile time when it is not.
+    if (loops[k].extent <= 0 && !(computed_at && !loops[k].rvar))
       return fmt::format("unrolls loop '{}', whose extent is not a constant (unroll an inner tiling level or a reduction loop)", n);
     if (loops[k].extent > kMaxUnroll) return fmt::format("unrolls loop '{}' of extent {} (at most {})", n, loops[k].extent, kMaxUnroll);
     loops[k].kind = LoopKind::Unrolled;

@@ -1,6 +1,8 @@
 // The scheduled loop nest of one definition, from the Schedule data (see loop_nest.h).
 #include "schedule/loop_nest.h"
 
+#include <set>
+
 #include <algorithm>
 #include <climits>
 
@@ -151,6 +153,54 @@ std::vector<int64_t> access_region(const std::vector<Access>& accesses, const st
     region[a] = affine ? std::clamp<int64_t>(hi - lo + 1, 1, full[a]) : 1;
   }
   return region;
+}
+
+std::vector<Access> compose_accesses(const std::vector<Access>& inner, const Stage& via, const std::vector<Access>& outer) {
+  // via's definition loop k -> its dim (the index into an outer access's dims).
+  const Definition& vd = via.definitions.at(0);
+  std::vector<int> dim_of(vd.loops.size(), -1);
+  for (size_t k = 0; k < vd.loops.size(); k++)
+    for (size_t j = 0; j < via.dims.size(); j++)
+      if (via.dims[j].name == vd.loops[k].name) dim_of[k] = static_cast<int>(j);
+  std::vector<Access> out;
+  for (const Access& o : outer)
+    for (const Access& in : inner) {
+      Access a;
+      a.definition = o.definition;
+      for (const AccessDim& id : in.dims) {
+        AccessDim d;
+        d.affine = id.affine;
+        d.constant = id.constant;
+        std::set<int> deps;
+        const size_t n = o.dims.empty() ? 0 : o.dims[0].coeffs.size();
+        d.coeffs.assign(n, 0);
+        for (int k : id.depends_on) {
+          const int j = k < static_cast<int>(dim_of.size()) ? dim_of[static_cast<size_t>(k)] : -1;
+          if (j < 0 || j >= static_cast<int>(o.dims.size())) {
+            d.affine = false;
+            continue;
+          }
+          const AccessDim& od = o.dims[static_cast<size_t>(j)];
+          deps.insert(od.depends_on.begin(), od.depends_on.end());
+          if (!od.affine || !id.affine) {
+            d.affine = false;
+            continue;
+          }
+          const int64_t c = static_cast<size_t>(k) < id.coeffs.size() ? id.coeffs[static_cast<size_t>(k)] : 0;
+          d.constant += c * od.constant;
+          for (size_t m = 0; m < n && m < od.coeffs.size(); m++) d.coeffs[m] += c * od.coeffs[m];
+        }
+        if (!d.affine) {
+          d.coeffs.assign(n, 0);
+          d.constant = 0;
+        }
+        d.depends_on.assign(deps.begin(), deps.end());
+        d.expr = id.expr + " o " + via.name;
+        a.dims.push_back(std::move(d));
+      }
+      out.push_back(std::move(a));
+    }
+  return out;
 }
 
 }  // namespace ts

@@ -61,4 +61,10 @@ std::vector<int64_t> whole_loop_cover(const std::vector<NestLoop>& nest, size_t 
 std::vector<int64_t> access_region(const std::vector<Access>& accesses, const std::vector<int64_t>& cover,
                                    const std::vector<int64_t>& full);
 
+// The accesses of a producer as seen through an inlined consumer `via` (one pure definition):
+// `inner` (the producer's call sites in `via`, over via's loops) composed with `outer` (via's call
+// sites in its own consumer, over that consumer's definition loops), one access per pair of
+// sites. A dim stays affine when its index and the via indices it uses are affine.
+std::vector<Access> compose_accesses(const std::vector<Access>& inner, const Stage& via, const std::vector<Access>& outer);
+
 }  // namespace ts

@@ -25,7 +25,8 @@
 //    rest. 2 levels: split(L, L_o, L_i, f0, tail). 3 levels: split(L, L_o, L_mi, f0*f1, tail)
 //    then the exact split(L_mi, L_m, L_i, f0): only the outermost split has a tail.
 //  - Against the Func's estimates (set_estimate): a shift_inwards split (auto in a pure
-//    definition) may not exceed the extent; a round_up split (auto in an update) must divide it.
+//    definition) may not exceed the extent; a round_up split (auto in an update) must divide it,
+//    unless the Func is computed at a consumer loop (it must divide the region there).
 //  - `order` lists every loop after tiling, innermost first; empty keeps the default nest
 //    (each tiled loop's levels where the loop was).
 //  - The vectorized loop: a non-outermost tiling level of extent == width is vectorized whole;
@@ -37,8 +38,9 @@
 //  - Reduction loops (RVars and their levels) can be tiled (tail auto or guard_with_if),
 //    reordered (keeping their relative order, which Halide requires) and unrolled; never
 //    vectorized or parallelized (Halide rejects both as races).
-//  - Unrolled loops need a constant extent of at most 64: a non-outermost tiling level, or a
-//    reduction loop.
+//  - Unrolled loops need a constant extent of at most 64: a non-outermost tiling level, a
+//    reduction loop, or any pure loop of a compute_at Func (its per-iteration region, constant
+//    when the consumer's tiles are: Halide rejects the unroll at compile time otherwise).
 //  - A Func stored outside its compute loop (store_root / store_at) must not be computed inside
 //    a parallel loop below the storage (a race) or an unrolled one (Halide's sliding window),
 //    and no Func is computed inside a vectorized loop.

@@ -18,6 +18,14 @@ namespace ts {
 namespace {
 
 constexpr int kMaxLevels = 3;  // levels a loop is tiled into at most
+constexpr int kU = kMaxUnrollBits;  // unroll budget: sum over unrolled loops of ceil(log2(extent))
+
+// ceil(log2(e)) for e >= 2: what unrolling a loop of extent e spends of the budget.
+int unroll_bits(int64_t e) {
+  int b = 0;
+  while ((int64_t{1} << b) < e) b++;
+  return b;
+}
 
 
 double factorial(int n) {
@@ -35,16 +43,16 @@ std::vector<int64_t> thin(const std::vector<int64_t>& v, int limit) {
   return out;
 }
 
-// Split factors of a loop whose per-iteration extent is `r`: at most r / 2. `exact`: divisors of
+// Split factors of a loop whose per-iteration extent is `r`: at most `cap`. `exact`: divisors of
 // r only (update definitions and reduction loops, whose auto tail rounds up).
-std::vector<int64_t> factor_candidates(int64_t r, bool exact, int limit) {
+std::vector<int64_t> factor_candidates(int64_t r, int64_t cap, bool exact, int limit) {
   std::set<int64_t> s;
-  for (int64_t d = 2; d <= r / 2 && d <= 512; d++)
+  for (int64_t d = 2; d <= cap && d <= 512; d++)
     if (r % d == 0) s.insert(d);
   if (!exact) {
-    for (int64_t p = 2; p <= r / 2 && p <= 128; p *= 2) s.insert(p);
+    for (int64_t p = 2; p <= cap && p <= 128; p *= 2) s.insert(p);
     for (int64_t q : {3, 6, 12, 24})
-      if (q <= r / 2) s.insert(q);
+      if (q <= cap) s.insert(q);
   }
   return thin(std::vector<int64_t>(s.begin(), s.end()), limit);
 }
@@ -63,6 +71,7 @@ struct ScheduleSpace::Placement_ {
   Placement placement = Placement::Inline;  // where the Func is computed
   ConsumerLoop at;                          // compute_at loop
   std::vector<int64_t> region;              // extent of each pure arg computed per iteration of `at` (root: the Func's extents)
+  bool constant = false;                    // compute_at: Halide sees constant region extents (every consumer loop inside `at` has a constant extent)
 };
 
 // An option for one original loop: its tiling, plus (pure loops) whether its outermost level
@@ -72,6 +81,7 @@ struct LoopOption {
   int levels = 1;                 // 1 + factors.size()
   bool in_group = false;          // outermost level is one of the fused parallel loops
   int unrolled = -1;              // level index unrolled (0 = innermost), -1 = none
+  int bits = 0;                   // unroll budget it spends: ceil(log2(unrolled extent))
   int free_levels = 0;            // levels left to the interleaved part of the order
 };
 
@@ -86,17 +96,19 @@ struct ScheduleSpace::DefSpace {
     int loop = -1;           // pure loop whose innermost level is vectorized (-1 = none)
     int width = 0;           // lanes
     // Suffix tables, pure loops: P[k][T][g][u] = sum over loops k.. of prod 1/free!, with T free
-    // levels, g loops in the parallel group and u unrolled loops.
-    std::vector<std::vector<std::vector<std::array<double, 2>>>> P;
+    // levels, g loops in the parallel group and u bits of unroll budget spent.
+    std::vector<std::vector<std::vector<std::array<double, kU + 1>>>> P;
     double total = 0;        // candidates with this vector choice
   };
   std::vector<OrigLoop> loops;          // the definition's original loops, innermost first
   std::vector<int> pure, rv;            // indices into loops
   int max_group = 0;                    // parallel loops allowed (0 when not at root)
+  bool at = false;                      // computed at a consumer loop with a constant region: every pure level has a constant extent
   int max_unroll = 16;
   std::vector<VecChoice> vec;           // first: no vectorization
-  // R[j][T][u]: sum over reduction loops j.. with T levels and u unrolled (each option counts 1).
-  std::vector<std::vector<std::array<double, 2>>> R;
+  // R[j][T][u]: sum over reduction loops j.. with T levels and u bits of unroll budget (each
+  // option counts 1).
+  std::vector<std::vector<std::array<double, kU + 1>>> R;
   double total = 0;                     // candidates of this definition
 
   int max_T() const { return kMaxLevels * static_cast<int>(loops.size()); }
@@ -113,22 +125,30 @@ struct ScheduleSpace::DefSpace {
       if (vk) {
         if (f.empty() ? l.extent < v.width : f[0] % v.width != 0) continue;
       }
-      // Unrollable levels: constant extent <= max_unroll, not vectorized.
-      std::vector<int> unrollable;
+      // Unrollable levels: constant extent <= max_unroll. The outermost level of a pure loop has
+      // a constant extent only in a compute_at region; the vector level can unroll the serial
+      // loop just outside its lanes when it is longer than a vector.
+      const int64_t prod = std::accumulate(f.begin(), f.end(), int64_t{1}, std::multiplies<>());
+      std::vector<std::pair<int, int64_t>> unrollable;  // (level, extent)
       for (int lev = 0; lev < o.levels; lev++) {
-        if (vk && lev == 0) continue;
         int64_t e;
         if (lev < static_cast<int>(f.size())) e = f[lev];
-        else if (l.rvar) e = l.extent / std::accumulate(f.begin(), f.end(), int64_t{1}, std::multiplies<>());
-        else continue;  // outermost level of a pure loop: extent not a constant for Halide's unroll
-        if (e >= 2 && e <= max_unroll) unrollable.push_back(lev);
+        else if (l.rvar || at) e = (l.extent + prod - 1) / prod;
+        else continue;  // outermost level of a root Func's pure loop: not a constant for Halide
+        if (vk && lev == 0) {
+          if (!f.empty() || at) e /= v.width;
+          else continue;
+        }
+        if (e >= 2 && e <= max_unroll) unrollable.push_back({lev, e});
       }
       for (int g = 0; g <= (l.rvar || max_group == 0 ? 0 : 1); g++) {
         if (g && vk && o.levels < 2) continue;  // the only level is the vector loop
         for (int u = -1; u < static_cast<int>(unrollable.size()); u++) {
           LoopOption p = o;
           p.in_group = g;
-          p.unrolled = u < 0 ? -1 : unrollable[u];
+          p.unrolled = u < 0 ? -1 : unrollable[u].first;
+          p.bits = u < 0 ? 0 : unroll_bits(unrollable[u].second);
+          if (p.bits > kU) continue;
           p.free_levels = o.levels - (vk ? 1 : 0) - g;
           out.push_back(p);
         }
@@ -147,11 +167,13 @@ ScheduleSpace::ScheduleSpace(PipelineView view, SpaceOptions opts) : view_(std::
     order_.push_back(it->name);
     names_.push_back(func_base_name(it->name));
   }
+  sketch_ = Sketch::match(*this);
 }
 
-const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const std::vector<int64_t>& region,
-                                                        bool root) const {
-  std::string key = fmt::format("{}#{}#{}#", order_[i], def, root);
+const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const Placement_& p) const {
+  const bool root = p.placement == Placement::Root;
+  const std::vector<int64_t>& region = p.region;
+  std::string key = fmt::format("{}#{}#{}#{}#", order_[i], def, root, p.constant);
   for (int64_t r : region) key += fmt::format("{},", r);
   auto found = memo_.find(key);
   if (found != memo_.end()) return *found->second;
@@ -160,6 +182,7 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
   const Definition& d = st.definitions.at(def);
   auto ds = std::make_shared<DefSpace>();
   ds->max_group = root ? opts_.max_parallel_loops : 0;
+  ds->at = !root && p.constant;
   ds->max_unroll = opts_.max_unroll;
   for (const OrigLoop& l : original_loops(st, def, region)) {
     DefSpace::OrigLoop o;
@@ -170,16 +193,19 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
     if (!l.reduction)
       for (const auto& dim : st.dims)
         if (dim.name == l.name) full = dim.extent;
-    // Reduction loops and the pure loops of updates round up: divisors of the region and of the
-    // Func's extent (which validate() checks) only.
+    // Reduction loops and the pure loops of updates round up: divisors of the region (and, at
+    // root, of the Func's extent, which validate() checks) only.
     const bool exact = l.reduction || def > 0;
-    const int64_t r = exact ? std::gcd(o.extent, full > 0 ? full : o.extent) : o.extent;
+    const int64_t r = exact && root ? std::gcd(o.extent, full > 0 ? full : o.extent) : o.extent;
+    // Tiles of a root Func may span its extent (a shift-inwards split stays inside it); in a
+    // compute_at region at most half of it, whose edge iterations may realize less.
+    const int64_t cap = root ? r : r / 2;
     o.tilings.push_back({});
     if (r > 0) {
-      for (int64_t f0 : factor_candidates(r, exact, opts_.max_factors)) {
+      for (int64_t f0 : factor_candidates(r, cap, exact, opts_.max_factors)) {
         o.tilings.push_back({f0});
-        for (int64_t f1 : factor_candidates(r / f0, exact, opts_.max_factors / 2))
-          if (f0 * f1 <= r / 2 && (!exact || r % (f0 * f1) == 0)) o.tilings.push_back({f0, f1});
+        for (int64_t f1 : factor_candidates(r / f0, cap / f0, exact, opts_.max_factors / 2))
+          if (f0 * f1 <= cap && (!exact || r % (f0 * f1) == 0)) o.tilings.push_back({f0, f1});
       }
     }
     (o.rvar ? ds->rv : ds->pure).push_back(static_cast<int>(ds->loops.size()));
@@ -189,22 +215,20 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
   const int TM = ds->max_T();
   // Reduction loops: one chain; every option counts 1 (the chain's interleavings come later).
   const int nr = static_cast<int>(ds->rv.size());
-  ds->R.assign(nr + 1, std::vector<std::array<double, 2>>(TM + 1, {0, 0}));
+  ds->R.assign(nr + 1, std::vector<std::array<double, kU + 1>>(TM + 1, std::array<double, kU + 1>{}));
   ds->R[nr][0][0] = 1;
   DefSpace::VecChoice none;
   for (int j = nr - 1; j >= 0; j--)
     for (const auto& o : ds->options(ds->rv[j], none))
       for (int T = 0; T + o.levels <= TM; T++)
-        for (int u = 0; u < 2; u++) {
-          const int u2 = u + (o.unrolled >= 0);
-          if (u2 < 2) ds->R[j][T + o.levels][u2] += ds->R[j + 1][T][u];
-        }
+        for (int u = 0; u + o.bits <= kU; u++) ds->R[j][T + o.levels][u + o.bits] += ds->R[j + 1][T][u];
 
-  // Vector choices: none, or the innermost level of a pure loop at the native width or half.
+  // Vector choices: none, or the innermost level of a pure loop at the native width, half or a
+  // quarter of it (short rows: a 7-wide conv output).
   const int native = std::max(1, opts_.vector_bytes / std::max(1, st.bytes));
   ds->vec.push_back({});
   for (int k : ds->pure)
-    for (int w : {native / 2, native})
+    for (int w : {native / 4, native / 2, native})
       if (w >= 2) {
         DefSpace::VecChoice v;
         v.loop = k;
@@ -215,22 +239,23 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
   const int np = static_cast<int>(ds->pure.size());
   const int G = ds->max_group;
   for (auto& v : ds->vec) {
-    v.P.assign(np + 1, std::vector<std::vector<std::array<double, 2>>>(TM + 1, std::vector<std::array<double, 2>>(G + 1, {0, 0})));
+    using Row = std::array<double, kU + 1>;
+    v.P.assign(np + 1, std::vector<std::vector<Row>>(TM + 1, std::vector<Row>(G + 1, Row{})));
     v.P[np][0][0][0] = 1;
     for (int j = np - 1; j >= 0; j--)
       for (const auto& o : ds->options(ds->pure[j], v)) {
         const double w = 1.0 / factorial(o.free_levels);
         for (int T = 0; T + o.free_levels <= TM; T++)
           for (int g = 0; g + o.in_group <= G; g++)
-            for (int u = 0; u + (o.unrolled >= 0) < 2; u++)
-              v.P[j][T + o.free_levels][g + o.in_group][u + (o.unrolled >= 0)] += w * v.P[j + 1][T][g][u];
+            for (int u = 0; u + o.bits <= kU; u++)
+              v.P[j][T + o.free_levels][g + o.in_group][u + o.bits] += w * v.P[j + 1][T][g][u];
       }
     v.total = 0;
     for (int T = 0; T <= TM; T++)
       for (int g = 0; g <= G; g++)
-        for (int up = 0; up < 2; up++)
+        for (int up = 0; up <= kU; up++)
           for (int Tr = 0; T + Tr <= TM; Tr++)
-            for (int ur = 0; up + ur < 2; ur++)
+            for (int ur = 0; up + ur <= kU; ur++)
               v.total += v.P[0][T][g][up] * ds->R[0][Tr][ur] * factorial(T + Tr) / factorial(Tr) * factorial(g);
     ds->total += v.total;
   }
@@ -250,35 +275,65 @@ std::vector<ScheduleSpace::Placement_> ScheduleSpace::placements(const Schedule&
   out.push_back({Placement::Root, {}, full});
 
   // compute_at: a single consumer, decided and not inlined, reading through affine accesses
-  // in one of its definitions.
+  // in one of its definitions; an inlined consumer with a single consumer of its own is looked
+  // through (its accesses composed), as Halide computes a Func at a loop of the stage its
+  // inlined uses end up in.
   if (st.consumers.size() != 1) return out;
-  const std::string& cname = st.consumers[0];
-  auto ci = index_of_.find(cname);
-  if (ci == index_of_.end() || ci->second >= i) return out;
-  const StageSchedule* c0 = partial.find(names_[ci->second], 0);
-  if (!c0 || c0->placement == Placement::Inline) return out;
+  std::string cname = st.consumers[0];
   const Edge* e = view_.edge(order_[i], cname);
   if (!e || e->accesses.empty()) return out;
-  const int d = e->accesses[0].definition;
-  for (const auto& a : e->accesses)
+  std::vector<Access> accesses = e->accesses;
+  std::map<std::string, size_t>::const_iterator ci;
+  for (int hops = 0;; hops++) {
+    ci = index_of_.find(cname);
+    if (ci == index_of_.end() || ci->second >= i) return out;
+    const StageSchedule* c0 = partial.find(names_[ci->second], 0);
+    if (!c0) return out;
+    if (c0->placement != Placement::Inline) break;
+    const Stage& via = *view_.stage(cname);
+    if (hops > 16 || via.consumers.size() != 1 || via.definitions.size() != 1) return out;
+    const Edge* next = view_.edge(cname, via.consumers[0]);
+    if (!next || next->accesses.empty()) return out;
+    accesses = compose_accesses(accesses, via, next->accesses);
+    cname = via.consumers[0];
+  }
+  const int d = accesses[0].definition;
+  for (const auto& a : accesses)
     if (a.definition != d) return out;
   const StageSchedule* cs = partial.find(names_[ci->second], d);
   if (!cs) return out;
   // The consumer's region and nest; per site, the box its accesses read in one iteration.
-  const std::vector<int64_t> cregion = region(partial, ci->second);
-  const std::vector<OrigLoop> orig = original_loops(*view_.stage(cname), d, cregion);
-  for (const NestLoop& n : scheduled_nest(*cs, orig))
-    if (n.site) out.push_back({Placement::ComputeAt, {names_[ci->second], d, n.name}, access_region(e->accesses, n.inside, full)});
+  const Placement_ cp = placement_of(partial, ci->second);
+  const std::vector<OrigLoop> orig = original_loops(*view_.stage(cname), d, cp.region);
+  const std::vector<NestLoop> nest = scheduled_nest(*cs, orig);
+  // Halide's extent of a root consumer's pure loop is symbolic (it follows the output's size),
+  // so a region is constant only inside the outermost level of each of them.
+  std::map<int, size_t> outermost;  // pure original loop -> nest index of its outermost level
+  for (size_t j = 0; j < nest.size(); j++)
+    if (!nest[j].reduction) outermost[nest[j].orig] = j;
+  for (size_t j = 0; j < nest.size(); j++) {
+    if (!nest[j].site) continue;
+    bool constant = cp.constant;
+    if (cp.placement == Placement::Root) {
+      constant = true;
+      for (const auto& [k, top] : outermost)
+        if (top < j) constant = false;
+    }
+    out.push_back({Placement::ComputeAt, {names_[ci->second], d, nest[j].name}, access_region(accesses, nest[j].inside, full),
+                   constant});
+  }
   return out;
 }
 
-std::vector<int64_t> ScheduleSpace::region(const Schedule& partial, size_t i) const {
+ScheduleSpace::Placement_ ScheduleSpace::placement_of(const Schedule& partial, size_t i) const {
   const StageSchedule* s = partial.find(names_[i], 0);
   if (!s) throw Error(fmt::format("stage '{}' is undecided", names_[i]));
   for (const auto& p : placements(partial, i))
-    if (p.placement == s->placement && (p.placement != Placement::ComputeAt || p.at == s->compute_at)) return p.region;
+    if (p.placement == s->placement && (p.placement != Placement::ComputeAt || p.at == s->compute_at)) return p;
   throw Error(fmt::format("stage '{}': its placement is not one of the space's candidates", names_[i]));
 }
+
+std::vector<int64_t> ScheduleSpace::region(const Schedule& partial, size_t i) const { return placement_of(partial, i).region; }
 
 // ---- counting and drawing ----
 
@@ -292,7 +347,7 @@ double ScheduleSpace::branching(const Schedule& partial, size_t i) const {
     }
     double prod = 1;
     for (size_t d = 0; d < st.definitions.size(); d++)
-      prod *= def_space(i, static_cast<int>(d), p.region, p.placement == Placement::Root).total;
+      prod *= def_space(i, static_cast<int>(d), p).total;
     total += prod;
   }
   return total;
@@ -317,7 +372,7 @@ size_t draw(const std::vector<double>& weights, std::mt19937_64& rng) {
 }  // namespace
 
 void ScheduleSpace::sample_decision(Schedule& partial, size_t i, std::mt19937_64& rng) const {
-  sample_decision_as(partial, i, rng, opts_.sampling);
+  sample_decision_as(partial, i, rng, opts_.sampling == Sampling::Sketch ? Sampling::Stratified : opts_.sampling);
 }
 
 void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937_64& rng, Sampling how) const {
@@ -328,7 +383,7 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
     double prod = 1;
     if (p.placement != Placement::Inline)
       for (size_t d = 0; d < st.definitions.size(); d++)
-        prod *= def_space(i, static_cast<int>(d), p.region, p.placement == Placement::Root).total;
+        prod *= def_space(i, static_cast<int>(d), p).total;
     w.push_back(prod);
   }
   const bool strat = how == Sampling::Stratified;
@@ -349,7 +404,7 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
     return;
   }
   for (size_t d = 0; d < st.definitions.size(); d++) {
-    const DefSpace& ds = def_space(i, static_cast<int>(d), p.region, p.placement == Placement::Root);
+    const DefSpace& ds = def_space(i, static_cast<int>(d), p);
     StageSchedule ss = d == 0 ? s0 : StageSchedule{};
     ss.func = names_[i];
     ss.definition = static_cast<int>(d);
@@ -363,9 +418,9 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
     std::vector<double> cw;
     for (int T = 0; T <= TM; T++)
       for (int g = 0; g <= G; g++)
-        for (int up = 0; up < 2; up++)
+        for (int up = 0; up <= kU; up++)
           for (int Tr = 0; T + Tr <= TM; Tr++)
-            for (int ur = 0; up + ur < 2; ur++) {
+            for (int ur = 0; up + ur <= kU; ur++) {
               const double x = v.P[0][T][g][up] * ds.R[0][Tr][ur] * factorial(T + Tr) / factorial(Tr) * factorial(g);
               if (x > 0) {
                 combos.push_back({T, g, up, Tr, ur});
@@ -374,9 +429,10 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
             }
     if (strat) {
       // Every (parallel group size, unrolled or not) class gets the same mass.
-      std::map<std::pair<int, int>, double> cls;
-      for (size_t k = 0; k < combos.size(); k++) cls[{combos[k].g, combos[k].up + combos[k].ur}] += cw[k];
-      for (size_t k = 0; k < combos.size(); k++) cw[k] /= cls[{combos[k].g, combos[k].up + combos[k].ur}];
+      auto cls_of = [&](const Totals& t) { return std::make_pair(t.g, t.up + t.ur > 0); };
+      std::map<std::pair<int, bool>, double> cls;
+      for (size_t k = 0; k < combos.size(); k++) cls[cls_of(combos[k])] += cw[k];
+      for (size_t k = 0; k < combos.size(); k++) cw[k] /= cls[cls_of(combos[k])];
     }
     Totals c = combos[draw(cw, rng)];
     // Loop options, drawn loop by loop given what the remaining loops must still provide.
@@ -385,11 +441,11 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
       const auto opts = ds.options(ds.pure[j], v);
       std::vector<double> ow;
       for (const auto& o : opts) {
-        const int T = c.T - o.free_levels, g = c.g - o.in_group, u = c.up - (o.unrolled >= 0);
+        const int T = c.T - o.free_levels, g = c.g - o.in_group, u = c.up - o.bits;
         ow.push_back(T < 0 || g < 0 || u < 0 ? 0 : v.P[j + 1][T][g][u] / factorial(o.free_levels));
       }
       const LoopOption& o = opts[draw(ow, rng)];
-      c.T -= o.free_levels, c.g -= o.in_group, c.up -= (o.unrolled >= 0);
+      c.T -= o.free_levels, c.g -= o.in_group, c.up -= o.bits;
       chosen[ds.pure[j]] = o;
     }
     const DefSpace::VecChoice novec;
@@ -397,11 +453,11 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
       const auto opts = ds.options(ds.rv[j], novec);
       std::vector<double> ow;
       for (const auto& o : opts) {
-        const int T = c.Tr - o.levels, u = c.ur - (o.unrolled >= 0);
+        const int T = c.Tr - o.levels, u = c.ur - o.bits;
         ow.push_back(T < 0 || u < 0 ? 0 : ds.R[j + 1][T][u]);
       }
       const LoopOption& o = opts[draw(ow, rng)];
-      c.Tr -= o.levels, c.ur -= (o.unrolled >= 0);
+      c.Tr -= o.levels, c.ur -= o.bits;
       chosen[ds.rv[j]] = o;
     }
     // Tiling and level names (innermost first per loop).
@@ -460,6 +516,7 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
 }
 
 Schedule ScheduleSpace::sample(std::mt19937_64& rng) const {
+  if (opts_.sampling == Sampling::Sketch && sketch_) return sketch_->build(*this, sketch_->draw(rng));
   Schedule s;
   for (size_t i = 0; i < order_.size(); i++) sample_decision(s, i, rng);
   return s;

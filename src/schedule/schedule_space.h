@@ -16,21 +16,29 @@
 //    unrolled loops). branching() is the exact number of candidates of a decision; sample_*()
 //    draws one of them uniformly from the same tables.
 //  - Pruning, so that every candidate applies, compiles and computes the right values:
-//     * split factors (a few divisors, powers of two and non-divisors) are at most half the
-//       loop's extent in the region the stage computes per iteration of its compute loop, so
-//       a shift-inwards split never reaches outside the producer's inputs; loops of update
-//       definitions (and reduction loops) only take divisors of both the region and the
-//       Func's extent (their auto tail rounds up);
+//     * split factors (a few divisors, powers of two and non-divisors) multiply to at most the
+//       extent of a root Func's loop, and to at most half the loop's extent in the region a
+//       compute_at Func computes per iteration of its compute loop, so a shift-inwards split
+//       never reaches outside the producer's inputs; loops of update definitions (and
+//       reduction loops) only take divisors of the region (at root: also of the Func's
+//       extent), since their auto tail rounds up;
 //     * the levels of one loop keep their nesting (outer level outside inner), reduction loops
 //       keep their relative order (Halide requires it);
 //     * the vectorized loop is innermost: a pure loop's innermost level whose extent is a
 //       multiple of the width, or an untiled pure loop at least one vector long; widths are
-//       the native vector and half of it;
+//       the native vector, half and a quarter of it;
 //     * compute_at only inside a Func's single consumer, read from one definition through
 //       affine accesses, at a loop that is not the vector lanes nor a guarded vector loop
-//       (whose last iteration realizes less than a vector); storage at the compute level;
+//       (whose last iteration realizes less than a vector); storage at the compute level; an
+//       inlined consumer with a single consumer is looked through (a conv's accumulator is
+//       computed at a loop of the output its bias and ReLU are inlined into);
 //     * parallel: the 1-3 outermost loops of a root stage, each the outermost level of a
-//       pure loop, fused; at most one loop is unrolled, of constant extent <= max_unroll;
+//       pure loop, fused;
+//     * unroll: at most one level per loop, of constant extent <= max_unroll: inner tiling
+//       levels, reduction loops, and in a compute_at region every pure level (the serial loop
+//       just outside a vector's lanes included); the unrolled extents multiply to at most
+//       2^kMaxUnrollBits (each costs ceil(log2(extent)) bits), which bounds the code size and
+//       leaves room for register tiles such as 2 vectors x 8 channels;
 //     * a Func that only renames another (input wrappers) is inlined; outputs are at root.
 //  - Uniformity is per decision: sample() draws each decision uniformly among the candidates
 //    that the earlier (consumer) decisions leave, like the paper's random rollouts. Uniform
@@ -47,6 +55,7 @@
 
 #include "analysis/pipeline_view.h"
 #include "schedule/schedule.h"
+#include "schedule/sketch.h"
 
 namespace ts {
 
@@ -56,7 +65,12 @@ enum class Sampling {
   Stratified,  // each structural class equally likely, then uniform within it: placement kind
                // (inline / root / compute_at), vector choice (none or a loop and width), number of
                // fused parallel loops, and whether a loop is unrolled
+  Sketch,      // sample(): random knobs of the pipeline's sketch (schedule/sketch.h) when one
+               // applies; per decision and where none applies, as Stratified
 };
+
+// Unroll budget of one definition: the sum of ceil(log2(extent)) over its unrolled loops.
+constexpr int kMaxUnrollBits = 6;
 
 struct SpaceOptions {
   int vector_bytes = 64;        // bytes of a native vector register (64 for AVX-512)
@@ -97,8 +111,11 @@ class ScheduleSpace {
   // its compute loop (root: its estimates). Throws Error when Func i is undecided or its
   // placement is not one of the space's candidates.
   std::vector<int64_t> region(const Schedule& partial, size_t i) const;
-  // A complete schedule, each decision drawn uniformly in turn.
+  // A complete schedule: the sketch's random knobs with Sampling::Sketch (when the pipeline has
+  // one), else each decision drawn in turn.
   Schedule sample(std::mt19937_64& rng) const;
+  // The pipeline's sketch (schedule/sketch.h), null when its rule does not apply.
+  const Sketch* sketch() const { return sketch_.get(); }
   // Random rollouts (uniform whatever options().sampling says): average branching factor and
   // log10 of the space size.
   SpaceStats estimate(int rollouts, uint64_t seed) const;
@@ -108,14 +125,16 @@ class ScheduleSpace {
   void sample_decision_as(Schedule& partial, size_t i, std::mt19937_64& rng, Sampling how) const;
   struct DefSpace;     // counting tables of one definition in one region
   std::vector<Placement_> placements(const Schedule& partial, size_t i) const;
-  const DefSpace& def_space(size_t i, int def, const std::vector<int64_t>& region, bool root) const;
+  Placement_ placement_of(const Schedule& partial, size_t i) const;  // decided Func i's candidate (throws when none)
+  const DefSpace& def_space(size_t i, int def, const Placement_& p) const;
 
   PipelineView view_;
   SpaceOptions opts_;
   std::vector<std::string> order_;               // decision order (Halide names)
   std::vector<std::string> names_;               // base names, same order
   std::map<std::string, size_t> index_of_;       // Halide name -> decision index
-  mutable std::map<std::string, std::shared_ptr<DefSpace>> memo_;  // (func, def, region, root) -> tables
+  std::shared_ptr<const Sketch> sketch_;         // see sketch()
+  mutable std::map<std::string, std::shared_ptr<DefSpace>> memo_;  // (func, def, root, constant, region) -> tables
 };
 
 }  // namespace ts

@@ -46,6 +46,9 @@ Schedule mutate_decision(const ScheduleSpace& space, const Schedule& s, size_t i
 }
 
 Schedule mutate(const ScheduleSpace& space, const Schedule& s, std::mt19937_64& rng) {
+  // A sketch point moves among sketch points: one knob changed.
+  if (space.options().sampling == Sampling::Sketch && space.sketch())
+    if (auto k = space.sketch()->knobs_of(space, s)) return space.sketch()->build(space, space.sketch()->mutate(*k, rng));
   // Counting each decision's candidates first would cost more than the mutation: draw a
   // decision, and draw again when it had a single candidate (input wrappers, outputs without
   // loops to split) and so changed nothing.

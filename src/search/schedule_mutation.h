@@ -21,7 +21,8 @@ namespace ts {
 // redrawn. May equal `s` when decision i has one candidate.
 Schedule mutate_decision(const ScheduleSpace& space, const Schedule& s, size_t i, std::mt19937_64& rng);
 // mutate_decision at a decision drawn uniformly, drawn again (a few times) while the result
-// equals `s`.
+// equals `s`. With Sampling::Sketch, a point of the space's sketch gets one knob changed instead
+// (Sketch::mutate), so it stays a sketch point.
 Schedule mutate(const ScheduleSpace& space, const Schedule& s, std::mt19937_64& rng);
 
 // The components of a schedule for diversity (AutoTVM eq. 3): per decided stage, one string per

@@ -39,7 +39,7 @@ struct TuneOptions {
   int e2e_iters = 20;             // end-to-end runs of each model version for the summary (0 = skip)
   int e2e_threads = 0;            // Halide threads for them (0 = default)
   std::set<std::string> only;     // key hashes of the workloads to tune (empty = all)
-  Sampling sampling = Sampling::Stratified;  // how the spaces draw schedules (random proposals, SA chains, mutations)
+  Sampling sampling = Sampling::Sketch;  // how the spaces draw schedules (random proposals, SA chains, mutations)
 };
 
 // What the tuner reports while it works (for a progress line).

@@ -1,6 +1,7 @@
 // Property test of the schedule space: every schedule the sampler draws for real workloads
 // (small ONNX models covering conv with padding and stride, depthwise conv, pooling, gemm,
-// softmax, elementwise) applies, compiles and computes what the default schedule computes,
+// softmax, elementwise) applies, compiles and computes what the default schedule computes, and so
+// does every sketch point (schedule/sketch.h) drawn or mutated for them,
 // measured through the Measurer (worker processes, output compared with rtol 1e-3).
 #include <gtest/gtest.h>
 
@@ -77,6 +78,7 @@ std::vector<std::string> property_models() {
 
 TEST(ScheduleSpaceProperty, EverySampledScheduleCompilesAndMatchesTheDefault) {
   constexpr int kDrawsPerWorkload = 34;
+  constexpr int kSketchDrawsPerWorkload = 8;
   SpaceOptions sopts;
   sopts.vector_bytes = native_vector_bytes(Halide::get_host_target());
   MeasureOptions mopts;
@@ -84,7 +86,7 @@ TEST(ScheduleSpaceProperty, EverySampledScheduleCompilesAndMatchesTheDefault) {
   mopts.warmup = 0;
   mopts.run_timeout_s = 60;
   mopts.cache_root = (test::temp_dir() / "cache").string();
-  int drawn = 0, workloads = 0;
+  int drawn = 0, workloads = 0, sketched = 0;
   for (const auto& path : property_models()) {
     for (const auto& w : partition_graph(test::import_model(path)).workloads) {
       workloads++;
@@ -94,6 +96,15 @@ TEST(ScheduleSpaceProperty, EverySampledScheduleCompilesAndMatchesTheDefault) {
       std::mt19937_64 rng(1234 + workloads);
       std::vector<Schedule> batch;
       for (int k = 0; k < kDrawsPerWorkload; k++) batch.push_back(space.sample(rng));
+      // Sketch points (schedule/sketch.h) and their one-knob mutations, where a sketch applies.
+      if (const Sketch* sk = space.sketch()) {
+        sketched++;
+        for (int k = 0; k < kSketchDrawsPerWorkload; k++) {
+          const SketchKnobs knobs = sk->draw(rng);
+          batch.push_back(sk->build(space, knobs));
+          if (k % 2) batch.push_back(sk->build(space, sk->mutate(knobs, rng)));
+        }
+      }
       auto results = m.measure_batch(batch);
       for (size_t k = 0; k < batch.size(); k++, drawn++)
         EXPECT_TRUE(results[k].valid()) << path << " workload " << w.name << ": " << results[k].error_kind << ": "
@@ -102,7 +113,9 @@ TEST(ScheduleSpaceProperty, EverySampledScheduleCompilesAndMatchesTheDefault) {
     }
   }
   EXPECT_GE(drawn, 200);
-  std::cout << drawn << " sampled schedules of " << workloads << " workloads compiled, ran and matched the default\n";
+  EXPECT_GE(sketched, 4);  // conv, strided conv + add, depthwise conv, pooling, gemm
+  std::cout << drawn << " sampled schedules of " << workloads << " workloads (" << sketched
+            << " with a sketch) compiled, ran and matched the default\n";
 }
 
 }  // namespace

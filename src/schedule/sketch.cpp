@@ -1,0 +1,413 @@
+// Sketch: matching the register-blocked reduction rule on a PipelineView, drawing and mutating
+// its knobs, and building the schedule they stand for. See sketch.h.
+#include "schedule/sketch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "graph/error.h"
+#include "schedule/schedule_space.h"
+
+namespace ts {
+
+namespace {
+
+constexpr int kMaxVectors = 4;        // vectors along x per register tile
+constexpr int kMaxRowTile = 4;        // rows per register tile
+constexpr int kMaxAccumulators = 32;  // vector accumulators of a tile (AVX-512 has 32 registers)
+constexpr int kDefaultReuse = 4;      // TensorschedDefault's reuse tile
+constexpr int64_t kDefaultTasks = 8;  // TensorschedDefault fuses outer loops until this many tasks
+
+int bits_of(int64_t e) {  // the unroll budget a loop of extent e spends (see schedule_space.h)
+  int b = 0;
+  while (e > 1 && (int64_t{1} << b) < e) b++;
+  return b;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The loop of `loops` (a definition's, PipelineView order) named n; -1 when absent.
+int loop_index(const Definition& d, const std::string& n) {
+  for (size_t k = 0; k < d.loops.size(); k++)
+    if (d.loops[k].name == n) return static_cast<int>(k);
+  return -1;
+}
+
+}  // namespace
+
+std::shared_ptr<const Sketch> Sketch::match(const ScheduleSpace& space) {
+  const PipelineView& v = space.view();
+  if (v.outputs.size() != 1) return nullptr;
+  std::map<std::string, size_t> decision;  // Halide name -> decision index
+  for (size_t i = 0; i < space.decisions().size(); i++) decision[space.decisions()[i]] = i;
+  const Stage* o = v.stage(v.outputs[0]);
+  if (!o || o->definitions.size() != 1) return nullptr;
+  // Exactly one reduction, with one update.
+  const Stage* r = nullptr;
+  for (const auto& st : v.stages) {
+    if (st.definitions.size() == 1) continue;
+    if (r || st.definitions.size() != 2) return nullptr;
+    r = &st;
+  }
+  if (!r || r->dims.size() != o->dims.size() || r->dims.empty()) return nullptr;
+  auto s = std::make_shared<Sketch>();
+  for (size_t k = 0; k < o->dims.size(); k++) {
+    if (o->dims[k].extent <= 0 || o->dims[k].extent != r->dims[k].extent) return nullptr;
+    s->out_dims_.push_back(o->dims[k].name);
+    s->red_dims_.push_back(r->dims[k].name);
+    s->extents_.push_back(o->dims[k].extent);
+  }
+  // The chain: stages reached from o through producers without passing through r; every one
+  // read only inside the chain (or by o).
+  std::set<std::string> chain{o->name};
+  std::vector<std::string> todo{o->name};
+  while (!todo.empty()) {
+    const Stage* st = v.stage(todo.back());
+    todo.pop_back();
+    for (const auto& p : st->producers) {
+      const Stage* ps = v.stage(p);
+      if (!ps || ps == r || chain.count(p)) continue;
+      chain.insert(p);
+      todo.push_back(p);
+    }
+  }
+  for (const auto& c : r->consumers)
+    if (!chain.count(c)) return nullptr;
+  for (const auto& st : v.stages) {
+    if (&st == r || st.name == o->name) continue;
+    const size_t i = decision.at(st.name);
+    const bool read_by_r = std::count(st.consumers.begin(), st.consumers.end(), r->name) > 0;
+    if (st.is_rename) s->inlined_.push_back(i);
+    else if (read_by_r) s->root_producers_.push_back(i);
+    else if (chain.count(st.name)) {
+      for (const auto& c : st.consumers)
+        if (!chain.count(c)) return nullptr;
+      s->chain_.push_back(i);
+    } else {
+      s->inlined_.push_back(i);
+    }
+  }
+  s->out_ = decision.at(o->name);
+  s->red_ = decision.at(r->name);
+  s->out_name_ = space.schedule_name(s->out_);
+  s->red_name_ = space.schedule_name(s->red_);
+  const Definition& upd = r->definitions[1];
+  for (const auto& l : upd.loops)
+    if (l.reduction) s->rvars_.push_back(l.name);
+  // The reuse loop: no load of a producer that depends on x depends on it.
+  const int x = loop_index(upd, s->red_dims_[0]);
+  if (x < 0) return nullptr;
+  for (size_t k = 1; k < s->red_dims_.size(); k++) {
+    const int lk = loop_index(upd, s->red_dims_[k]);
+    if (lk < 0 || s->extents_[k] < 2) continue;
+    bool absent = true;
+    for (const Edge* e : v.edges_into(r->name))
+      for (const auto& a : e->accesses) {
+        if (a.definition != 1) continue;
+        bool on_x = false, on_k = false;
+        for (const auto& d : a.dims) {
+          on_x |= std::count(d.depends_on.begin(), d.depends_on.end(), x) > 0;
+          on_k |= std::count(d.depends_on.begin(), d.depends_on.end(), lk) > 0;
+        }
+        if (on_x && on_k) absent = false;
+      }
+    if (absent && (s->u_ < 0 || s->extents_[k] > s->extents_[s->u_])) s->u_ = static_cast<int>(k);
+  }
+  if (s->extents_.size() > 1 && s->u_ != 1 && s->extents_[1] >= 2) s->y_ = 1;
+  s->native_ = std::max(1, space.options().vector_bytes / std::max(1, o->bytes));
+  s->max_unroll_ = space.options().max_unroll;
+  s->max_parallel_ = space.options().max_parallel_loops;
+  for (size_t k = 0; k < s->out_dims_.size(); k++)
+    (s->extents_[k] > 1 ? s->outer_ : s->fixed_outer_).push_back(s->out_dims_[k]);
+  std::reverse(s->fixed_outer_.begin(), s->fixed_outer_.end());  // outermost first
+  return s;
+}
+
+std::vector<Sketch::Tile> Sketch::tiles() const {
+  std::vector<Tile> out;
+  std::vector<int> widths{0};
+  for (int w : {native_ / 4, native_ / 2, native_})
+    if (w >= 2 && w <= extents_[0]) widths.push_back(w);
+  const int64_t eu = u_ >= 0 ? extents_[u_] : 1, ey = y_ >= 0 ? extents_[y_] : 1;
+  for (int v : widths)
+    for (int xv = 1; xv <= (v ? kMaxVectors : 1); xv++) {
+      if (v * xv > extents_[0]) continue;
+      for (int u = 1; u <= std::min<int64_t>(eu, max_unroll_); u++)
+        for (int y = 1; y <= std::min<int64_t>(ey, kMaxRowTile); y++) {
+          if (bits_of(xv) + bits_of(u) + bits_of(y) > kMaxUnrollBits) continue;
+          if (v && xv * u * y > kMaxAccumulators) continue;
+          out.push_back({v, xv, u, y});
+        }
+    }
+  return out;
+}
+
+int64_t Sketch::tasks(const SketchKnobs& k, int loops) const {
+  int64_t t = 1;
+  const int nf = static_cast<int>(fixed_outer_.size());
+  for (int j = nf; j < loops && j - nf < static_cast<int>(k.outer_order.size()); j++) {
+    const std::string& n = outer_[static_cast<size_t>(k.outer_order[static_cast<size_t>(j - nf)])];
+    const int pos = static_cast<int>(std::find(out_dims_.begin(), out_dims_.end(), n) - out_dims_.begin());
+    int64_t tile = 1;
+    if (pos == 0 && k.vector_width > 0) tile = int64_t{k.vector_width} * k.vectors;
+    if (pos == u_) tile = k.reuse_tile;
+    if (pos == y_) tile = k.row_tile;
+    t *= ceil_div(extents_[static_cast<size_t>(pos)], tile);
+  }
+  return t;
+}
+
+namespace {
+
+// Parallel depths (outermost loops fused) with at least two tasks.
+template <typename TasksFn>
+std::vector<int> parallel_depths(int loops, int max_parallel, TasksFn tasks) {
+  std::vector<int> out;
+  for (int p = 1; p <= std::min(loops, max_parallel); p++)
+    if (tasks(p) >= 2) out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+SketchKnobs Sketch::default_knobs() const {
+  SketchKnobs k;
+  for (int w : {native_, native_ / 2, native_ / 4})
+    if (w >= 4 && w <= extents_[0] && k.vector_width == 0) k.vector_width = w;
+  if (u_ >= 0) k.reuse_tile = static_cast<int>(std::min<int64_t>(kDefaultReuse, extents_[static_cast<size_t>(u_)]));
+  for (size_t j = outer_.size(); j-- > 0;) k.outer_order.push_back(static_cast<int>(j));  // dims order, x innermost
+  const int loops = static_cast<int>(fixed_outer_.size() + outer_.size());
+  for (int p = 1; p <= std::min(loops, max_parallel_); p++) {
+    if (tasks(k, p) >= 2) k.parallel_loops = p;
+    if (tasks(k, p) >= kDefaultTasks) break;
+  }
+  return k;
+}
+
+SketchKnobs Sketch::draw(std::mt19937_64& rng) const {
+  SketchKnobs k;
+  const std::vector<Tile> ts = tiles();
+  const Tile t = ts[std::uniform_int_distribution<size_t>(0, ts.size() - 1)(rng)];
+  k.vector_width = t.v, k.vectors = t.xv, k.reuse_tile = t.u, k.row_tile = t.y;
+  for (size_t j = 0; j < outer_.size(); j++) k.outer_order.push_back(static_cast<int>(j));
+  std::shuffle(k.outer_order.begin(), k.outer_order.end(), rng);
+  const auto depths = parallel_depths(static_cast<int>(fixed_outer_.size() + outer_.size()), max_parallel_,
+                                      [&](int p) { return tasks(k, p); });
+  if (!depths.empty()) k.parallel_loops = depths[std::uniform_int_distribution<size_t>(0, depths.size() - 1)(rng)];
+  return k;
+}
+
+SketchKnobs Sketch::mutate(const SketchKnobs& k, std::mt19937_64& rng) const {
+  const int loops = static_cast<int>(fixed_outer_.size() + outer_.size());
+  auto fix_parallel = [&](SketchKnobs& m) {
+    const auto depths = parallel_depths(loops, max_parallel_, [&](int p) { return tasks(m, p); });
+    if (std::find(depths.begin(), depths.end(), m.parallel_loops) == depths.end())
+      m.parallel_loops = depths.empty() ? 0 : depths[std::uniform_int_distribution<size_t>(0, depths.size() - 1)(rng)];
+  };
+  // Alternatives per kind of knob: tiles differing in one size, adjacent swaps, depths.
+  std::vector<SketchKnobs> tile_alts, order_alts, par_alts;
+  for (const Tile& t : tiles()) {
+    const int diff = (t.v != k.vector_width) + (t.xv != k.vectors) + (t.u != k.reuse_tile) + (t.y != k.row_tile);
+    if (diff != 1) continue;
+    SketchKnobs m = k;
+    m.vector_width = t.v, m.vectors = t.xv, m.reuse_tile = t.u, m.row_tile = t.y;
+    fix_parallel(m);
+    tile_alts.push_back(m);
+  }
+  for (size_t j = 0; j + 1 < k.outer_order.size(); j++) {
+    SketchKnobs m = k;
+    std::swap(m.outer_order[j], m.outer_order[j + 1]);
+    fix_parallel(m);
+    order_alts.push_back(m);
+  }
+  for (int p : parallel_depths(loops, max_parallel_, [&](int p) { return tasks(k, p); }))
+    if (p != k.parallel_loops) {
+      SketchKnobs m = k;
+      m.parallel_loops = p;
+      par_alts.push_back(m);
+    }
+  std::vector<const std::vector<SketchKnobs>*> kinds;
+  for (const auto* a : {&tile_alts, &order_alts, &par_alts})
+    if (!a->empty()) kinds.push_back(a);
+  if (kinds.empty()) return k;
+  const auto& a = *kinds[std::uniform_int_distribution<size_t>(0, kinds.size() - 1)(rng)];
+  return a[std::uniform_int_distribution<size_t>(0, a.size() - 1)(rng)];
+}
+
+Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
+  const Tile t{k.vector_width, k.vectors, k.reuse_tile, k.row_tile};
+  bool known = false;
+  for (const Tile& c : tiles()) known |= c.v == t.v && c.xv == t.xv && c.u == t.u && c.y == t.y;
+  std::vector<int> perm = k.outer_order;
+  std::sort(perm.begin(), perm.end());
+  for (size_t j = 0; j < perm.size(); j++) known &= perm[j] == static_cast<int>(j);
+  known &= perm.size() == outer_.size();
+  const int loops = static_cast<int>(fixed_outer_.size() + outer_.size());
+  known &= k.parallel_loops >= 0 && k.parallel_loops <= std::min(loops, max_parallel_);
+  if (!known)
+    throw Error(fmt::format("sketch of '{}': knobs out of range (tile {}x{} lanes, reuse {}, rows {}, parallel {})",
+                            space.schedule_name(out_), k.vectors, k.vector_width, k.reuse_tile, k.row_tile, k.parallel_loops));
+  Schedule s;
+  auto inline_stage = [&](size_t i) {
+    StageSchedule ss;
+    ss.func = space.schedule_name(i);
+    ss.placement = Placement::Inline;
+    s.set(ss);
+  };
+  for (size_t i : chain_) inline_stage(i);
+  for (size_t i : inlined_) inline_stage(i);
+  for (size_t i : root_producers_) s.set(root_default(space, i));
+
+  // o: the register tile (innermost first), then the outer loops.
+  StageSchedule os;
+  os.func = space.schedule_name(out_);
+  os.placement = Placement::Root;
+  std::vector<std::string> tile_loops;
+  std::map<std::string, std::string> outer_level;  // pure loop -> its outermost level
+  for (const auto& d : out_dims_) outer_level[d] = d;
+  auto tile = [&](int pos, std::vector<int64_t> factors, bool vector) {
+    LoopTiling lt;
+    lt.loop = out_dims_[static_cast<size_t>(pos)];
+    lt.factors = std::move(factors);
+    const auto lv = lt.level_names();
+    for (size_t j = 0; j + 1 < lv.size(); j++) {
+      tile_loops.push_back(lv[j]);
+      if (!(vector && j == 0)) os.unroll.push_back(lv[j]);
+    }
+    outer_level[lt.loop] = lv.back();
+    os.tiling.push_back(lt);
+    if (vector) {
+      os.vectorize = lv[0];
+      os.vector_width = k.vector_width;
+    }
+  };
+  if (k.vector_width > 0) tile(0, k.vectors > 1 ? std::vector<int64_t>{k.vector_width, k.vectors} : std::vector<int64_t>{k.vector_width}, true);
+  if (u_ >= 0 && k.reuse_tile > 1) tile(u_, {k.reuse_tile}, false);
+  if (y_ >= 0 && k.row_tile > 1) tile(y_, {k.row_tile}, false);
+  std::vector<std::string> outer;  // outermost first
+  for (const auto& d : fixed_outer_) outer.push_back(outer_level[d]);
+  for (int j : k.outer_order) outer.push_back(outer_level[outer_[static_cast<size_t>(j)]]);
+  os.order = tile_loops;
+  os.order.insert(os.order.end(), outer.rbegin(), outer.rend());
+  if (k.parallel_loops > 0) {
+    os.parallel = outer[static_cast<size_t>(k.parallel_loops - 1)];
+    for (int j = k.parallel_loops - 2; j >= 0; j--) os.parallel_fused.push_back(outer[static_cast<size_t>(j)]);
+  }
+  s.set(os);
+
+  // r at the innermost outer loop: its region is the register tile.
+  StageSchedule r0;
+  r0.func = space.schedule_name(red_);
+  r0.placement = Placement::ComputeAt;
+  const bool all_fused = k.parallel_loops == static_cast<int>(outer.size());
+  r0.compute_at = {os.func, 0, all_fused ? os.parallel_loop_name() : outer.back()};
+  s.set(r0);
+  const std::vector<int64_t> region = space.region(s, red_);
+  for (int def = 0; def < 2; def++) {
+    StageSchedule ss = def == 0 ? r0 : StageSchedule{};
+    ss.func = r0.func;
+    ss.definition = def;
+    std::vector<std::string> inner, rest;
+    std::set<int> in_tile;
+    if (k.vector_width > 0) {
+      const std::string& x = red_dims_[0];
+      if (region[0] > k.vector_width) {
+        LoopTiling lt;
+        lt.loop = x;
+        lt.factors = {k.vector_width};
+        const auto lv = lt.level_names();
+        ss.tiling.push_back(lt);
+        inner = {lv[0], lv[1]};
+        ss.unroll.push_back(lv[1]);
+        ss.vectorize = lv[0];
+      } else {
+        inner = {x};
+        ss.vectorize = x;
+      }
+      ss.vector_width = k.vector_width;
+      in_tile.insert(0);
+    }
+    for (auto [pos, size] : {std::pair{u_, k.reuse_tile}, std::pair{y_, k.row_tile}})
+      if (pos >= 0 && size > 1) {
+        inner.push_back(red_dims_[static_cast<size_t>(pos)]);
+        ss.unroll.push_back(red_dims_[static_cast<size_t>(pos)]);
+        in_tile.insert(pos);
+      }
+    for (size_t pos = 0; pos < red_dims_.size(); pos++)
+      if (!in_tile.count(static_cast<int>(pos))) rest.push_back(red_dims_[pos]);
+    ss.order = inner;
+    if (def == 1) ss.order.insert(ss.order.end(), rvars_.begin(), rvars_.end());
+    ss.order.insert(ss.order.end(), rest.begin(), rest.end());
+    s.set(ss);
+  }
+  return s;
+}
+
+StageSchedule Sketch::root_default(const ScheduleSpace& space, size_t i) const {
+  const Stage& st = *space.view().stage(space.decisions()[i]);
+  StageSchedule ss;
+  ss.func = space.schedule_name(i);
+  ss.placement = Placement::Root;
+  const int native = std::max(1, space.options().vector_bytes / std::max(1, st.bytes));
+  for (const auto& d : st.dims) ss.order.push_back(d.name);
+  if (!st.dims.empty()) {
+    for (int w : {native, native / 2, native / 4})
+      if (w >= 2 && w <= st.dims[0].extent && ss.vector_width == 0) ss.vector_width = w;
+    if (ss.vector_width) ss.vectorize = st.dims[0].name;
+  }
+  // Parallel over the outer loops (not the vectorized innermost), outermost first, until there
+  // are enough tasks.
+  std::vector<std::string> group;
+  int64_t t = 1;
+  for (size_t j = st.dims.size(); j-- > 1 && static_cast<int>(group.size()) < max_parallel_ && t < kDefaultTasks;) {
+    group.push_back(st.dims[j].name);
+    t *= std::max<int64_t>(1, st.dims[j].extent);
+  }
+  if (t >= 2) {
+    ss.parallel = group.back();
+    for (size_t j = group.size() - 1; j-- > 0;) ss.parallel_fused.push_back(group[j]);
+  }
+  return ss;
+}
+
+std::optional<SketchKnobs> Sketch::knobs_of(const ScheduleSpace& space, const Schedule& s) const {
+  const StageSchedule* os = s.find(space.schedule_name(out_), 0);
+  if (!os) return std::nullopt;
+  SketchKnobs k;
+  k.vector_width = os->vector_width;
+  std::set<std::string> tile_levels;
+  std::map<std::string, std::string> base_of;  // outermost level -> pure loop
+  for (const auto& d : out_dims_) base_of[d] = d;
+  for (const auto& t : os->tiling) {
+    const auto lv = t.level_names();
+    base_of.erase(t.loop);
+    base_of[lv.back()] = t.loop;
+    const int pos = static_cast<int>(std::find(out_dims_.begin(), out_dims_.end(), t.loop) - out_dims_.begin());
+    if (pos == 0) k.vectors = t.factors.size() == 2 ? static_cast<int>(t.factors[1]) : 1;
+    else if (pos == u_) k.reuse_tile = static_cast<int>(t.factors[0]);
+    else if (pos == y_) k.row_tile = static_cast<int>(t.factors[0]);
+  }
+  for (auto it = os->order.rbegin(); it != os->order.rend(); ++it) {
+    auto b = base_of.find(*it);
+    if (b == base_of.end()) continue;
+    auto j = std::find(outer_.begin(), outer_.end(), b->second);
+    if (j != outer_.end()) k.outer_order.push_back(static_cast<int>(j - outer_.begin()));
+  }
+  k.parallel_loops = os->parallel.empty() ? 0 : 1 + static_cast<int>(os->parallel_fused.size());
+  try {
+    if (build(space, k) == s) return k;
+  } catch (const Error&) {
+  }
+  return std::nullopt;
+}
+
+std::string Sketch::describe() const {
+  return fmt::format("register-blocked reduction: {} over {} (vector loop {}, reuse loop {}, row loop {}, {} reduction loops)",
+                     out_name_, red_name_, out_dims_[0], u_ >= 0 ? out_dims_[static_cast<size_t>(u_)] : "none",
+                     y_ >= 0 ? out_dims_[static_cast<size_t>(y_)] : "none", rvars_.size());
+}
+
+}  // namespace ts

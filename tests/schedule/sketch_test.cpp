@@ -1,0 +1,149 @@
+// Sketch: the register-blocked reduction rule on real workloads (torchvision ResNet-18 and
+// MobileNetV2, a Transformer) and on a hand-written pipeline: what it matches, that its default
+// knobs are the default heuristic's structure, and that every draw and mutation is a valid,
+// decodable point of the space. Compiling and running sketch points is in
+// tests/measure/space_property_test.cpp.
+#include "schedule/sketch.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "runtime/workload_compiler.h"
+#include "schedule/schedule_space.h"
+#include "support/small_workloads.h"
+
+namespace ts {
+namespace {
+
+SpaceOptions sketch_options() {
+  SpaceOptions o;
+  o.vector_bytes = 64;  // AVX-512: 16 float lanes, whatever the test machine has
+  o.sampling = Sampling::Sketch;
+  return o;
+}
+
+size_t position(const std::vector<std::string>& v, const std::string& x) {
+  return static_cast<size_t>(std::find(v.begin(), v.end(), x) - v.begin());
+}
+
+TEST(Sketch, DefaultKnobsGiveTheDefaultHeuristicsRegisterTileOnAResNetConv) {
+  const auto ws = test::zoo_workloads("resnet18.onnx");
+  auto w = std::find_if(ws.begin(), ws.end(), [](const Workload& w) { return w.name == "Conv+Relu"; });
+  ASSERT_NE(w, ws.end());
+  LoweredWorkload lw = lower_workload(*w);
+  ScheduleSpace space(build_pipeline_view(lw.outputs), sketch_options());
+  const Sketch* sk = space.sketch();
+  ASSERT_NE(sk, nullptr);
+  std::cout << sk->describe() << "\n";
+
+  const SketchKnobs k = sk->default_knobs();
+  EXPECT_EQ(k.vector_width, 16);
+  EXPECT_EQ(k.vectors, 1);
+  EXPECT_EQ(k.reuse_tile, 4);  // 4 output channels share each input vector
+  EXPECT_EQ(k.row_tile, 1);
+  EXPECT_GE(k.parallel_loops, 1);
+  const Schedule s = sk->build(space, k);
+  ASSERT_FALSE(s.validate(lw.outputs)) << *s.validate(lw.outputs) << "\n" << s.to_json(2);
+  EXPECT_EQ(sk->knobs_of(space, s), k);
+
+  // The output: 16 lanes of its innermost loop, its channel tile unrolled, parallel outside.
+  const StageSchedule* out = s.find(space.schedule_name(0));
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->placement, Placement::Root);
+  EXPECT_EQ(out->vector_width, 16);
+  EXPECT_EQ(out->unroll.size(), 1u);
+  EXPECT_FALSE(out->parallel.empty());
+  // The accumulator at the tile's innermost outer loop; its update keeps the register tile
+  // (vector lanes, unrolled channels) inside every reduction loop.
+  const StageSchedule* acc = nullptr;
+  for (const auto& st : s.stages)
+    if (st.placement == Placement::ComputeAt) acc = &st;
+  ASSERT_NE(acc, nullptr);
+  EXPECT_EQ(acc->compute_at.func, out->func);
+  const StageSchedule* upd = s.find(acc->func, 1);
+  ASSERT_NE(upd, nullptr);
+  ASSERT_EQ(upd->unroll.size(), 1u);
+  const size_t vec = position(upd->order, upd->vectorize), unrolled = position(upd->order, upd->unroll[0]);
+  EXPECT_EQ(vec, 0u);
+  EXPECT_EQ(unrolled, 1u);
+  int reduction_loops = 0;
+  for (size_t j = 0; j < upd->order.size(); j++)
+    if (upd->order[j].find("_r$") != std::string::npos) {
+      EXPECT_GT(j, unrolled) << upd->order[j];
+      reduction_loops++;
+    }
+  EXPECT_EQ(reduction_loops, 3);  // kx, ky, input channels
+  // Its region is the register tile: 16 lanes x 4 channels.
+  for (size_t i = 0; i < space.decisions().size(); i++)
+    if (space.schedule_name(i) == acc->func) {
+      const auto region = space.region(s, i);
+      int64_t points = 1;
+      for (auto r : region) points *= r;
+      EXPECT_EQ(points, 16 * 4);
+    }
+}
+
+TEST(Sketch, EveryDrawAndMutationIsAValidDecodablePointOfTheSpace) {
+  int matched = 0, total = 0, draws = 0;
+  for (const char* file : {"resnet18.onnx", "mobilenet_v2.onnx", "transformer.onnx"}) {
+    for (const auto& w : test::zoo_workloads(file)) {
+      total++;
+      LoweredWorkload lw = lower_workload(w);
+      ScheduleSpace space(build_pipeline_view(lw.outputs), sketch_options());
+      const Sketch* sk = space.sketch();
+      if (!sk) continue;
+      matched++;
+      std::mt19937_64 rng(matched);
+      for (int d = 0; d < 12; d++, draws++) {
+        const SketchKnobs k = sk->draw(rng);
+        const Schedule s = sk->build(space, k);
+        auto why = s.validate(lw.outputs);
+        ASSERT_FALSE(why) << file << " " << w.name << ": " << *why << "\n" << s.to_json(2);
+        ASSERT_EQ(sk->knobs_of(space, s), k) << s.to_json(2);
+        // A point of the space: every Func's placement is one of its candidates.
+        for (size_t i = 0; i < space.decisions().size(); i++) ASSERT_NO_THROW(space.region(s, i)) << space.schedule_name(i);
+        const SketchKnobs m = sk->mutate(k, rng);
+        const Schedule ms = sk->build(space, m);
+        ASSERT_FALSE(ms.validate(lw.outputs)) << *ms.validate(lw.outputs);
+        ASSERT_EQ(sk->knobs_of(space, ms), m);
+        if (!(m == k)) EXPECT_NE(ms.hash(), s.hash());
+      }
+      // A schedule not built by the sketch does not decode.
+      SpaceOptions strat = sketch_options();
+      strat.sampling = Sampling::Stratified;
+      ScheduleSpace other(space.view(), strat);
+      EXPECT_FALSE(sk->knobs_of(space, other.sample(rng)));
+    }
+  }
+  std::cout << draws << " sketch draws of " << matched << " of " << total << " workloads validated\n";
+  EXPECT_GE(matched, 30);  // every conv, pool, gemm and matmul workload of the three models
+}
+
+TEST(Sketch, MatchesAHandWrittenMatmulAndNotAPurelyElementwisePipeline) {
+  // out = max(acc, 0), acc = scaled x b: scaled (read by the reduction) goes to root.
+  ScheduleSpace space(build_pipeline_view(test::scaled_matmul_pipeline()), sketch_options());
+  ASSERT_NE(space.sketch(), nullptr);
+  EXPECT_NE(space.sketch()->describe().find("out over acc"), std::string::npos) << space.sketch()->describe();
+  std::mt19937_64 rng(3);
+  const Schedule s = space.sample(rng);
+  ASSERT_FALSE(s.validate(test::scaled_matmul_pipeline())) << s.to_json(2);
+  EXPECT_EQ(s.find("scaled")->placement, Placement::Root);
+  EXPECT_EQ(s.find("acc")->placement, Placement::ComputeAt);
+
+  Halide::ImageParam in(Halide::Float(32), 1, "in");
+  in.dim(0).set_estimate(0, 64);
+  Halide::Var x("x");
+  Halide::Func f("f"), g("g");
+  f(x) = in(x) + 1.0f;
+  g(x) = f(x) * 2.0f;
+  g.set_estimate(x, 0, 64);
+  ScheduleSpace plain(build_pipeline_view({g}), sketch_options());
+  EXPECT_EQ(plain.sketch(), nullptr);
+  const Schedule p = plain.sample(rng);  // falls back to stratified draws
+  EXPECT_TRUE(p.is_complete({"g", "f"}));
+}
+
+}  // namespace
+}  // namespace ts
