@@ -563,7 +563,7 @@ void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs) 
         throw Error(fmt::format("stage '{}': computed at '{}', which is {}", si.name, at.func,
                                 c < 0 ? "not a stage of the pipeline" : !funcs[c].decided ? "undecided" : "inlined"));
       for (int other : si.consumers)
-        if (other != c)
+        if (other != si.consumers[0])
           throw Error(fmt::format("stage '{}': computed at a loop of '{}' but also read by '{}' (features model a single consumer)",
                                   si.name, at.func, p.stages[other].name));
       const FuncState& cs = funcs[c];
@@ -575,11 +575,28 @@ void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs) 
         throw Error(fmt::format("stage '{}': compute_at loop '{}' is {} of '{}'", si.name, at.loop,
                                 j < 0 ? "not in the loop nest" : "the vector lanes or a guarded vector loop",
                                 def_name(at)));
+      // Its accesses in c, composed through the inlined consumers between them (as
+      // ScheduleSpace's compute_at candidates are).
+      auto accesses_in = [&](int from, int to) {
+        std::vector<Access> out;
+        for (const auto& [cons, e] : p.out_edges[from])
+          if (cons == to) out.insert(out.end(), e->accesses.begin(), e->accesses.end());
+        return out;
+      };
+      int cur = si.consumers.empty() ? -1 : si.consumers[0];
+      std::vector<Access> chain = cur < 0 ? std::vector<Access>{} : accesses_in(st, cur);
+      for (int hops = 0; cur >= 0 && cur != c; hops++) {
+        const Stage& via = v.stages[cur];
+        if (!funcs[cur].inlined || p.stages[cur].consumers.size() != 1 || via.definitions.size() != 1 || hops > 16)
+          throw Error(fmt::format("stage '{}': computed at '{}', which reads it through '{}', not a chain of inlined Funcs",
+                                  si.name, at.func, p.stages[cur].name));
+        const int next = p.stages[cur].consumers[0];
+        chain = compose_accesses(chain, via, accesses_in(cur, next));
+        cur = next;
+      }
       std::vector<Access> accs;
-      for (const auto& [cons, e] : p.out_edges[st])
-        if (cons == c)
-          for (const Access& a : e->accesses)
-            if (a.definition == at.definition) accs.push_back(a);
+      for (const Access& a : chain)
+        if (a.definition == at.definition) accs.push_back(a);
       if (accs.empty())
         throw Error(fmt::format("stage '{}': computed in '{}', which does not read it", si.name,
                                 def_name(at)));

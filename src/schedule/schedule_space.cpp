@@ -337,6 +337,20 @@ std::vector<int64_t> ScheduleSpace::region(const Schedule& partial, size_t i) co
 
 // ---- counting and drawing ----
 
+std::vector<std::vector<std::string>> ScheduleSpace::storage_orders(size_t i) const {
+  const Stage& st = *view_.stage(order_[i]);
+  std::vector<std::vector<std::string>> out{{}};  // the argument order
+  if (st.is_output) return out;                   // the caller's buffer fixes an output's layout
+  for (size_t k = 1; k < st.dims.size(); k++) {
+    if (st.dims[k].extent < 2) continue;
+    std::vector<std::string> o{st.dims[k].name};
+    for (size_t j = 0; j < st.dims.size(); j++)
+      if (j != k) o.push_back(st.dims[j].name);
+    out.push_back(o);
+  }
+  return out;
+}
+
 double ScheduleSpace::branching(const Schedule& partial, size_t i) const {
   const Stage& st = *view_.stage(order_[i]);
   double total = 0;
@@ -345,7 +359,7 @@ double ScheduleSpace::branching(const Schedule& partial, size_t i) const {
       total += 1;
       continue;
     }
-    double prod = 1;
+    double prod = static_cast<double>(storage_orders(i).size());
     for (size_t d = 0; d < st.definitions.size(); d++)
       prod *= def_space(i, static_cast<int>(d), p).total;
     total += prod;
@@ -379,8 +393,9 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
   const Stage& st = *view_.stage(order_[i]);
   const auto cands = placements(partial, i);
   std::vector<double> w;
+  const auto storage = storage_orders(i);
   for (const auto& p : cands) {
-    double prod = 1;
+    double prod = p.placement == Placement::Inline ? 1 : static_cast<double>(storage.size());
     if (p.placement != Placement::Inline)
       for (size_t d = 0; d < st.definitions.size(); d++)
         prod *= def_space(i, static_cast<int>(d), p).total;
@@ -403,6 +418,7 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
     partial.set(s0);
     return;
   }
+  s0.storage_order = storage[std::uniform_int_distribution<size_t>(0, storage.size() - 1)(rng)];
   for (size_t d = 0; d < st.definitions.size(); d++) {
     const DefSpace& ds = def_space(i, static_cast<int>(d), p);
     StageSchedule ss = d == 0 ? s0 : StageSchedule{};

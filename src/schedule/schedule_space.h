@@ -7,7 +7,8 @@
 //
 // Reading guide
 //  - A decision fixes every definition of one Func (the pure one and its updates): placement
-//    (inline / root / compute_at a loop of its single consumer, storage at the compute level),
+//    (inline / root / compute_at a loop of its single consumer, storage at the compute level,
+//    storage order),
 //    and per definition its tiling, loop order, vectorized loop, parallel loop and unroll.
 //  - Candidates are counted, not listed: per definition the choices factor into per-loop
 //    options (tiling factors, whether the loop's outermost level joins the parallel group,
@@ -39,7 +40,9 @@
 //       just outside a vector's lanes included); the unrolled extents multiply to at most
 //       2^kMaxUnrollBits (each costs ceil(log2(extent)) bits), which bounds the code size and
 //       leaves room for register tiles such as 2 vectors x 8 channels;
-//     * a Func that only renames another (input wrappers) is inlined; outputs are at root.
+//     * a Func that only renames another (input wrappers) is inlined; outputs are at root;
+//     * storage (reorder_storage) of a Func that is not inlined nor an output: its argument
+//       order, or one other argument of extent > 1 moved innermost;
 //  - Uniformity is per decision: sample() draws each decision uniformly among the candidates
 //    that the earlier (consumer) decisions leave, like the paper's random rollouts. Uniform
 //    draws are dominated by the many tilings and orders of unvectorized, serial nests (a conv
@@ -114,6 +117,9 @@ class ScheduleSpace {
   // A complete schedule: the sketch's random knobs with Sampling::Sketch (when the pipeline has
   // one), else each decision drawn in turn.
   Schedule sample(std::mt19937_64& rng) const;
+  // Storage orders of Func i when not inlined: its argument order (empty), or one other
+  // argument of extent > 1 made innermost (e.g. channels innermost for a padded conv input).
+  std::vector<std::vector<std::string>> storage_orders(size_t i) const;
   // The pipeline's sketch (schedule/sketch.h), null when its rule does not apply.
   const Sketch* sketch() const { return sketch_.get(); }
   // Random rollouts (uniform whatever options().sampling says): average branching factor and

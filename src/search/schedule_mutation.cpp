@@ -81,6 +81,7 @@ std::vector<std::string> schedule_components(const Schedule& s) {
     out.push_back(p + fmt::format("vec={}x{}", st.vectorize, st.vector_width));
     out.push_back(p + "par=" + st.parallel + "+" + join(st.parallel_fused));
     out.push_back(p + "unroll=" + join(st.unroll));
+    if (!st.storage_order.empty()) out.push_back(p + "store=" + join(st.storage_order));
   }
   return out;
 }

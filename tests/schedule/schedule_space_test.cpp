@@ -95,6 +95,24 @@ TEST(ScheduleSpace, EverySampleOfRealWorkloadsValidates) {
   std::cout << draws << " schedules of " << workloads << " workloads validated\n";
 }
 
+TEST(ScheduleSpace, StorageOrderIsADecisionOfIntermediateFuncs) {
+  // scaled (40 x 33, read by acc) may be stored y-innermost; out is the output: never reordered.
+  const auto outs = test::scaled_matmul_pipeline();
+  ScheduleSpace space(build_pipeline_view(outs), SpaceOptions{});
+  std::mt19937_64 rng(5);
+  std::set<std::vector<std::string>> scaled_orders;
+  for (int k = 0; k < 200; k++) {
+    Schedule s = space.sample(rng);
+    ASSERT_FALSE(s.validate(outs)) << s.to_json(2);
+    EXPECT_TRUE(s.find("out")->storage_order.empty());
+    const StageSchedule* sc = s.find("scaled");
+    if (sc->placement != Placement::Inline) scaled_orders.insert(sc->storage_order);
+    else EXPECT_TRUE(sc->storage_order.empty());
+  }
+  EXPECT_EQ(scaled_orders, (std::set<std::vector<std::string>>{{}, {"y", "x"}}));
+  EXPECT_EQ(space.storage_orders(2).size(), 2u);
+}
+
 // Stratified draws come from the same candidates (they validate, above), with structure as
 // likely as not: the output of a conv is vectorized and parallel far more often than uniformly.
 TEST(ScheduleSpace, StratifiedSamplingFavoursNoStructuralClass) {
