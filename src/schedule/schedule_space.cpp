@@ -20,13 +20,6 @@ namespace {
 constexpr int kMaxLevels = 3;  // levels a loop is tiled into at most
 constexpr int kU = kMaxUnrollBits;  // unroll budget: sum over unrolled loops of ceil(log2(extent))
 
-// ceil(log2(e)) for e >= 2: what unrolling a loop of extent e spends of the budget.
-int unroll_bits(int64_t e) {
-  int b = 0;
-  while ((int64_t{1} << b) < e) b++;
-  return b;
-}
-
 
 double factorial(int n) {
   double f = 1;
@@ -58,6 +51,12 @@ std::vector<int64_t> factor_candidates(int64_t r, int64_t cap, bool exact, int l
 }
 
 }  // namespace
+
+int unroll_bits(int64_t extent) {
+  int b = 0;
+  while (extent > 1 && (int64_t{1} << b) < extent) b++;
+  return b;
+}
 
 int native_vector_bytes(const Halide::Target& t) {
   if (t.has_feature(Halide::Target::AVX512)) return 64;

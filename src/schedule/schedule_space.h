@@ -74,6 +74,8 @@ enum class Sampling {
 
 // Unroll budget of one definition: the sum of ceil(log2(extent)) over its unrolled loops.
 constexpr int kMaxUnrollBits = 6;
+// What unrolling a loop of `extent` iterations spends of that budget: ceil(log2(extent)).
+int unroll_bits(int64_t extent);
 
 struct SpaceOptions {
   int vector_bytes = 64;        // bytes of a native vector register (64 for AVX-512)

@@ -21,12 +21,6 @@ constexpr int kMaxAccumulators = 32;  // vector accumulators of a tile (AVX-512 
 constexpr int kDefaultReuse = 4;      // TensorschedDefault's reuse tile
 constexpr int64_t kDefaultTasks = 8;  // TensorschedDefault fuses outer loops until this many tasks
 
-int bits_of(int64_t e) {  // the unroll budget a loop of extent e spends (see schedule_space.h)
-  int b = 0;
-  while (e > 1 && (int64_t{1} << b) < e) b++;
-  return b;
-}
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The loop of `loops` (a definition's, PipelineView order) named n; -1 when absent.
@@ -63,15 +57,15 @@ std::shared_ptr<const Sketch> Sketch::match(const ScheduleSpace& space) {
   // The chain: stages reached from o through producers without passing through r; every one
   // read only inside the chain (or by o).
   std::set<std::string> chain{o->name};
-  std::vector<std::string> todo{o->name};
-  while (!todo.empty()) {
-    const Stage* st = v.stage(todo.back());
-    todo.pop_back();
+  std::vector<std::string> pending{o->name};
+  while (!pending.empty()) {
+    const Stage* st = v.stage(pending.back());
+    pending.pop_back();
     for (const auto& p : st->producers) {
       const Stage* ps = v.stage(p);
       if (!ps || ps == r || chain.count(p)) continue;
       chain.insert(p);
-      todo.push_back(p);
+      pending.push_back(p);
     }
   }
   for (const auto& c : r->consumers)
@@ -137,7 +131,7 @@ std::vector<Sketch::Tile> Sketch::tiles() const {
       if (v * xv > extents_[0]) continue;
       for (int u = 1; u <= std::min<int64_t>(eu, max_unroll_); u++)
         for (int y = 1; y <= std::min<int64_t>(ey, kMaxRowTile); y++) {
-          if (bits_of(xv) + bits_of(u) + bits_of(y) > kMaxUnrollBits) continue;
+          if (unroll_bits(xv) + unroll_bits(u) + unroll_bits(y) > kMaxUnrollBits) continue;
           if (v && xv * u * y > kMaxAccumulators) continue;
           out.push_back({v, xv, u, y});
         }
