@@ -35,7 +35,7 @@ int space_command(const SpaceArgs& a) {
                              "avg branch", "log10 schedules");
   for (const auto& w : p.workloads) {
     LoweredWorkload lw = lower_workload(w);
-    ScheduleSpace space(build_pipeline_view(lw.outputs), opts);
+    ScheduleSpace space(build_pipeline_view(lw.outputs), space_options_for(w, opts));
     SpaceStats st = space.estimate(a.rollouts, a.seed);
     // Workloads are scheduled independently, and each occurrence of a workload runs the same code.
     log10_total += st.log10_size;

@@ -225,7 +225,24 @@ DefResult model_definition(const Pipeline& p, const Schedule& s, int di, std::ve
   Fold fd;
   const double vec_pp = lanes > 0 ? vec_frac / lanes : 0, scalar_pp = lanes > 0 ? 1 - vec_frac : 1;
   for (const Read& r : info.reads) fold(p, r, nloops, points, vec_pp, scalar_pp, funcs, fd, 0);
-  const auto geom = [&](int b) -> const Geom& { return b < p.num_stages ? funcs[b].geom : p.input_geom[b - p.num_stages]; };
+  // A packed input (Schedule::layouts) is modelled with its blocked dim innermost: exact within
+  // a block, which is where vector loads fall.
+  std::vector<Geom> packed_inputs;
+  if (!s.layouts.empty()) {
+    packed_inputs = p.input_geom;
+    const auto& ins = p.space->view().inputs;
+    for (const InputLayout& l : s.layouts)
+      for (size_t k = 0; k < ins.size(); k++) {
+        const Geom& g = p.input_geom[k];
+        if (ins[k].name != l.input || l.dim < 0 || static_cast<size_t>(l.dim) >= g.ext.size()) continue;
+        std::vector<int> order{l.dim};
+        for (int m = 0; m < static_cast<int>(g.ext.size()); m++)
+          if (m != l.dim) order.push_back(m);
+        packed_inputs[k] = make_geom(g.bytes, g.ext, order);
+      }
+  }
+  const std::vector<Geom>& input_geom = packed_inputs.empty() ? p.input_geom : packed_inputs;
+  const auto geom = [&](int b) -> const Geom& { return b < p.num_stages ? funcs[b].geom : input_geom[b - p.num_stages]; };
   struct Buf {
     int buf;
     std::vector<const Read*> reads;

@@ -80,6 +80,7 @@ Workload make_workload(const Graph& g, const std::vector<size_t>& nodes, Workloa
       if (!embed) {
         w.graph.inputs.push_back(c);
         step.inputs.push_back(t);
+        if (info.value) w.constant_inputs.push_back(c);
       }
       std::string v = embed ? attr_text(Attribute{*info.value}) : "";
       exact << c << ":" << dtype_name(info.dtype) << shape_str(info.shape) << v << ";";

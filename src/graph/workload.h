@@ -18,6 +18,7 @@ struct Workload {
   int count = 0;             // occurrences in the model
   int64_t flops = 0;         // arithmetic operations of one occurrence
   int64_t bytes = 0;         // bytes of its inputs (incl. weights) and outputs
+  std::vector<std::string> constant_inputs;  // graph inputs bound to model constants (weights) at its first use: a schedule may pack them at load
 
   std::string key_hash() const;    // 16 hex digits of FNV-1a over exact_key
   std::string class_hash() const;  // same over class_key

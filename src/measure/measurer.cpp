@@ -44,12 +44,12 @@ struct RunCheck {
 // output check. Reports one JSON line {"times", "error_kind", "error_message"}, followed (when
 // sending outputs back) by the raw bytes of every output in order. Returns its exit code.
 int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, const std::string& schedule_hash,
-                  const std::map<std::string, Tensor>& inputs, const MeasureOptions& opts, InjectedFault fault,
-                  const RunCheck& check) {
+                  const std::vector<InputLayout>& layouts, const std::map<std::string, Tensor>& inputs,
+                  const MeasureOptions& opts, InjectedFault fault, const RunCheck& check) {
   load_halide_runtime(cache.ensure_runtime());
   if (opts.threads > 0) set_halide_threads(opts.threads);
   WorkloadCode code(cache, w, schedule_hash);
-  WorkloadCall call(w, inputs);
+  WorkloadCall call(w, inputs, layouts);  // packing is load-time work: not timed
 
   nlohmann::json report = {{"times", nlohmann::json::array()}, {"error_kind", ""}, {"error_message", ""}};
   auto send = [&](const std::string& payload) { return write_all(message_fd, report.dump() + "\n" + payload) ? 0 : 1; };
@@ -120,19 +120,22 @@ struct Measurer::Impl {
   // "workload <key> (<name>)" for messages.
   std::string what;
 
-  // Compiles each job (index into `hashes`/`fns`) in worker processes; returns per job the
-  // compile_error message ("" when compiled) and fills compile seconds.
+  // Compiles each job (index into `hashes`/`fns`/`layouts`) in worker processes; returns per
+  // job the compile_error message ("" when compiled) and fills compile seconds.
   std::vector<std::string> compile(const Workload& w, const std::vector<ScheduleFn>& fns,
-                                   const std::vector<std::string>& hashes, const MeasureOptions& opts,
+                                   const std::vector<std::string>& hashes,
+                                   const std::vector<std::vector<InputLayout>>& layouts, const MeasureOptions& opts,
                                    std::vector<double>& seconds) const;
-  // Runs compiled code in a fresh worker; `outputs` (when given) receives the outputs instead of
-  // checking them against the reference.
-  MeasureResult run(const Workload& w, const std::string& hash, const MeasureOptions& opts, InjectedFault fault,
-                    std::vector<Tensor>* outputs) const;
+  // Runs compiled code in a fresh worker (inputs packed by `layouts`); `outputs` (when given)
+  // receives the outputs instead of checking them against the reference.
+  MeasureResult run(const Workload& w, const std::string& hash, const std::vector<InputLayout>& layouts,
+                    const MeasureOptions& opts, InjectedFault fault, std::vector<Tensor>* outputs) const;
 };
 
 std::vector<std::string> Measurer::Impl::compile(const Workload& w, const std::vector<ScheduleFn>& fns,
-                                                 const std::vector<std::string>& hashes, const MeasureOptions& opts,
+                                                 const std::vector<std::string>& hashes,
+                                                 const std::vector<std::vector<InputLayout>>& layouts,
+                                                 const MeasureOptions& opts,
                                                  std::vector<double>& seconds) const {
   WorkerPoolOptions pool;
   pool.jobs = opts.compile_jobs > 0 ? opts.compile_jobs
@@ -144,7 +147,7 @@ std::vector<std::string> Measurer::Impl::compile(const Workload& w, const std::v
       fns.size(),
       [&](size_t i, int) {
         cache.ensure_runtime();  // built here too, so the parent never runs LLVM
-        compile_workload(w, fns[i], hashes[i], cache);
+        compile_workload(w, fns[i], hashes[i], cache, layouts[i]);
         return 0;
       },
       pool);
@@ -163,7 +166,8 @@ std::vector<std::string> Measurer::Impl::compile(const Workload& w, const std::v
   return errors;
 }
 
-MeasureResult Measurer::Impl::run(const Workload& w, const std::string& hash, const MeasureOptions& opts,
+MeasureResult Measurer::Impl::run(const Workload& w, const std::string& hash, const std::vector<InputLayout>& layouts,
+                                  const MeasureOptions& opts,
                                   InjectedFault fault, std::vector<Tensor>* outputs) const {
   WorkerPoolOptions pool;
   pool.timeout_s = opts.run_timeout_s;
@@ -171,7 +175,7 @@ MeasureResult Measurer::Impl::run(const Workload& w, const std::string& hash, co
   RunCheck check{outputs ? nullptr : &reference_outputs, opts.rtol, opts.atol};
   stop_halide_threads();  // the child must start its own (a CompiledModel in this process may have some)
   WorkerResult r = run_workers(
-      1, [&](size_t, int fd) { return run_in_worker(fd, w, cache, hash, inputs, opts, fault, check); }, pool)[0];
+      1, [&](size_t, int fd) { return run_in_worker(fd, w, cache, hash, layouts, inputs, opts, fault, check); }, pool)[0];
 
   MeasureResult m;
   m.schedule_hash = hash;
@@ -233,11 +237,11 @@ Measurer::Measurer(const Workload& w, MeasureOptions opts) : w_(w), opts_(std::m
 
     std::vector<double> seconds = {0};
     if (!fs::exists(m.cache.object_path(w_, kDefaultScheduleHash))) {
-      auto errors = m.compile(w_, {apply_default_schedule}, {kDefaultScheduleHash}, opts_, seconds);
+      auto errors = m.compile(w_, {apply_default_schedule}, {kDefaultScheduleHash}, {{}}, opts_, seconds);
       if (!errors[0].empty())
         throw Error(fmt::format("{}: the default schedule (the reference) does not compile: {}", m.what, errors[0]));
     }
-    m.reference = m.run(w_, kDefaultScheduleHash, opts_, InjectedFault::None, &m.reference_outputs);
+    m.reference = m.run(w_, kDefaultScheduleHash, {}, opts_, InjectedFault::None, &m.reference_outputs);
     m.reference.compile_seconds = seconds[0];
     if (!m.reference.valid())
       throw Error(fmt::format("the default schedule (the reference) failed to run ({}): {}", m.reference.error_kind,
@@ -279,15 +283,17 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
   // cache (e.g. a tuned schedule a model uses) is left alone.
   std::vector<ScheduleFn> fns;
   std::vector<std::string> hashes;
+  std::vector<std::vector<InputLayout>> layouts;
   std::vector<std::string> created;
   for (size_t i : to_compile) {
     fns.push_back(schedule_fn(batch[i]));
+    layouts.push_back(batch[i].layouts);
     hashes.push_back(results[i].schedule_hash);
     std::string so = m.cache.object_path(w_, hashes.back());
     if (!fs::exists(so) && hashes.back() != kDefaultScheduleHash) created.push_back(so);
   }
   std::vector<double> seconds;
-  std::vector<std::string> errors = m.compile(w_, fns, hashes, opts_, seconds);
+  std::vector<std::string> errors = m.compile(w_, fns, hashes, layouts, opts_, seconds);
 
   // Runs one at a time: concurrent runs would disturb each other's timings.
   for (size_t k = 0; k < to_compile.size(); k++) {
@@ -297,7 +303,7 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
       r.error_message = errors[k];
     } else {
       auto fault = opts_.faults.find(r.schedule_hash);
-      r = m.run(w_, r.schedule_hash, opts_, fault == opts_.faults.end() ? InjectedFault::None : fault->second,
+      r = m.run(w_, r.schedule_hash, batch[to_compile[k]].layouts, opts_, fault == opts_.faults.end() ? InjectedFault::None : fault->second,
                 nullptr);
     }
     r.compile_seconds = seconds[k];

@@ -19,9 +19,10 @@ namespace {
 
 // One workload to compile with one schedule.
 struct CompileJob {
-  const Workload* workload;  // what to compile
-  ScheduleFn schedule;       // how to schedule it
-  std::string hash;          // the schedule's hash (code cache key)
+  const Workload* workload;          // what to compile
+  ScheduleFn schedule;               // how to schedule it
+  std::string hash;                  // the schedule's hash (code cache key)
+  std::vector<InputLayout> layouts;  // how its inputs are packed
 };
 
 // Compiles `to_compile` in up to `jobs` forked worker processes, so compiles run in parallel and
@@ -34,7 +35,8 @@ std::vector<std::string> compile_in_workers(const std::vector<CompileJob>& to_co
   auto results = run_workers(
       to_compile.size(),
       [&](size_t i, int) {
-        compile_workload(*to_compile[i].workload, to_compile[i].schedule, to_compile[i].hash, cache);
+        const CompileJob& j = to_compile[i];
+        compile_workload(*j.workload, j.schedule, j.hash, cache, j.layouts);
         return 0;
       },
       pool);
@@ -71,6 +73,15 @@ struct CompiledModel::Impl {
   std::map<std::string, Tensor> storage;         // activations and inputs, allocated once
   std::map<std::string, Halide::Buffer<>> bufs;  // views over storage and weights
   std::vector<std::vector<void*>> argv;          // per step: halide_buffer_t* of inputs, outputs
+  // Inputs a step's code takes packed (runtime/input_layout.h): constants are packed once here;
+  // a runtime tensor is packed before each run of the step, from `from` into `packed`.
+  struct RunPack {
+    std::string from;        // the model tensor
+    InputLayout layout;      // its layout
+    Tensor* packed;          // packed storage (in `packed`)
+  };
+  std::map<std::string, Tensor> packed;          // by "<tensor>#<layout>"
+  std::vector<std::vector<RunPack>> run_packs;   // per step
   std::vector<double> step_seconds;              // per step, last run
 };
 
@@ -88,15 +99,17 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
 
   // Per workload the schedule hash its code is cached under: tuned when given, else the default.
   std::vector<std::string> hashes;
+  std::vector<std::vector<InputLayout>> layouts;  // per workload, of the code that runs
   std::vector<CompileJob> to_compile;
   std::vector<size_t> compile_index;  // workload of each job
   for (size_t i = 0; i < m.partition.workloads.size(); i++) {
     const Workload& w = m.partition.workloads[i];
     auto tuned = opts.schedules.find(w.exact_key);
     CompileJob job = tuned == opts.schedules.end()
-                         ? CompileJob{&w, apply_default_schedule, kDefaultScheduleHash}
-                         : CompileJob{&w, schedule_fn(tuned->second), tuned->second.hash()};
+                         ? CompileJob{&w, apply_default_schedule, kDefaultScheduleHash, {}}
+                         : CompileJob{&w, schedule_fn(tuned->second), tuned->second.hash(), tuned->second.layouts};
     hashes.push_back(job.hash);
+    layouts.push_back(job.layouts);
     if (fs::exists(cache.object_path(w, job.hash))) continue;
     to_compile.push_back(std::move(job));
     compile_index.push_back(i);
@@ -114,8 +127,9 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
     m.stats.warnings.push_back(fmt::format("workload {} ({}): tuned schedule {} failed to compile, using the default: {}",
                                            w.key_hash(), w.name, to_compile[k].hash, errors[k].substr(0, 500)));
     hashes[compile_index[k]] = kDefaultScheduleHash;
+    layouts[compile_index[k]].clear();
     if (!fs::exists(cache.object_path(w, kDefaultScheduleHash)))
-      fallback.push_back({&w, apply_default_schedule, kDefaultScheduleHash});
+      fallback.push_back({&w, apply_default_schedule, kDefaultScheduleHash, {}});
   }
   for (const auto& e : compile_in_workers(fallback, cache, jobs))
     if (!e.empty()) throw Error(e);
@@ -138,9 +152,29 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
   for (const auto& name : m.graph.inputs) buffer_for(name);
   for (const auto& step : m.partition.steps) {
     std::vector<void*> a;
-    for (const auto& t : step.inputs) a.push_back(buffer_for(t).raw_buffer());
+    std::vector<Impl::RunPack> packs;
+    const Workload& w = m.partition.workloads[step.workload];
+    for (size_t k = 0; k < step.inputs.size(); k++) {
+      const std::string& t = step.inputs[k];
+      const InputLayout* l = find_layout(layouts[step.workload], w.graph.inputs[k]);
+      if (!l) {
+        a.push_back(buffer_for(t).raw_buffer());
+        continue;
+      }
+      const std::string key = t + "#" + describe(*l);
+      auto it = m.packed.find(key);
+      if (it == m.packed.end()) {
+        const TensorInfo& info = m.graph.tensor(t);
+        Tensor p = info.value ? pack_tensor(*l, *info.value) : Tensor(info.dtype, packed_shape(*l, info.shape));
+        it = m.packed.emplace(key, std::move(p)).first;
+        m.bufs.emplace(key, tensor_buffer(it->second, t));
+        if (!info.value) packs.push_back({t, *l, &it->second});
+      }
+      a.push_back(m.bufs.at(key).raw_buffer());
+    }
     for (const auto& t : step.outputs) a.push_back(buffer_for(t).raw_buffer());
     m.argv.push_back(std::move(a));
+    m.run_packs.push_back(std::move(packs));
   }
   for (const auto& o : m.graph.outputs) buffer_for(o);
   m.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -174,6 +208,7 @@ std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inpu
   m.step_seconds.resize(m.partition.steps.size());
   for (size_t s = 0; s < m.partition.steps.size(); s++) {
     auto t0 = std::chrono::steady_clock::now();
+    for (const auto& p : m.run_packs[s]) pack_into(p.layout, m.storage.at(p.from), *p.packed);
     int rc = m.code[m.partition.steps[s].workload].call(m.argv[s].data());
     m.step_seconds[s] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rc != 0) {

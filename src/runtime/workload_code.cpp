@@ -75,7 +75,8 @@ Halide::Buffer<> tensor_buffer(Tensor& t, const std::string& name) {
   return Halide::Buffer<>(halide_type(t.dtype), t.bytes.data(), sizes, name);
 }
 
-WorkloadCall::WorkloadCall(const Workload& w, const std::map<std::string, Tensor>& values) {
+WorkloadCall::WorkloadCall(const Workload& w, const std::map<std::string, Tensor>& values,
+                           const std::vector<InputLayout>& layouts) {
   for (const auto& name : w.graph.inputs) {
     auto it = values.find(name);
     if (it == values.end())
@@ -85,7 +86,8 @@ WorkloadCall::WorkloadCall(const Workload& w, const std::map<std::string, Tensor
       throw Error(fmt::format("workload {} ({}): input '{}' is {} {}, the workload expects {} {}", w.key_hash(), w.name,
                               name, dtype_name(it->second.dtype), shape_str(it->second.shape), dtype_name(info.dtype),
                               shape_str(info.shape)));
-    inputs.push_back(it->second);
+    const InputLayout* l = find_layout(layouts, name);
+    inputs.push_back(l ? pack_tensor(*l, it->second) : it->second);
   }
   for (const auto& name : w.graph.outputs) {
     const auto& info = w.graph.tensor(name);

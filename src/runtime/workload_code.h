@@ -59,17 +59,18 @@ class WorkloadCode {
 // A Halide buffer viewing t's bytes (dims reversed: Halide's innermost first). t must outlive it.
 Halide::Buffer<> tensor_buffer(Tensor& t, const std::string& name);
 
-// Storage and buffers for one call of a workload: its graph inputs (given by name) and freshly
-// allocated outputs, and the argv array over them.
+// Storage and buffers for one call of a workload: its graph inputs (given by name, packed where
+// `layouts` says, as the code compiled with those layouts expects) and freshly allocated
+// outputs, and the argv array over them.
 struct WorkloadCall {
-  std::vector<Tensor> inputs;              // w.graph.inputs, in order
+  std::vector<Tensor> inputs;              // w.graph.inputs, in order (packed ones packed)
   std::vector<Tensor> outputs;             // w.graph.outputs, in order (zero-filled)
   std::vector<Halide::Buffer<>> buffers;   // views over inputs then outputs
   std::vector<void*> argv;                 // halide_buffer_t* of buffers, for WorkloadCode::call
 
   // Copies `values` (every graph input of w by name, shapes and dtypes checked). Throws Error
   // naming the workload and the input. Not copyable or movable: argv points into buffers.
-  WorkloadCall(const Workload& w, const std::map<std::string, Tensor>& values);
+  WorkloadCall(const Workload& w, const std::map<std::string, Tensor>& values, const std::vector<InputLayout>& layouts = {});
   WorkloadCall(const WorkloadCall&) = delete;
   WorkloadCall& operator=(const WorkloadCall&) = delete;
 };

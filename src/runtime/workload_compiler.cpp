@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -64,18 +65,29 @@ std::string CodeCache::ensure_runtime() const {
   return so;
 }
 
-LoweredWorkload lower_workload(const Workload& w) {
+LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>& layouts) {
   LoweredWorkload lw;
   std::map<std::string, LTensor> bound;
+  for (const auto& l : layouts)
+    if (std::find(w.graph.inputs.begin(), w.graph.inputs.end(), l.input) == w.graph.inputs.end())
+      throw Error(fmt::format("workload {} ({}): layout of '{}', which is not an input", w.key_hash(), w.name, l.input));
   for (const auto& name : w.graph.inputs) {
     const auto& info = w.graph.tensor(name);
-    const int rank = static_cast<int>(info.shape.size());
+    const InputLayout* layout = find_layout(layouts, name);
+    Shape shape;
+    try {
+      shape = layout ? packed_shape(*layout, info.shape) : info.shape;
+    } catch (const Error& e) {
+      throw Error(fmt::format("workload {} ({}): {}", w.key_hash(), w.name, e.what()));
+    }
+    const int rank = static_cast<int>(shape.size());
     Halide::ImageParam p(halide_type(info.dtype), rank, name);
-    for (int k = 0; k < rank; k++) p.dim(k).set_estimate(0, static_cast<int>(info.shape[rank - 1 - k]));
+    for (int k = 0; k < rank; k++) p.dim(k).set_estimate(0, static_cast<int>(shape[rank - 1 - k]));
     lw.params.push_back(p);
     lw.args.push_back(p);
     bound[name] = define_tensor("input_" + name, info.shape, info.dtype, [&](const std::vector<Halide::Expr>& idx) {
-      return p(std::vector<Halide::Expr>(idx.rbegin(), idx.rend()));
+      std::vector<Halide::Expr> x(idx.rbegin(), idx.rend());
+      return layout ? packed_access(*layout, p, x) : p(x);
     });
   }
   auto values = lower_graph(w.graph, bound);
@@ -91,12 +103,12 @@ LoweredWorkload lower_workload(const Workload& w) {
 }
 
 void compile_workload(const Workload& w, const ScheduleFn& schedule, const std::string& schedule_hash,
-                      const CodeCache& cache) {
+                      const CodeCache& cache, const std::vector<InputLayout>& layouts) {
   const std::string so = cache.object_path(w, schedule_hash);
   if (fs::exists(so)) return;
   const std::string what = fmt::format("workload {} ({})", w.key_hash(), w.name);
   try {
-    LoweredWorkload lw = lower_workload(w);
+    LoweredWorkload lw = lower_workload(w, layouts);
     schedule(lw.outputs, cache.target);
     std::string obj = so + fmt::format(".{}.o", getpid());
     lw.pipeline.compile_to_object(obj, lw.args, workload_function_name(w, schedule_hash),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/workload.h"
+#include "runtime/input_layout.h"
 
 namespace ts {
 
@@ -35,17 +36,20 @@ inline constexpr const char* kDefaultScheduleHash = "default2";
 // Symbol of the argv-style entry point of a workload's code: "<name>_argv".
 std::string workload_function_name(const Workload& w, const std::string& schedule_hash);
 
-// Lowers w, applies `schedule` and returns the pipeline and its arguments (inputs in order).
+// Lowers w and returns the pipeline and its arguments (inputs in order). An input with a layout
+// (runtime/input_layout.h) gets an ImageParam of the packed rank, read through its wrapper Func,
+// so the Funcs (and the schedules that name them) are the same with or without layouts.
 struct LoweredWorkload {
   Halide::Pipeline pipeline;
   std::vector<Halide::ImageParam> params;     // one per w.graph.inputs, in order
   std::vector<Halide::Argument> args;         // the same, as compile arguments
   std::vector<Halide::Func> outputs;          // one per w.graph.outputs
 };
-LoweredWorkload lower_workload(const Workload& w);
+LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>& layouts = {});
 
-// Compiles w with `schedule` into `cache` (if absent). Throws Error naming the workload.
+// Compiles w with `schedule` (over inputs laid out by `layouts`) into `cache` (if absent).
+// Throws Error naming the workload.
 void compile_workload(const Workload& w, const ScheduleFn& schedule, const std::string& schedule_hash,
-                      const CodeCache& cache);
+                      const CodeCache& cache, const std::vector<InputLayout>& layouts = {});
 
 }  // namespace ts

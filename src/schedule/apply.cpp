@@ -617,8 +617,63 @@ std::optional<std::string> check_estimates(const std::vector<Halide::Func>& outp
 
 }  // namespace
 
+namespace {
+
+// Layouts name distinct inputs of the pipeline, and the Func reading each one (its wrapper,
+// which has the input's unpacked dims whether or not the pipeline was lowered with the layout)
+// has the blocked dim, with an estimate the block divides.
+std::optional<std::string> check_layouts(const Schedule& s, const std::vector<Halide::Func>& outputs) {
+  if (s.layouts.empty()) return std::nullopt;
+  // Inputs a Func reads: images, and ImageParams through their implicit Func "<name>_im".
+  struct Images : Halide::Internal::IRGraphVisitor {
+    std::set<std::string> names;
+    using IRGraphVisitor::visit;
+    void visit(const Halide::Internal::Call* op) override {
+      const std::string b = func_base_name(op->name);
+      if (op->call_type == Halide::Internal::Call::Image) names.insert(op->name);
+      if (op->call_type == Halide::Internal::Call::Halide && b.size() > 3 && b.compare(b.size() - 3, 3, "_im") == 0)
+        names.insert(b.substr(0, b.size() - 3));
+      IRGraphVisitor::visit(op);
+    }
+  };
+  std::map<std::string, Function> env;
+  for (const auto& o : outputs) {
+    env.emplace(o.name(), o.function());
+    for (auto& [name, fn] : Halide::Internal::find_transitive_calls(o.function())) env.emplace(name, fn);
+  }
+  std::map<std::string, std::vector<const Function*>> readers;  // input -> Funcs reading it
+  for (auto& [name, fn] : env) {
+    Images images;
+    fn.accept(&images);
+    for (const auto& n : images.names)
+      if (func_base_name(name) != n + "_im") readers[n].push_back(&fn);
+  }
+  std::set<std::string> seen;
+  for (const auto& l : s.layouts) {
+    if (!seen.insert(l.input).second) return fmt::format("input '{}' has two layouts", l.input);
+    auto it = readers.find(l.input);
+    if (it == readers.end()) return fmt::format("layout of '{}': the pipeline has no input of that name", l.input);
+    for (const Function* fn : it->second) {
+      const auto& args = fn->args();
+      if (l.dim < 0 || static_cast<size_t>(l.dim) >= args.size() || l.block < 2)
+        return fmt::format("layout of '{}': dim {} block {} (its reader '{}' has {} dims; a block is at least 2)", l.input,
+                           l.dim, l.block, func_base_name(fn->name()), args.size());
+      for (const auto& b : fn->schedule().estimates()) {
+        const int64_t* extent = b.var == args[static_cast<size_t>(l.dim)] && b.extent.defined()
+                                    ? Halide::Internal::as_const_int(b.extent) : nullptr;
+        if (extent && *extent % l.block != 0)
+          return fmt::format("layout of '{}': block {} does not divide dim {}'s extent {}", l.input, l.block, l.dim, *extent);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> Schedule::validate(const std::vector<Halide::Func>& outputs) const {
   if (format != kFormatVersion) return fmt::format("schedule format {} is not supported ({})", format, kFormatVersion);
+  if (auto why = check_layouts(*this, outputs)) return why;
   if (autoscheduler) {
     if (!stages.empty())
       return fmt::format("schedule has {} decided stage(s) and an autoscheduler recipe ({}), which decides every stage",
@@ -640,6 +695,7 @@ void apply(const Schedule& s, const std::vector<Halide::Func>& outputs, const Ha
     }
     return;
   }
+  if (auto why = check_layouts(s, outputs)) throw Error("invalid schedule: " + *why);
   Checker ck(s, outputs);
   if (auto why = ck.run()) throw Error("invalid schedule: " + *why);
   try {

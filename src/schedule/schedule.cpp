@@ -370,11 +370,13 @@ Schedule Schedule::canonical() const {
                      [](const LoopTiling& a, const LoopTiling& b) { return a.loop < b.loop; });
     std::sort(s.unroll.begin(), s.unroll.end());
   }
+  std::stable_sort(c.layouts.begin(), c.layouts.end());
   return c;
 }
 
 bool Schedule::operator==(const Schedule& o) const {
-  return format == o.format && autoscheduler == o.autoscheduler && canonical().stages == o.canonical().stages;
+  const Schedule a = canonical(), b = o.canonical();
+  return format == o.format && autoscheduler == o.autoscheduler && a.stages == b.stages && a.layouts == b.layouts;
 }
 
 std::string Schedule::to_json(int indent) const {
@@ -384,6 +386,10 @@ std::string Schedule::to_json(int indent) const {
   for (const auto& s : canonical().stages) j["stages"].push_back(stage_to_json(s));
   // Only when set: schedules without a recipe keep their JSON and hash.
   if (autoscheduler) j["autoscheduler"] = {{"name", autoscheduler->name}, {"params", autoscheduler->params}};
+  if (!layouts.empty()) {
+    j["layouts"] = json::array();
+    for (const auto& l : canonical().layouts) j["layouts"].push_back({{"input", l.input}, {"dim", l.dim}, {"block", l.block}});
+  }
   return j.dump(indent);
 }
 
@@ -395,7 +401,7 @@ Schedule Schedule::from_json(const std::string& text) {
     throw Error(fmt::format("schedule: not JSON: {}", e.what()));
   }
   Reader r{"schedule"};
-  r.only_keys(j, {"format", "stages", "autoscheduler"});
+  r.only_keys(j, {"format", "stages", "autoscheduler", "layouts"});
   Schedule s;
   s.format = r.small_int(j, "format");
   if (s.format != kFormatVersion)
@@ -408,6 +414,17 @@ Schedule Schedule::from_json(const std::string& text) {
     s.set(std::move(ss));
   }
   if (j.contains("autoscheduler")) s.autoscheduler = recipe_from_json(j["autoscheduler"]);
+  if (j.contains("layouts")) {
+    const json& ls = j["layouts"];
+    if (!ls.is_array()) r.fail("field 'layouts' must be an array");
+    for (size_t i = 0; i < ls.size(); i++) {
+      Reader rl{fmt::format("schedule layout {}", i)};
+      rl.only_keys(ls[i], {"input", "dim", "block"});
+      InputLayout l{rl.str(ls[i], "input"), rl.small_int(ls[i], "dim"), rl.small_int(ls[i], "block")};
+      if (find_layout(s.layouts, l.input)) r.fail(fmt::format("input '{}' has two layouts", l.input));
+      s.layouts.push_back(l);
+    }
+  }
   return s.canonical();
 }
 
@@ -421,6 +438,11 @@ std::string Schedule::to_halide_source() const {
     out += fmt::format("// autoscheduler {} ({})\n", autoscheduler->name, params.empty() ? "default parameters" : params);
   }
   for (const auto& s : canonical().stages) out += stage_source(s);
+  // A layout changes the calling convention, not a Func: the input is packed at load and its
+  // wrapper reads the packed buffer.
+  for (const auto& l : canonical().layouts)
+    out += fmt::format("// {} packed at load: Halide dim {} split by {}, the block innermost; reads become {}(x{} % {}, ..., x{} / {}, ...)\n",
+                       l.input, l.dim, l.block, ident(l.input), l.dim, l.block, l.dim, l.block);
   return out;
 }
 

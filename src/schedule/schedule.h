@@ -60,6 +60,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/input_layout.h"
 #include "runtime/workload_compiler.h"  // ScheduleFn
 
 namespace ts {
@@ -137,6 +138,7 @@ struct Schedule {
   int format = kFormatVersion;               // format version
   std::vector<StageSchedule> stages;         // decided stages (set() keeps them sorted by func, definition)
   std::optional<AutoschedulerRecipe> autoscheduler;  // set: Halide's autoscheduler decides the whole pipeline (no stages)
+  std::vector<InputLayout> layouts;          // blocked layouts of pipeline inputs, packed once at load (runtime/input_layout.h; sorted by input)
 
   const StageSchedule* find(const std::string& func, int definition = 0) const;  // null when undecided
   StageSchedule* find(const std::string& func, int definition = 0);
@@ -159,7 +161,8 @@ struct Schedule {
   // is one comment line naming the autoscheduler and its parameters.
   std::string to_halide_source() const;
   // Why the schedule cannot be applied to the unscheduled pipeline computing `outputs`, or
-  // nullopt when it can. Reads Halide's IR only; calls no scheduling method. A recipe is checked
+  // nullopt when it can. Layouts must name an input of the pipeline (lowered with or without
+  // them) and, where the input carries estimates, divide the blocked extent. Reads Halide's IR only; calls no scheduling method. A recipe is checked
   // for its name, parameters, plugin file and the estimates the autoschedulers need.
   std::optional<std::string> validate(const std::vector<Halide::Func>& outputs) const;
 };

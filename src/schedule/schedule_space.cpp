@@ -350,12 +350,29 @@ std::vector<std::vector<std::string>> ScheduleSpace::storage_orders(size_t i) co
   return out;
 }
 
+SpaceOptions space_options_for(const Workload& w, SpaceOptions base) {
+  base.packable_inputs.insert(w.constant_inputs.begin(), w.constant_inputs.end());
+  return base;
+}
+
+std::vector<std::optional<InputLayout>> ScheduleSpace::layouts(size_t i) const {
+  const Stage& st = *view_.stage(order_[i]);
+  std::vector<std::optional<InputLayout>> out{std::nullopt};
+  if (!st.is_rename || !opts_.packable_inputs.count(st.rename_of)) return out;
+  const int native = std::max(1, opts_.vector_bytes / std::max(1, st.bytes));
+  for (size_t k = 1; k < st.dims.size(); k++)
+    for (int b : {native, native / 2, native / 4})
+      if (b >= 2 && st.dims[k].extent >= b && st.dims[k].extent % b == 0)
+        out.push_back(InputLayout{st.rename_of, static_cast<int>(k), b});
+  return out;
+}
+
 double ScheduleSpace::branching(const Schedule& partial, size_t i) const {
   const Stage& st = *view_.stage(order_[i]);
   double total = 0;
   for (const auto& p : placements(partial, i)) {
     if (p.placement == Placement::Inline) {
-      total += 1;
+      total += static_cast<double>(layouts(i).size());
       continue;
     }
     double prod = static_cast<double>(storage_orders(i).size());
@@ -393,8 +410,9 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
   const auto cands = placements(partial, i);
   std::vector<double> w;
   const auto storage = storage_orders(i);
+  const auto layout = layouts(i);
   for (const auto& p : cands) {
-    double prod = p.placement == Placement::Inline ? 1 : static_cast<double>(storage.size());
+    double prod = static_cast<double>(p.placement == Placement::Inline ? layout.size() : storage.size());
     if (p.placement != Placement::Inline)
       for (size_t d = 0; d < st.definitions.size(); d++)
         prod *= def_space(i, static_cast<int>(d), p).total;
@@ -415,6 +433,12 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
   if (p.placement == Placement::ComputeAt) s0.compute_at = p.at;
   if (p.placement == Placement::Inline) {
     partial.set(s0);
+    // Only renames of packable inputs have layouts; a redrawn decision replaces its layout.
+    if (layout.size() > 1) {
+      const std::string& input = view_.stage(order_[i])->rename_of;
+      std::erase_if(partial.layouts, [&](const InputLayout& l) { return l.input == input; });
+      if (const auto& l = layout[std::uniform_int_distribution<size_t>(0, layout.size() - 1)(rng)]) partial.layouts.push_back(*l);
+    }
     return;
   }
   s0.storage_order = storage[std::uniform_int_distribution<size_t>(0, storage.size() - 1)(rng)];

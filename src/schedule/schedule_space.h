@@ -43,6 +43,9 @@
 //     * a Func that only renames another (input wrappers) is inlined; outputs are at root;
 //     * storage (reorder_storage) of a Func that is not inlined nor an output: its argument
 //       order, or one other argument of extent > 1 moved innermost;
+//     * the layout of a packable input (SpaceOptions::packable_inputs, e.g. a conv's weights),
+//       decided with the Func that renames it: its own, or one non-innermost dim blocked by
+//       a vector width dividing it (runtime/input_layout.h), packed once at load;
 //  - Uniformity is per decision: sample() draws each decision uniformly among the candidates
 //    that the earlier (consumer) decisions leave, like the paper's random rollouts. Uniform
 //    draws are dominated by the many tilings and orders of unvectorized, serial nests (a conv
@@ -52,11 +55,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "analysis/pipeline_view.h"
+#include "graph/workload.h"
 #include "schedule/schedule.h"
 #include "schedule/sketch.h"
 
@@ -83,7 +89,11 @@ struct SpaceOptions {
   int max_parallel_loops = 3;   // outermost loops fused into the parallel loop
   int max_factors = 10;         // split factors considered per loop and level
   Sampling sampling = Sampling::Uniform;  // how sample_decision() draws
+  std::set<std::string> packable_inputs;  // inputs whose layout a schedule may choose (constants packed at load; see space_options_for)
 };
+
+// `base` with the packable inputs of w (its constant inputs, the weights).
+SpaceOptions space_options_for(const Workload& w, SpaceOptions base = {});
 
 // Vector register size of a Halide target: 64 with AVX-512, 32 with AVX2/AVX, else 16.
 int native_vector_bytes(const Halide::Target& t);
@@ -122,6 +132,10 @@ class ScheduleSpace {
   // Storage orders of Func i when not inlined: its argument order (empty), or one other
   // argument of extent > 1 made innermost (e.g. channels innermost for a padded conv input).
   std::vector<std::vector<std::string>> storage_orders(size_t i) const;
+  // Layouts decided with Func i: none (nullopt) and, when it renames a packable input, that
+  // input with one dim blocked by b, a vector width (or a half or quarter of it)
+  // dividing the extent, for every dim but the innermost.
+  std::vector<std::optional<InputLayout>> layouts(size_t i) const;
   // The pipeline's sketch (schedule/sketch.h), null when its rule does not apply.
   const Sketch* sketch() const { return sketch_.get(); }
   // Random rollouts (uniform whatever options().sampling says): average branching factor and

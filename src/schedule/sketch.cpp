@@ -111,6 +111,22 @@ std::shared_ptr<const Sketch> Sketch::match(const ScheduleSpace& space) {
     if (absent && (s->u_ < 0 || s->extents_[k] > s->extents_[s->u_])) s->u_ = static_cast<int>(k);
   }
   if (s->extents_.size() > 1 && s->u_ != 1 && s->extents_[1] >= 2) s->y_ = 1;
+  // Channel vectors: a rename of a packable input read by r at dim d >= 1 with index u (stride 1).
+  const int lu = s->u_ >= 0 ? loop_index(upd, s->red_dims_[static_cast<size_t>(s->u_)]) : -1;
+  for (const Edge* e : v.edges_into(r->name)) {
+    const Stage* w = e->producer_is_input ? nullptr : v.stage(e->producer);
+    if (lu < 0 || s->packed_ || !w || !w->is_rename || !space.options().packable_inputs.count(w->rename_of)) continue;
+    for (const auto& a : e->accesses) {
+      if (a.definition != 1) continue;
+      for (size_t d = 1; d < a.dims.size() && !s->packed_; d++) {
+        const AccessDim& ad = a.dims[d];
+        if (ad.affine && ad.depends_on == std::vector<int>{lu} && ad.coeffs[static_cast<size_t>(lu)] == 1) {
+          s->packed_ = InputLayout{w->rename_of, static_cast<int>(d), 0};
+          s->packed_extent_ = w->dims[d].extent;
+        }
+      }
+    }
+  }
   s->native_ = std::max(1, space.options().vector_bytes / std::max(1, o->bytes));
   s->max_unroll_ = space.options().max_unroll;
   s->max_parallel_ = space.options().max_parallel_loops;
@@ -122,20 +138,26 @@ std::shared_ptr<const Sketch> Sketch::match(const ScheduleSpace& space) {
 
 std::vector<Sketch::Tile> Sketch::tiles() const {
   std::vector<Tile> out;
-  std::vector<int> widths{0};
-  for (int w : {native_ / 4, native_ / 2, native_})
-    if (w >= 2 && w <= extents_[0]) widths.push_back(w);
-  const int64_t eu = u_ >= 0 ? extents_[u_] : 1, ey = y_ >= 0 ? extents_[y_] : 1;
-  for (int v : widths)
-    for (int xv = 1; xv <= (v ? kMaxVectors : 1); xv++) {
-      if (v * xv > extents_[0]) continue;
-      for (int u = 1; u <= std::min<int64_t>(eu, max_unroll_); u++)
-        for (int y = 1; y <= std::min<int64_t>(ey, kMaxRowTile); y++) {
-          if (unroll_bits(xv) + unroll_bits(u) + unroll_bits(y) > kMaxUnrollBits) continue;
-          if (v && xv * u * y > kMaxAccumulators) continue;
-          out.push_back({v, xv, u, y});
-        }
-    }
+  const int64_t ey = y_ >= 0 ? extents_[static_cast<size_t>(y_)] : 1;
+  for (bool ch : {false, true}) {
+    if (ch && !packed_) continue;
+    const int vp = vector_pos(ch), rp = reuse_pos(ch);
+    const int64_t ev = extents_[static_cast<size_t>(vp)], er = rp >= 0 ? extents_[static_cast<size_t>(rp)] : 1;
+    std::vector<int> widths;
+    if (!ch) widths.push_back(0);
+    for (int w : {native_ / 4, native_ / 2, native_})
+      if (w >= 2 && w <= ev && (!ch || packed_extent_ % w == 0)) widths.push_back(w);
+    for (int v : widths)
+      for (int xv = 1; xv <= (v ? kMaxVectors : 1); xv++) {
+        if (v * xv > ev) continue;
+        for (int u = 1; u <= std::min<int64_t>(er, max_unroll_); u++)
+          for (int y = 1; y <= std::min<int64_t>(ey, kMaxRowTile); y++) {
+            if (unroll_bits(xv) + unroll_bits(u) + unroll_bits(y) > kMaxUnrollBits) continue;
+            if (v && xv * u * y > kMaxAccumulators) continue;
+            out.push_back({ch, v, xv, u, y});
+          }
+      }
+  }
   return out;
 }
 
@@ -146,8 +168,8 @@ int64_t Sketch::tasks(const SketchKnobs& k, int loops) const {
     const std::string& n = outer_[static_cast<size_t>(k.outer_order[static_cast<size_t>(j - nf)])];
     const int pos = static_cast<int>(std::find(out_dims_.begin(), out_dims_.end(), n) - out_dims_.begin());
     int64_t tile = 1;
-    if (pos == 0 && k.vector_width > 0) tile = int64_t{k.vector_width} * k.vectors;
-    if (pos == u_) tile = k.reuse_tile;
+    if (pos == vector_pos(k.channel_vectors) && k.vector_width > 0) tile = int64_t{k.vector_width} * k.vectors;
+    if (pos == reuse_pos(k.channel_vectors)) tile = k.reuse_tile;
     if (pos == y_) tile = k.row_tile;
     t *= ceil_div(extents_[static_cast<size_t>(pos)], tile);
   }
@@ -185,7 +207,7 @@ SketchKnobs Sketch::draw(std::mt19937_64& rng) const {
   SketchKnobs k;
   const std::vector<Tile> ts = tiles();
   const Tile t = ts[std::uniform_int_distribution<size_t>(0, ts.size() - 1)(rng)];
-  k.vector_width = t.v, k.vectors = t.xv, k.reuse_tile = t.u, k.row_tile = t.y;
+  k.channel_vectors = t.ch, k.vector_width = t.v, k.vectors = t.xv, k.reuse_tile = t.u, k.row_tile = t.y;
   for (size_t j = 0; j < outer_.size(); j++) k.outer_order.push_back(static_cast<int>(j));
   std::shuffle(k.outer_order.begin(), k.outer_order.end(), rng);
   const auto depths = parallel_depths(static_cast<int>(fixed_outer_.size() + outer_.size()), max_parallel_,
@@ -204,10 +226,11 @@ SketchKnobs Sketch::mutate(const SketchKnobs& k, std::mt19937_64& rng) const {
   // Alternatives per kind of knob: tiles differing in one size, adjacent swaps, depths.
   std::vector<SketchKnobs> tile_alts, order_alts, par_alts;
   for (const Tile& t : tiles()) {
-    const int diff = (t.v != k.vector_width) + (t.xv != k.vectors) + (t.u != k.reuse_tile) + (t.y != k.row_tile);
+    const int diff = (t.ch != k.channel_vectors) + (t.v != k.vector_width) + (t.xv != k.vectors) +
+                     (t.u != k.reuse_tile) + (t.y != k.row_tile);
     if (diff != 1) continue;
     SketchKnobs m = k;
-    m.vector_width = t.v, m.vectors = t.xv, m.reuse_tile = t.u, m.row_tile = t.y;
+    m.channel_vectors = t.ch, m.vector_width = t.v, m.vectors = t.xv, m.reuse_tile = t.u, m.row_tile = t.y;
     fix_parallel(m);
     tile_alts.push_back(m);
   }
@@ -232,9 +255,10 @@ SketchKnobs Sketch::mutate(const SketchKnobs& k, std::mt19937_64& rng) const {
 }
 
 Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
-  const Tile t{k.vector_width, k.vectors, k.reuse_tile, k.row_tile};
+  const Tile t{k.channel_vectors, k.vector_width, k.vectors, k.reuse_tile, k.row_tile};
   bool known = false;
-  for (const Tile& c : tiles()) known |= c.v == t.v && c.xv == t.xv && c.u == t.u && c.y == t.y;
+  for (const Tile& c : tiles()) known |= c.ch == t.ch && c.v == t.v && c.xv == t.xv && c.u == t.u && c.y == t.y;
+  const int vp = vector_pos(k.channel_vectors), rp = reuse_pos(k.channel_vectors);
   std::vector<int> perm = k.outer_order;
   std::sort(perm.begin(), perm.end());
   for (size_t j = 0; j < perm.size(); j++) known &= perm[j] == static_cast<int>(j);
@@ -278,8 +302,8 @@ Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
       os.vector_width = k.vector_width;
     }
   };
-  if (k.vector_width > 0) tile(0, k.vectors > 1 ? std::vector<int64_t>{k.vector_width, k.vectors} : std::vector<int64_t>{k.vector_width}, true);
-  if (u_ >= 0 && k.reuse_tile > 1) tile(u_, {k.reuse_tile}, false);
+  if (k.vector_width > 0) tile(vp, k.vectors > 1 ? std::vector<int64_t>{k.vector_width, k.vectors} : std::vector<int64_t>{k.vector_width}, true);
+  if (rp >= 0 && k.reuse_tile > 1) tile(rp, {k.reuse_tile}, false);
   if (y_ >= 0 && k.row_tile > 1) tile(y_, {k.row_tile}, false);
   std::vector<std::string> outer;  // outermost first
   for (const auto& d : fixed_outer_) outer.push_back(outer_level[d]);
@@ -298,6 +322,15 @@ Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
   r0.placement = Placement::ComputeAt;
   const bool all_fused = k.parallel_loops == static_cast<int>(outer.size());
   r0.compute_at = {os.func, 0, all_fused ? os.parallel_loop_name() : outer.back()};
+  if (k.channel_vectors) {
+    // Accumulators dense along the lanes (one of the space's storage orders), the weight packed.
+    r0.storage_order = {red_dims_[static_cast<size_t>(vp)]};
+    for (size_t j = 0; j < red_dims_.size(); j++)
+      if (static_cast<int>(j) != vp) r0.storage_order.push_back(red_dims_[j]);
+    InputLayout l = *packed_;
+    l.block = k.vector_width;
+    s.layouts.push_back(l);
+  }
   s.set(r0);
   const std::vector<int64_t> region = space.region(s, red_);
   for (int def = 0; def < 2; def++) {
@@ -307,8 +340,8 @@ Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
     std::vector<std::string> inner, rest;
     std::set<int> in_tile;
     if (k.vector_width > 0) {
-      const std::string& x = red_dims_[0];
-      if (region[0] > k.vector_width) {
+      const std::string& x = red_dims_[static_cast<size_t>(vp)];
+      if (region[static_cast<size_t>(vp)] > k.vector_width) {
         LoopTiling lt;
         lt.loop = x;
         lt.factors = {k.vector_width};
@@ -322,9 +355,9 @@ Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
         ss.vectorize = x;
       }
       ss.vector_width = k.vector_width;
-      in_tile.insert(0);
+      in_tile.insert(vp);
     }
-    for (auto [pos, size] : {std::pair{u_, k.reuse_tile}, std::pair{y_, k.row_tile}})
+    for (auto [pos, size] : {std::pair{rp, k.reuse_tile}, std::pair{y_, k.row_tile}})
       if (pos >= 0 && size > 1) {
         inner.push_back(red_dims_[static_cast<size_t>(pos)]);
         ss.unroll.push_back(red_dims_[static_cast<size_t>(pos)]);
@@ -372,6 +405,12 @@ std::optional<SketchKnobs> Sketch::knobs_of(const ScheduleSpace& space, const Sc
   if (!os) return std::nullopt;
   SketchKnobs k;
   k.vector_width = os->vector_width;
+  if (u_ >= 0 && !os->vectorize.empty()) {
+    const std::string& u = out_dims_[static_cast<size_t>(u_)];
+    k.channel_vectors = os->vectorize == u;
+    for (const auto& t : os->tiling)
+      if (t.loop == u) k.channel_vectors |= t.level_names()[0] == os->vectorize;
+  }
   std::set<std::string> tile_levels;
   std::map<std::string, std::string> base_of;  // outermost level -> pure loop
   for (const auto& d : out_dims_) base_of[d] = d;
@@ -380,8 +419,8 @@ std::optional<SketchKnobs> Sketch::knobs_of(const ScheduleSpace& space, const Sc
     base_of.erase(t.loop);
     base_of[lv.back()] = t.loop;
     const int pos = static_cast<int>(std::find(out_dims_.begin(), out_dims_.end(), t.loop) - out_dims_.begin());
-    if (pos == 0) k.vectors = t.factors.size() == 2 ? static_cast<int>(t.factors[1]) : 1;
-    else if (pos == u_) k.reuse_tile = static_cast<int>(t.factors[0]);
+    if (pos == vector_pos(k.channel_vectors)) k.vectors = t.factors.size() == 2 ? static_cast<int>(t.factors[1]) : 1;
+    else if (pos == reuse_pos(k.channel_vectors)) k.reuse_tile = static_cast<int>(t.factors[0]);
     else if (pos == y_) k.row_tile = static_cast<int>(t.factors[0]);
   }
   for (auto it = os->order.rbegin(); it != os->order.rend(); ++it) {
@@ -399,9 +438,10 @@ std::optional<SketchKnobs> Sketch::knobs_of(const ScheduleSpace& space, const Sc
 }
 
 std::string Sketch::describe() const {
-  return fmt::format("register-blocked reduction: {} over {} (vector loop {}, reuse loop {}, row loop {}, {} reduction loops)",
+  return fmt::format("register-blocked reduction: {} over {} (vector loop {}, reuse loop {}, row loop {}, {} reduction loops{})",
                      out_name_, red_name_, out_dims_[0], u_ >= 0 ? out_dims_[static_cast<size_t>(u_)] : "none",
-                     y_ >= 0 ? out_dims_[static_cast<size_t>(y_)] : "none", rvars_.size());
+                     y_ >= 0 ? out_dims_[static_cast<size_t>(y_)] : "none", rvars_.size(),
+                     packed_ ? fmt::format("; channel vectors with {} packed along dim {}", packed_->input, packed_->dim) : "");
 }
 
 }  // namespace ts

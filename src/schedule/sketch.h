@@ -26,6 +26,13 @@
 // parallel loops fused until there are 8 tasks this is the TensorschedDefault schedule
 // (default_knobs()).
 //
+// Channel vectors (knob `channel_vectors`, AutoTVM's NCHW[x]c conv): when r reads a packable
+// input (a weight) whose dim d follows u with stride 1, the roles of x and u swap: the vector
+// lanes run along u (output channels), x is the unrolled reuse tile, the weight is packed once
+// at load with dim d blocked by the vector width (runtime/input_layout.h) so a vector of
+// weights is one dense load, and r is stored with u innermost so its accumulators are dense.
+// This is what keeps the lanes full where rows are short (a 7x7 layer with 16-lane vectors).
+//
 // Every sketch point is a point of the space (same placement candidates, tilings, unroll
 // budget), so features, mutation and the records treat it like any other schedule; the space's
 // counts do not change. Draws are uniform per knob, not over the space.
@@ -44,9 +51,10 @@ class ScheduleSpace;
 
 // The knobs of a sketch: what a draw chooses.
 struct SketchKnobs {
-  int vector_width = 0;           // lanes of o's innermost loop x (0 = x is not vectorized)
-  int vectors = 1;                // vectors along x per register tile (unrolled when > 1)
-  int reuse_tile = 1;             // register-tile extent of the reuse loop u (1 = not tiled)
+  bool channel_vectors = false;   // vector lanes along u (channels) and the reuse tile along x (see top)
+  int vector_width = 0;           // lanes of the vector loop: x, or u with channel_vectors (0 = none)
+  int vectors = 1;                // vectors along the vector loop per register tile (unrolled when > 1)
+  int reuse_tile = 1;             // register-tile extent of the reuse loop: u, or x with channel_vectors (1 = not tiled)
   int row_tile = 1;               // register-tile extent of the row loop y (1 = not tiled)
   std::vector<int> outer_order;   // the permutable outer loops (Sketch::outer_loops indices), outermost first
   int parallel_loops = 0;         // outermost outer loops fused into the parallel loop (0 = serial)
@@ -79,7 +87,9 @@ class Sketch {
   std::string describe() const;
 
  private:
-  struct Tile { int v, xv, u, y; };
+  struct Tile { bool ch; int v, xv, u, y; };    // channel_vectors, vector_width, vectors, reuse_tile, row_tile
+  int vector_pos(bool ch) const { return ch ? u_ : 0; }  // out_dims_ position of the vector loop
+  int reuse_pos(bool ch) const { return ch ? 0 : u_; }   // ... and of the reuse loop
   std::vector<Tile> tiles() const;              // every register tile within the budgets
   int64_t tasks(const SketchKnobs& k, int loops) const;  // iterations of the outermost `loops` outer loops
   StageSchedule root_default(const ScheduleSpace& space, size_t i) const;  // a root producer's nest
@@ -92,6 +102,8 @@ class Sketch {
   std::vector<int64_t> extents_;                // their extents (equal by position)
   std::vector<std::string> rvars_;              // r's reduction loops, innermost first
   int u_ = -1, y_ = -1;                         // positions of the reuse and row loops (-1 = none)
+  std::optional<InputLayout> packed_;           // channel vectors: the weight's layout for the native width (block set per draw)
+  int64_t packed_extent_ = 0;                   // extent of the weight's blocked dim
   int native_ = 0;                              // native vector lanes of o's type
   int max_unroll_ = 16;                         // the space's largest unrolled extent
   int max_parallel_ = 3;                        // the space's largest parallel group

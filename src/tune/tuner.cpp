@@ -96,7 +96,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
     }
     try {
       LoweredWorkload lw = lower_workload(*t.w);
-      t.space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), sopts);
+      t.space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), space_options_for(*t.w, sopts));
       t.features = std::make_unique<FeatureExtractor>(*t.space);
       t.measurer = std::make_unique<Measurer>(*t.w, opts.measure);
       const MeasureResult& ref = t.measurer->reference();

@@ -245,7 +245,7 @@ TEST(Features, RandomSchedulesOfResNet18HaveAFixedFiniteDeterministicLayout) {
   int compute_at = 0;
   for (size_t w = 0; w < 4; w++) {
     LoweredWorkload lw = lower_workload(ws[w]);
-    ScheduleSpace space(build_pipeline_view(lw.outputs), so);
+    ScheduleSpace space(build_pipeline_view(lw.outputs), space_options_for(ws[w], so));
     FeatureExtractor fx(space);
     SpaceOptions sk = so;
     sk.sampling = Sampling::Sketch;  // every other draw a sketch point: the accumulator computed

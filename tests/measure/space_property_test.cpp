@@ -95,7 +95,7 @@ TEST(ScheduleSpaceProperty, EverySampledScheduleCompilesAndMatchesTheDefault) {
   for (const auto& path : property_models()) {
     for (const auto& w : partition_graph(test::import_model(path)).workloads) {
       workloads++;
-      ScheduleSpace space(build_pipeline_view(lower_workload(w).outputs), sopts);
+      ScheduleSpace space(build_pipeline_view(lower_workload(w).outputs), space_options_for(w, sopts));
       Measurer m(w, mopts);
       ASSERT_TRUE(m.reference().valid()) << path << ": " << m.reference().error_message;
       std::mt19937_64 rng(1234 + workloads);

@@ -8,7 +8,10 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "lower/lower.h"
+#include "analysis/pipeline_view.h"
 #include "runtime/graph_runner.h"
+#include "runtime/workload_compiler.h"
+#include "schedule/schedule_space.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 #include "tune/records_db.h"
@@ -108,6 +111,69 @@ TEST(CompiledModel, RunsTunedScheduleFromRecordsDb) {
       << fallback.stats().warnings[0];
   c = compare_tensors(fallback.run(in)[0], want[0], 0, 0);
   EXPECT_TRUE(c.ok) << c.message;
+}
+
+TEST(CompiledModel, PacksWeightsOnceAtLoadForATunedChannelVectorSchedule) {
+  // The conv of small_cnn (BN folded into it): a sketch point with vectors along output channels
+  // reads its weight packed [8/4, 3, 3, 3, 4], packed when the model loads.
+  const Graph g = small_cnn();
+  const Partition part = partition_graph(g);
+  const Workload* conv = nullptr;
+  for (const auto& w : part.workloads)
+    if (w.name.rfind("Conv", 0) == 0) conv = &w;
+  ASSERT_NE(conv, nullptr);
+  SpaceOptions so;
+  so.vector_bytes = 16;  // 4 float lanes: 8 output channels hold two vectors
+  ScheduleSpace space(build_pipeline_view(lower_workload(*conv).outputs), space_options_for(*conv, so));
+  ASSERT_NE(space.sketch(), nullptr);
+  SketchKnobs k = space.sketch()->default_knobs();
+  k.channel_vectors = true;
+  k.vector_width = 4;
+  k.vectors = 2;
+  k.reuse_tile = 4;
+  const Schedule s = space.sketch()->build(space, k);
+  ASSERT_EQ(s.layouts.size(), 1u);
+
+  CompileOptions plain_opts;
+  plain_opts.cache_root = (test::temp_dir() / "cache").string();
+  CompileOptions tuned_opts = plain_opts;
+  tuned_opts.schedules[conv->exact_key] = s;
+  CompiledModel plain(g, plain_opts), tuned(g, tuned_opts);
+  EXPECT_EQ(tuned.stats().tuned, 1);
+  EXPECT_TRUE(tuned.stats().warnings.empty()) << tuned.stats().warnings[0];
+  auto in = random_inputs(g, 5);
+  auto want = plain.run(in);
+  for (int run = 0; run < 2; run++) {  // packed once, used by every run
+    auto c = compare_tensors(tuned.run(in)[0], want[0], 1e-5, 1e-6);
+    EXPECT_TRUE(c.ok) << c.message;
+  }
+
+  // The same workload with the weight given at run time: packed before each run of the step.
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 3, 12, 12})
+      .input("w", DType::Float32, {8, 3, 3, 3})
+      .initializer("bias", test::rand_f32({8}, 2))
+      .node("Conv", {"x", "w", "bias"}, {"y"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .output("y");
+  const Graph rg = test::import_model(b.save("conv_runtime_weight.onnx"));
+  const Partition rp = partition_graph(rg);
+  ASSERT_EQ(rp.workloads.size(), 1u);
+  EXPECT_TRUE(rp.workloads[0].constant_inputs.size() == 1u);  // the bias only
+  CompileOptions rt_opts = plain_opts;
+  SpaceOptions ro = space_options_for(rp.workloads[0], so);
+  ro.packable_inputs.insert(rp.workloads[0].graph.inputs[1]);  // as a record of a constant-weight model would
+  ScheduleSpace rspace(build_pipeline_view(lower_workload(rp.workloads[0]).outputs), ro);
+  ASSERT_NE(rspace.sketch(), nullptr);
+  const Schedule rs = rspace.sketch()->build(rspace, k);
+  ASSERT_EQ(rs.layouts.size(), 1u);
+  rt_opts.schedules[rp.workloads[0].exact_key] = rs;
+  CompiledModel rplain(rg, plain_opts), rtuned(rg, rt_opts);
+  EXPECT_EQ(rtuned.stats().tuned, 1);
+  for (uint64_t seed : {7, 8}) {  // a new weight each run
+    auto rin = random_inputs(rg, seed);
+    auto c = compare_tensors(rtuned.run(rin)[0], rplain.run(rin)[0], 1e-5, 1e-6);
+    EXPECT_TRUE(c.ok) << c.message;
+  }
 }
 
 }  // namespace

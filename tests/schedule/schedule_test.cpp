@@ -15,6 +15,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/workload.h"
+#include "runtime/workload_code.h"
 #include "lower/lower.h"
 #include "support/onnx_builder.h"
 
@@ -481,28 +482,33 @@ Schedule conv_schedule() {
   return s;
 }
 
+// JIT-runs w with `sched` (null: unscheduled) on deterministic inputs, packed as the schedule's
+// layouts say.
+Halide::Buffer<float> run_conv_workload(const Workload& w, const Schedule* sched) {
+  LoweredWorkload lw = lower_workload(w, sched ? sched->layouts : std::vector<InputLayout>{});
+  if (sched) {
+    auto why = sched->validate(lw.outputs);
+    EXPECT_EQ(why, std::nullopt) << *why;
+    apply(*sched, lw.outputs, Halide::get_host_target());
+  }
+  std::vector<Tensor> inputs;  // the buffers view them
+  for (size_t i = 0; i < w.graph.inputs.size(); i++) {
+    const auto& info = w.graph.tensor(w.graph.inputs[i]);
+    Tensor t(info.dtype, info.shape);
+    for (int64_t k = 0; k < t.size(); k++) t.data<float>()[k] = static_cast<float>((k * 7 + static_cast<int64_t>(i) * 3) % 13) / 4.0f - 1.5f;
+    const InputLayout* l = sched ? find_layout(sched->layouts, w.graph.inputs[i]) : nullptr;
+    inputs.push_back(l ? pack_tensor(*l, t) : t);
+  }
+  for (size_t i = 0; i < inputs.size(); i++) lw.params[i].set(tensor_buffer(inputs[i], w.graph.inputs[i]));
+  const Shape& oshape = w.graph.tensor(w.graph.outputs[0]).shape;
+  return lw.pipeline.realize(std::vector<int>(oshape.rbegin(), oshape.rend()));
+}
+
 TEST(Schedule, AppliesToLoweredConvReluWorkload) {
   Workload w = conv_relu_workload();
   const Schedule s = conv_schedule();
   // JIT: bit-identical to the unscheduled pipeline on the same inputs (reduction order kept).
-  auto run = [&](const Schedule* sched) {
-    LoweredWorkload lw = lower_workload(w);
-    if (sched) {
-      auto why = sched->validate(lw.outputs);
-      EXPECT_EQ(why, std::nullopt) << *why;
-      apply(*sched, lw.outputs, Halide::get_host_target());
-    }
-    for (size_t i = 0; i < w.graph.inputs.size(); i++) {
-      const Shape& shape = w.graph.tensor(w.graph.inputs[i]).shape;
-      Halide::Buffer<float> buf(std::vector<int>(shape.rbegin(), shape.rend()));
-      int k = 0;
-      buf.for_each_value([&](float& v) { v = static_cast<float>((k++ * 7 + static_cast<int>(i) * 3) % 13) / 4.0f - 1.5f; });
-      lw.params[i].set(buf);
-    }
-    const Shape& oshape = w.graph.tensor(w.graph.outputs[0]).shape;
-    Halide::Buffer<float> out = lw.pipeline.realize(std::vector<int>(oshape.rbegin(), oshape.rend()));
-    return out;
-  };
+  auto run = [&](const Schedule* sched) { return run_conv_workload(w, sched); };
   Halide::Buffer<float> plain = run(nullptr), got = run(&s);
   ASSERT_EQ(plain.number_of_elements(), got.number_of_elements());
   got.for_each_element([&](const int* pos) {
@@ -513,6 +519,45 @@ TEST(Schedule, AppliesToLoweredConvReluWorkload) {
   CodeCache cache = CodeCache::open_default(Halide::get_host_target(), (test::temp_dir() / "cache").string());
   compile_workload(w, schedule_fn(s), s.hash(), cache);
   EXPECT_TRUE(std::filesystem::exists(cache.object_path(w, s.hash()))) << cache.object_path(w, s.hash());
+}
+
+}  // namespace
+}  // namespace ts
+
+namespace ts {
+namespace {
+
+TEST(Schedule, LayoutsPackAnInputAtLoadAndComputeTheSameValues) {
+  Workload w = conv_relu_workload();
+  ASSERT_EQ(w.constant_inputs, (std::vector<std::string>{"in1", "in2"}));  // weight [8,3,3,3], bias
+  Schedule s = conv_schedule();
+  s.layouts = {{"in1", 3, 4}};  // output channels blocked by 4: [2, 3, 3, 3, 4]
+  const Schedule back = Schedule::from_json(s.to_json());
+  EXPECT_EQ(back, s);
+  EXPECT_NE(back.hash(), conv_schedule().hash());
+  EXPECT_NE(s.to_halide_source().find("in1 packed at load"), std::string::npos) << s.to_halide_source();
+
+  // The packed lowering reads the rank-5 weight through the same Funcs: same values.
+  LoweredWorkload packed = lower_workload(w, s.layouts);
+  EXPECT_EQ(packed.params[1].dimensions(), 5);
+  Halide::Buffer<float> plain = run_conv_workload(w, nullptr), got = run_conv_workload(w, &s);
+  got.for_each_element([&](const int* pos) {
+    ASSERT_EQ(got(pos), plain(pos)) << pos[0] << "," << pos[1] << "," << pos[2] << "," << pos[3];
+  });
+
+  // Rejected with the reason, before anything compiles.
+  LoweredWorkload lw = lower_workload(w);
+  auto why = [&](std::vector<InputLayout> ls) {
+    Schedule b = conv_schedule();
+    b.layouts = std::move(ls);
+    auto r = b.validate(lw.outputs);
+    return r ? *r : std::string("valid");
+  };
+  EXPECT_NE(why({{"in1", 3, 3}}).find("block 3 does not divide dim 3's extent 8"), std::string::npos);
+  EXPECT_NE(why({{"nope", 1, 4}}).find("no input of that name"), std::string::npos);
+  EXPECT_NE(why({{"in1", 4, 4}}).find("dim 4"), std::string::npos);
+  EXPECT_EQ(why({{"in1", 2, 3}}), "valid");
+  EXPECT_THROW(lower_workload(w, {{"in1", 3, 3}}), Error);
 }
 
 }  // namespace

@@ -85,13 +85,63 @@ TEST(Sketch, DefaultKnobsGiveTheDefaultHeuristicsRegisterTileOnAResNetConv) {
     }
 }
 
+TEST(Sketch, ChannelVectorsPackTheWeightAndKeepTheAccumulatorsDense) {
+  // The last ResNet-18 stage: 7x7 rows, where 16-lane vectors along x waste more than half.
+  const auto ws = test::zoo_workloads("resnet18.onnx");
+  auto w = std::find_if(ws.begin(), ws.end(), [](const Workload& w) {
+    return w.name == "Conv+Relu" && w.exact_key.find("[1,512,7,7]") != std::string::npos;
+  });
+  ASSERT_NE(w, ws.end());
+  ASSERT_EQ(w->constant_inputs.size(), 2u);  // weight and bias
+  LoweredWorkload lw = lower_workload(*w);
+  ScheduleSpace space(build_pipeline_view(lw.outputs), space_options_for(*w, sketch_options()));
+  const Sketch* sk = space.sketch();
+  ASSERT_NE(sk, nullptr);
+  EXPECT_NE(sk->describe().find("channel vectors with " + w->constant_inputs[0] + " packed along dim 3"), std::string::npos)
+      << sk->describe();
+  // Without packable inputs (a hand-built pipeline, or weights given at run time) no channel vectors.
+  ScheduleSpace unpacked(space.view(), sketch_options());
+  EXPECT_EQ(unpacked.sketch()->describe().find("channel vectors"), std::string::npos);
+
+  SketchKnobs k = sk->default_knobs();
+  k.channel_vectors = true;
+  k.vector_width = 16;
+  k.vectors = 2;     // 32 output channels
+  k.reuse_tile = 7;  // a whole row
+  k.row_tile = 1;
+  const Schedule s = sk->build(space, k);
+  ASSERT_FALSE(s.validate(lw.outputs)) << *s.validate(lw.outputs) << "\n" << s.to_json(2);
+  EXPECT_EQ(sk->knobs_of(space, s), k);
+  ASSERT_EQ(s.layouts.size(), 1u);
+  EXPECT_EQ(s.layouts[0], (InputLayout{w->constant_inputs[0], 3, 16}));  // [512/16, 512, 3, 3, 16]
+  // The layout is one of the space's candidates for the weight's rename.
+  bool candidate = false;
+  for (size_t i = 0; i < space.decisions().size(); i++)
+    for (const auto& l : space.layouts(i)) candidate |= l && *l == s.layouts[0];
+  EXPECT_TRUE(candidate);
+  // The accumulator: channels innermost in storage and vectorized, x unrolled.
+  const StageSchedule* acc = nullptr;
+  for (const auto& st : s.stages)
+    if (st.placement == Placement::ComputeAt) acc = &st;
+  ASSERT_NE(acc, nullptr);
+  ASSERT_FALSE(acc->storage_order.empty());
+  const StageSchedule* upd = s.find(acc->func, 1);
+  ASSERT_NE(upd, nullptr);
+  EXPECT_EQ(upd->vectorize.substr(0, acc->storage_order[0].size()), acc->storage_order[0]);
+  EXPECT_EQ(upd->vector_width, 16);
+  // The schedule lowers with the packed weight (the ImageParam has rank 5) and still validates.
+  LoweredWorkload packed = lower_workload(*w, s.layouts);
+  EXPECT_EQ(packed.params[1].dimensions(), 5);
+  EXPECT_FALSE(s.validate(packed.outputs));
+}
+
 TEST(Sketch, EveryDrawAndMutationIsAValidDecodablePointOfTheSpace) {
-  int matched = 0, total = 0, draws = 0;
+  int matched = 0, total = 0, draws = 0, channel_draws = 0;
   for (const char* file : {"resnet18.onnx", "mobilenet_v2.onnx", "transformer.onnx"}) {
     for (const auto& w : test::zoo_workloads(file)) {
       total++;
       LoweredWorkload lw = lower_workload(w);
-      ScheduleSpace space(build_pipeline_view(lw.outputs), sketch_options());
+      ScheduleSpace space(build_pipeline_view(lw.outputs), space_options_for(w, sketch_options()));
       const Sketch* sk = space.sketch();
       if (!sk) continue;
       matched++;
@@ -102,8 +152,15 @@ TEST(Sketch, EveryDrawAndMutationIsAValidDecodablePointOfTheSpace) {
         auto why = s.validate(lw.outputs);
         ASSERT_FALSE(why) << file << " " << w.name << ": " << *why << "\n" << s.to_json(2);
         ASSERT_EQ(sk->knobs_of(space, s), k) << s.to_json(2);
-        // A point of the space: every Func's placement is one of its candidates.
+        // A point of the space: every Func's placement is one of its candidates, every layout too.
         for (size_t i = 0; i < space.decisions().size(); i++) ASSERT_NO_THROW(space.region(s, i)) << space.schedule_name(i);
+        for (const InputLayout& l : s.layouts) {
+          bool candidate = false;
+          for (size_t i = 0; i < space.decisions().size(); i++)
+            for (const auto& c : space.layouts(i)) candidate |= c && *c == l;
+          ASSERT_TRUE(candidate) << describe(l);
+          channel_draws++;
+        }
         const SketchKnobs m = sk->mutate(k, rng);
         const Schedule ms = sk->build(space, m);
         ASSERT_FALSE(ms.validate(lw.outputs)) << *ms.validate(lw.outputs);
@@ -117,7 +174,9 @@ TEST(Sketch, EveryDrawAndMutationIsAValidDecodablePointOfTheSpace) {
       EXPECT_FALSE(sk->knobs_of(space, other.sample(rng)));
     }
   }
-  std::cout << draws << " sketch draws of " << matched << " of " << total << " workloads validated\n";
+  std::cout << draws << " sketch draws of " << matched << " of " << total << " workloads validated, "
+            << channel_draws << " with channel vectors\n";
+  EXPECT_GT(channel_draws, draws / 8);
   EXPECT_GE(matched, 30);  // every conv, pool, gemm and matmul workload of the three models
 }
 
