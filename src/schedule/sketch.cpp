@@ -18,6 +18,7 @@ namespace {
 constexpr int kMaxVectors = 4;        // vectors along x per register tile
 constexpr int kMaxRowTile = 4;        // rows per register tile
 constexpr int kMaxAccumulators = 32;  // vector accumulators of a tile (AVX-512 has 32 registers)
+constexpr int kMinChannelAccumulators = 8;  // channel vectors: smallest register tile drawn
 constexpr int kDefaultReuse = 4;      // TensorschedDefault's reuse tile
 constexpr int64_t kDefaultTasks = 8;  // TensorschedDefault fuses outer loops until this many tasks
 
@@ -147,6 +148,9 @@ std::vector<Sketch::Tile> Sketch::tiles() const {
     if (!ch) widths.push_back(0);
     for (int w : {native_ / 4, native_ / 2, native_})
       if (w >= 2 && w <= ev && (!ch || packed_extent_ % w == 0)) widths.push_back(w);
+    // Channel vectors exist to fill the lanes: only the widest width, and register tiles of at
+    // least kMinChannelAccumulators (fewer leave the FMA units waiting on their latency).
+    if (ch && widths.size() > 1) widths.erase(widths.begin(), widths.end() - 1);
     for (int v : widths)
       for (int xv = 1; xv <= (v ? kMaxVectors : 1); xv++) {
         if (v * xv > ev) continue;
@@ -154,6 +158,7 @@ std::vector<Sketch::Tile> Sketch::tiles() const {
           for (int y = 1; y <= std::min<int64_t>(ey, kMaxRowTile); y++) {
             if (unroll_bits(xv) + unroll_bits(u) + unroll_bits(y) > kMaxUnrollBits) continue;
             if (v && xv * u * y > kMaxAccumulators) continue;
+            if (ch && xv * u * y < std::min<int64_t>(kMinChannelAccumulators, ev / v * er * ey)) continue;
             out.push_back({ch, v, xv, u, y});
           }
       }

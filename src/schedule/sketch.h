@@ -31,7 +31,8 @@
 // lanes run along u (output channels), x is the unrolled reuse tile, the weight is packed once
 // at load with dim d blocked by the vector width (runtime/input_layout.h) so a vector of
 // weights is one dense load, and r is stored with u innermost so its accumulators are dense.
-// This is what keeps the lanes full where rows are short (a 7x7 layer with 16-lane vectors).
+// This is what keeps the lanes full where rows are short (a 7x7 layer with 16-lane vectors), so
+// channel tiles take the widest width only, with at least 8 accumulators.
 //
 // Every sketch point is a point of the space (same placement candidates, tilings, unroll
 // budget), so features, mutation and the records treat it like any other schedule; the space's
