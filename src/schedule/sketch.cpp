@@ -112,21 +112,49 @@ std::shared_ptr<const Sketch> Sketch::match(const ScheduleSpace& space) {
     if (absent && (s->u_ < 0 || s->extents_[k] > s->extents_[s->u_])) s->u_ = static_cast<int>(k);
   }
   if (s->extents_.size() > 1 && s->u_ != 1 && s->extents_[1] >= 2) s->y_ = 1;
-  // Channel vectors: a rename of a packable input read by r at dim d >= 1 with index u (stride 1).
-  const int lu = s->u_ >= 0 ? loop_index(upd, s->red_dims_[static_cast<size_t>(s->u_)]) : -1;
-  for (const Edge* e : v.edges_into(r->name)) {
-    const Stage* w = e->producer_is_input ? nullptr : v.stage(e->producer);
-    if (lu < 0 || s->packed_ || !w || !w->is_rename || !space.options().packable_inputs.count(w->rename_of)) continue;
-    for (const auto& a : e->accesses) {
-      if (a.definition != 1) continue;
-      for (size_t d = 1; d < a.dims.size() && !s->packed_; d++) {
-        const AccessDim& ad = a.dims[d];
-        if (ad.affine && ad.depends_on == std::vector<int>{lu} && ad.coeffs[static_cast<size_t>(lu)] == 1) {
-          s->packed_ = InputLayout{w->rename_of, static_cast<int>(d), 0};
-          s->packed_extent_ = w->dims[d].extent;
-        }
-      }
+  // Channel vectors: a pure loop c (not x) that alone indexes a dim d >= 1 of a packable input's
+  // rename with stride 1 (a conv's output channel indexing its weight's O, depthwise included).
+  // Prefer the reuse loop (a regular conv's channels).
+  // Index l alone with stride 1; loops of extent 1 (a depthwise conv's one input channel per
+  // group) do not count.
+  auto indexes = [&upd](const AccessDim& ad, int l) {
+    if (!ad.affine || ad.coeffs[static_cast<size_t>(l)] != 1) return false;
+    for (int j : ad.depends_on)
+      if (j != l && upd.loops[static_cast<size_t>(j)].extent != 1) return false;
+    return true;
+  };
+  std::vector<size_t> channel_candidates;
+  if (s->u_ >= 0) channel_candidates.push_back(static_cast<size_t>(s->u_));
+  for (size_t k = 1; k < s->red_dims_.size(); k++)
+    if (static_cast<int>(k) != s->u_) channel_candidates.push_back(k);
+  for (size_t k : channel_candidates) {
+    const int lc = loop_index(upd, s->red_dims_[k]);
+    if (lc < 0 || s->packed_ || s->extents_[k] < 2) continue;
+    for (const Edge* e : v.edges_into(r->name)) {
+      const Stage* w = e->producer_is_input ? nullptr : v.stage(e->producer);
+      if (s->packed_ || !w || !w->is_rename || !space.options().packable_inputs.count(w->rename_of)) continue;
+      for (const auto& a : e->accesses)
+        for (size_t d = 1; a.definition == 1 && d < a.dims.size() && !s->packed_; d++)
+          if (indexes(a.dims[d], lc)) {
+            s->packed_ = InputLayout{w->rename_of, static_cast<int>(d), 0};
+            s->packed_extent_ = w->dims[d].extent;
+            s->cu_ = static_cast<int>(k);
+          }
     }
+  }
+  // Root producers read along c (a depthwise conv's padded input) are stored and vectorized
+  // along it, so the lanes load densely.
+  if (s->packed_) {
+    const int lc = loop_index(upd, s->red_dims_[static_cast<size_t>(s->cu_)]);
+    for (size_t i : s->root_producers_)
+      for (const Edge* e : v.edges_into(r->name)) {
+        if (e->producer != space.decisions()[i]) continue;
+        for (const auto& a : e->accesses)
+          for (size_t d = 1; a.definition == 1 && d < a.dims.size(); d++)
+            if (indexes(a.dims[d], lc) && std::none_of(s->channel_producers_.begin(), s->channel_producers_.end(),
+                                                       [&](const auto& p) { return p.first == i; }))
+              s->channel_producers_.push_back({i, static_cast<int>(d)});
+      }
   }
   s->native_ = std::max(1, space.options().vector_bytes / std::max(1, o->bytes));
   s->max_unroll_ = space.options().max_unroll;
@@ -139,10 +167,10 @@ std::shared_ptr<const Sketch> Sketch::match(const ScheduleSpace& space) {
 
 std::vector<Sketch::Tile> Sketch::tiles() const {
   std::vector<Tile> out;
-  const int64_t ey = y_ >= 0 ? extents_[static_cast<size_t>(y_)] : 1;
   for (bool ch : {false, true}) {
     if (ch && !packed_) continue;
     const int vp = vector_pos(ch), rp = reuse_pos(ch);
+    const int64_t ey = y_ >= 0 && y_ != vp ? extents_[static_cast<size_t>(y_)] : 1;  // the row loop may be c
     const int64_t ev = extents_[static_cast<size_t>(vp)], er = rp >= 0 ? extents_[static_cast<size_t>(rp)] : 1;
     std::vector<int> widths;
     if (!ch) widths.push_back(0);
@@ -173,9 +201,9 @@ int64_t Sketch::tasks(const SketchKnobs& k, int loops) const {
     const std::string& n = outer_[static_cast<size_t>(k.outer_order[static_cast<size_t>(j - nf)])];
     const int pos = static_cast<int>(std::find(out_dims_.begin(), out_dims_.end(), n) - out_dims_.begin());
     int64_t tile = 1;
-    if (pos == vector_pos(k.channel_vectors) && k.vector_width > 0) tile = int64_t{k.vector_width} * k.vectors;
-    if (pos == reuse_pos(k.channel_vectors)) tile = k.reuse_tile;
-    if (pos == y_) tile = k.row_tile;
+    if (pos == vector_pos(k.channel_vectors)) tile = k.vector_width > 0 ? int64_t{k.vector_width} * k.vectors : 1;
+    else if (pos == reuse_pos(k.channel_vectors)) tile = k.reuse_tile;
+    else if (pos == y_) tile = k.row_tile;
     t *= ceil_div(extents_[static_cast<size_t>(pos)], tile);
   }
   return t;
@@ -282,7 +310,12 @@ Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
   };
   for (size_t i : chain_) inline_stage(i);
   for (size_t i : inlined_) inline_stage(i);
-  for (size_t i : root_producers_) s.set(root_default(space, i));
+  for (size_t i : root_producers_) {
+    int inner = 0;  // the dim stored innermost and vectorized
+    for (const auto& [p, d] : channel_producers_)
+      if (p == i && k.channel_vectors) inner = d;
+    s.set(root_default(space, i, inner));
+  }
 
   // o: the register tile (innermost first), then the outer loops.
   StageSchedule os;
@@ -378,25 +411,30 @@ Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
   return s;
 }
 
-StageSchedule Sketch::root_default(const ScheduleSpace& space, size_t i) const {
+StageSchedule Sketch::root_default(const ScheduleSpace& space, size_t i, int inner) const {
   const Stage& st = *space.view().stage(space.decisions()[i]);
   StageSchedule ss;
   ss.func = space.schedule_name(i);
   ss.placement = Placement::Root;
   const int native = std::max(1, space.options().vector_bytes / std::max(1, st.bytes));
-  for (const auto& d : st.dims) ss.order.push_back(d.name);
-  if (!st.dims.empty()) {
+  std::vector<const Loop*> loops;  // innermost first: dim `inner`, then the others in order
+  if (!st.dims.empty()) loops.push_back(&st.dims[static_cast<size_t>(inner)]);
+  for (size_t j = 0; j < st.dims.size(); j++)
+    if (static_cast<int>(j) != inner) loops.push_back(&st.dims[j]);
+  for (const Loop* l : loops) ss.order.push_back(l->name);
+  if (inner != 0) ss.storage_order = ss.order;  // one of the space's storage orders
+  if (!loops.empty()) {
     for (int w : {native, native / 2, native / 4})
-      if (w >= 2 && w <= st.dims[0].extent && ss.vector_width == 0) ss.vector_width = w;
-    if (ss.vector_width) ss.vectorize = st.dims[0].name;
+      if (w >= 2 && w <= loops[0]->extent && ss.vector_width == 0) ss.vector_width = w;
+    if (ss.vector_width) ss.vectorize = loops[0]->name;
   }
   // Parallel over the outer loops (not the vectorized innermost), outermost first, until there
   // are enough tasks.
   std::vector<std::string> group;
   int64_t t = 1;
-  for (size_t j = st.dims.size(); j-- > 1 && static_cast<int>(group.size()) < max_parallel_ && t < kDefaultTasks;) {
-    group.push_back(st.dims[j].name);
-    t *= std::max<int64_t>(1, st.dims[j].extent);
+  for (size_t j = loops.size(); j-- > 1 && static_cast<int>(group.size()) < max_parallel_ && t < kDefaultTasks;) {
+    group.push_back(loops[j]->name);
+    t *= std::max<int64_t>(1, loops[j]->extent);
   }
   if (t >= 2) {
     ss.parallel = group.back();
@@ -410,8 +448,8 @@ std::optional<SketchKnobs> Sketch::knobs_of(const ScheduleSpace& space, const Sc
   if (!os) return std::nullopt;
   SketchKnobs k;
   k.vector_width = os->vector_width;
-  if (u_ >= 0 && !os->vectorize.empty()) {
-    const std::string& u = out_dims_[static_cast<size_t>(u_)];
+  if (cu_ >= 0 && !os->vectorize.empty()) {
+    const std::string& u = out_dims_[static_cast<size_t>(cu_)];
     k.channel_vectors = os->vectorize == u;
     for (const auto& t : os->tiling)
       if (t.loop == u) k.channel_vectors |= t.level_names()[0] == os->vectorize;
@@ -446,7 +484,9 @@ std::string Sketch::describe() const {
   return fmt::format("register-blocked reduction: {} over {} (vector loop {}, reuse loop {}, row loop {}, {} reduction loops{})",
                      out_name_, red_name_, out_dims_[0], u_ >= 0 ? out_dims_[static_cast<size_t>(u_)] : "none",
                      y_ >= 0 ? out_dims_[static_cast<size_t>(y_)] : "none", rvars_.size(),
-                     packed_ ? fmt::format("; channel vectors with {} packed along dim {}", packed_->input, packed_->dim) : "");
+                     packed_ ? fmt::format("; channel vectors along {} with {} packed along dim {}",
+                                           out_dims_[static_cast<size_t>(cu_)], packed_->input, packed_->dim)
+                             : "");
 }
 
 }  // namespace ts

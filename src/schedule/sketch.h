@@ -27,10 +27,12 @@
 // (default_knobs()).
 //
 // Channel vectors (knob `channel_vectors`, AutoTVM's NCHW[x]c conv): when r reads a packable
-// input (a weight) whose dim d follows u with stride 1, the roles of x and u swap: the vector
-// lanes run along u (output channels), x is the unrolled reuse tile, the weight is packed once
-// at load with dim d blocked by the vector width (runtime/input_layout.h) so a vector of
-// weights is one dense load, and r is stored with u innermost so its accumulators are dense.
+// input (a weight) whose dim d follows a pure loop c alone with stride 1 (output channels), the
+// vector lanes run along c, x is the unrolled reuse tile, the weight is packed once at load
+// with dim d blocked by the vector width (runtime/input_layout.h) so a vector of weights is one
+// dense load, and r is stored with c innermost so its accumulators are dense. A root producer
+// read along c (a depthwise conv's padded input) is stored and vectorized along c: the
+// channels-innermost input stage.
 // This is what keeps the lanes full where rows are short (a 7x7 layer with 16-lane vectors), so
 // channel tiles take the widest width only, with at least 8 accumulators.
 //
@@ -89,11 +91,13 @@ class Sketch {
 
  private:
   struct Tile { bool ch; int v, xv, u, y; };    // channel_vectors, vector_width, vectors, reuse_tile, row_tile
-  int vector_pos(bool ch) const { return ch ? u_ : 0; }  // out_dims_ position of the vector loop
+  int vector_pos(bool ch) const { return ch ? cu_ : 0; }  // out_dims_ position of the vector loop
   int reuse_pos(bool ch) const { return ch ? 0 : u_; }   // ... and of the reuse loop
   std::vector<Tile> tiles() const;              // every register tile within the budgets
   int64_t tasks(const SketchKnobs& k, int loops) const;  // iterations of the outermost `loops` outer loops
-  StageSchedule root_default(const ScheduleSpace& space, size_t i) const;  // a root producer's nest
+  // A root producer's nest: dim `inner` innermost (in storage too when not 0), vectorized,
+  // parallel over the outer loops.
+  StageSchedule root_default(const ScheduleSpace& space, size_t i, int inner = 0) const;
 
   size_t out_ = 0, red_ = 0;                    // decision indices of o and r
   std::vector<size_t> chain_;                   // decisions inlined into o
@@ -105,6 +109,8 @@ class Sketch {
   int u_ = -1, y_ = -1;                         // positions of the reuse and row loops (-1 = none)
   std::optional<InputLayout> packed_;           // channel vectors: the weight's layout for the native width (block set per draw)
   int64_t packed_extent_ = 0;                   // extent of the weight's blocked dim
+  int cu_ = -1;                                 // channel vectors: position of the loop indexing the weight's blocked dim (-1 = none)
+  std::vector<std::pair<size_t, int>> channel_producers_;  // root producers read along cu_: (decision, dim stored innermost)
   int native_ = 0;                              // native vector lanes of o's type
   int max_unroll_ = 16;                         // the space's largest unrolled extent
   int max_parallel_ = 3;                        // the space's largest parallel group

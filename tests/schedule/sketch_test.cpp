@@ -2,7 +2,7 @@
 // MobileNetV2, a Transformer) and on a hand-written pipeline: what it matches, that its default
 // knobs are the default heuristic's structure, and that every draw and mutation is a valid,
 // decodable point of the space. Compiling and running sketch points is in
-// tests/measure/space_property_test.cpp.
+// tests/measure/space_property_test.cpp (and here for a depthwise conv's channel vectors).
 #include "schedule/sketch.h"
 
 #include <gtest/gtest.h>
@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <iostream>
 
+#include "measure/measurer.h"
 #include "runtime/workload_compiler.h"
 #include "schedule/schedule_space.h"
+#include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 
 namespace ts {
@@ -97,7 +99,8 @@ TEST(Sketch, ChannelVectorsPackTheWeightAndKeepTheAccumulatorsDense) {
   ScheduleSpace space(build_pipeline_view(lw.outputs), space_options_for(*w, sketch_options()));
   const Sketch* sk = space.sketch();
   ASSERT_NE(sk, nullptr);
-  EXPECT_NE(sk->describe().find("channel vectors with " + w->constant_inputs[0] + " packed along dim 3"), std::string::npos)
+  EXPECT_NE(sk->describe().find("channel vectors along d1 with " + w->constant_inputs[0] + " packed along dim 3"),
+            std::string::npos)
       << sk->describe();
   // Without packable inputs (a hand-built pipeline, or weights given at run time) no channel vectors.
   ScheduleSpace unpacked(space.view(), sketch_options());
@@ -133,6 +136,49 @@ TEST(Sketch, ChannelVectorsPackTheWeightAndKeepTheAccumulatorsDense) {
   LoweredWorkload packed = lower_workload(*w, s.layouts);
   EXPECT_EQ(packed.params[1].dimensions(), 5);
   EXPECT_FALSE(s.validate(packed.outputs));
+}
+
+TEST(Sketch, DepthwiseChannelVectorsStoreThePaddedInputChannelsInnermostAndComputeTheSameValues) {
+  // A MobileNetV2 depthwise conv: no reuse loop (every load depends on x and c), but its weight
+  // [C, 1, 3, 3] is indexed by c alone, so channel vectors apply, with the pad channels-innermost.
+  const auto ws = test::zoo_workloads("mobilenet_v2.onnx");
+  auto w = std::find_if(ws.begin(), ws.end(), [](const Workload& w) {
+    return w.exact_key.find("group=96") != std::string::npos;
+  });
+  ASSERT_NE(w, ws.end());
+  LoweredWorkload lw = lower_workload(*w);
+  ScheduleSpace space(build_pipeline_view(lw.outputs), space_options_for(*w, sketch_options()));
+  const Sketch* sk = space.sketch();
+  ASSERT_NE(sk, nullptr);
+  EXPECT_NE(sk->describe().find("reuse loop none"), std::string::npos) << sk->describe();
+  EXPECT_NE(sk->describe().find("channel vectors along d1"), std::string::npos) << sk->describe();
+  SketchKnobs k = sk->default_knobs();
+  k.channel_vectors = true;
+  k.vector_width = 16;
+  k.vectors = 1;
+  k.reuse_tile = 4;
+  k.row_tile = 2;
+  const Schedule s = sk->build(space, k);
+  ASSERT_FALSE(s.validate(lw.outputs)) << *s.validate(lw.outputs) << "\n" << s.to_json(2);
+  EXPECT_EQ(sk->knobs_of(space, s), k);
+  ASSERT_EQ(s.layouts.size(), 1u);
+  // The pad: root, channels innermost in storage and loops, vectorized along them.
+  const StageSchedule* pad = nullptr;
+  for (const auto& st : s.stages)
+    if (st.func.find("_pad") != std::string::npos) pad = &st;
+  ASSERT_NE(pad, nullptr);
+  EXPECT_EQ(pad->placement, Placement::Root);
+  ASSERT_FALSE(pad->storage_order.empty());
+  EXPECT_EQ(pad->storage_order[0], "d1");
+  EXPECT_EQ(pad->vectorize, "d1");
+  EXPECT_EQ(pad->order[0], "d1");
+  // Compiled, run with the packed weight and checked against the default schedule's output.
+  MeasureOptions mo;
+  mo.repeats = 1;
+  mo.cache_root = (test::temp_dir() / "cache").string();
+  Measurer m(*w, mo);
+  const auto r = m.measure_batch({s});
+  EXPECT_TRUE(r[0].valid()) << r[0].error_kind << ": " << r[0].error_message;
 }
 
 TEST(Sketch, EveryDrawAndMutationIsAValidDecodablePointOfTheSpace) {
