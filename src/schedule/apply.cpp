@@ -615,9 +615,6 @@ std::optional<std::string> check_estimates(const std::vector<Halide::Func>& outp
   return std::nullopt;
 }
 
-}  // namespace
-
-namespace {
 
 // Layouts name distinct inputs of the pipeline, and the Func reading each one (its wrapper,
 // which has the input's unpacked dims whether or not the pipeline was lowered with the layout)
