@@ -1,15 +1,24 @@
 #!/usr/bin/python3
-"""Baseline benchmark: tensorsched (default schedule) vs PyTorch eager vs TorchScript.
+"""Baseline benchmark: tensorsched (default schedule) vs ONNX Runtime, PyTorch eager, TorchScript.
 
-For each zoo model and each thread count (1 and 2) it measures, in the same run:
+For each zoo model (the full export, models/full/NAME/model.onnx, written by
+tools/export_models.py when missing) and each thread count (1 and 2) it measures, in the same run:
   - tensorsched: `tensorsched run --json` (median of --iters timed runs after a warm-up), plus the
     compile time with an empty code cache and the start-up time with a warm one (cache hits);
+  - ONNX Runtime, the anchor: bench/ort_run.js on the same model file (CPU engine, intra-op
+    threads = thread count, all graph optimizations; median of --iters runs after 3 warm-ups);
+    needs scripts/install-bench-deps.sh;
   - PyTorch eager: the same torchvision/zoo network (tools/export_models.py builds it);
   - TorchScript: torch.jit.trace + torch.jit.freeze + torch.jit.optimize_for_inference.
-Ratios are PyTorch time / tensorsched time (above 1: tensorsched is faster).
-Writes CSV and Markdown. Run nothing else while it runs: 2 shared cores are noisy.
+  --no-torch leaves out the two PyTorch columns.
+Ratios are other time / tensorsched time from the same run (above 1: tensorsched is faster):
+ort_over_tensorsched, eager_over_tensorsched, torchscript_over_tensorsched. After the rows, the
+geometric mean of each ratio over the models, per thread count, is printed and written under
+the Markdown table. Writes CSV and Markdown. Run nothing else while it runs: 2 shared cores are
+noisy.
 
-  /usr/bin/python3 bench/baseline.py [--models resnet18,...] [--iters 10] [--out docs/bench]
+  /usr/bin/python3 bench/baseline.py [--models resnet18,...] [--iters 10] [--threads 1,2]
+                                     [--no-torch] [--out docs/bench]
 """
 import argparse
 import json
@@ -48,36 +57,62 @@ def main():
     ap.add_argument("--binary", default=os.path.join(REPO, "build", "tensorsched"))
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--no-torch", action="store_true", help="skip PyTorch eager and TorchScript")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    thread_counts = [int(t) for t in args.threads.split(",")]
     rows = []
+    raw_ratios = []  # (threads, unrounded ratios) per row, for the geometric means
+    ort_version = None
     for name in args.models.split(","):
         model_path = os.path.join(args.zoo, name, "model.onnx")
         if not os.path.exists(model_path):
-            subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_models.py"), "--out", args.zoo,
-                            "--models", name], check=True)
+            # The graph-only copy export_models.py also writes goes to a scratch folder: the
+            # shipped models/*.onnx stay as they are.
+            with tempfile.TemporaryDirectory(prefix="tensorsched-graph-only-") as scratch:
+                subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_models.py"),
+                                "--out", args.zoo, "--graph-only-dir", scratch, "--models", name],
+                               check=True)
         # Compile once into a fresh cache (compile time), then start again from it (cache hits).
         cache = tempfile.mkdtemp(prefix="tensorsched-bench-")
         first, _ = tensorsched(args.binary, model_path, 1, 0, cache)
         second, warm_wall = tensorsched(args.binary, model_path, 1, 0, cache)
-        net, script, x = bench_util.torch_models(export_models, name)
-        for threads in [int(t) for t in args.threads.split(",")]:
-            torch.set_num_threads(threads)
+        if not args.no_torch:
+            net, script, x = bench_util.torch_models(export_models, name)
+        for threads in thread_counts:
             ts, _ = tensorsched(args.binary, model_path, threads, args.iters, cache)
             ts_ms = ts["latency_ms"]["median"]
-            eager_ms = bench_util.torch_median_ms(net, x, args.iters)
-            script_ms = bench_util.torch_median_ms(script, x, args.iters)
+            ort_ms, ort_version = bench_util.ort_median_ms(model_path, threads, args.iters)
             row = {"model": name, "threads": threads, "tensorsched_ms": round(ts_ms, 3),
-                   "eager_ms": round(eager_ms, 3), "torchscript_ms": round(script_ms, 3),
-                   "eager_over_tensorsched": round(eager_ms / ts_ms, 3),
-                   "torchscript_over_tensorsched": round(script_ms / ts_ms, 3),
-                   "workloads": first["workloads"], "compile_s": round(first["compile_seconds"], 2),
-                   "cache_hit_s": round(second["compile_seconds"], 3)}
+                   "ort_ms": round(ort_ms, 3)}
+            ratios = {"ort_over_tensorsched": ort_ms / ts_ms}
+            if not args.no_torch:
+                torch.set_num_threads(threads)
+                eager_ms = bench_util.torch_median_ms(net, x, args.iters)
+                script_ms = bench_util.torch_median_ms(script, x, args.iters)
+                row.update({"eager_ms": round(eager_ms, 3), "torchscript_ms": round(script_ms, 3)})
+                ratios.update({"eager_over_tensorsched": eager_ms / ts_ms,
+                               "torchscript_over_tensorsched": script_ms / ts_ms})
+            row.update({k: round(v, 3) for k, v in ratios.items()})
+            raw_ratios.append((threads, ratios))
+            row.update({"workloads": first["workloads"], "compile_s": round(first["compile_seconds"], 2),
+                        "cache_hit_s": round(second["compile_seconds"], 3)})
             rows.append(row)
             print(json.dumps(row), flush=True)
         shutil.rmtree(cache, ignore_errors=True)
-    bench_util.write_tables(rows, args.out, "baseline")
+
+    # Geometric mean of every ratio over the models, per thread count.
+    summary = []
+    for threads in thread_counts:
+        sel = [r for t, r in raw_ratios if t == threads]
+        s = {"threads": threads, "models": len(sel)}
+        for c in sel[0]:
+            s["geomean_" + c] = round(bench_util.geomean(r[c] for r in sel), 3)
+        s["ort_version"] = ort_version
+        summary.append(s)
+        print("geomean " + json.dumps(s), flush=True)
+    bench_util.write_tables(rows, args.out, "baseline", summary)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,20 @@
-"""Shared pieces of the Python benchmarks: PyTorch timing and the CSV + Markdown tables."""
+"""Shared pieces of the Python benchmarks: PyTorch and ONNX Runtime timing, the FMA peak of the
+machine, and the CSV + Markdown tables."""
 import csv
+import json
+import math
 import os
+import shutil
 import statistics
+import subprocess
 import time
 
 import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ORT_RUN = os.path.join(REPO, "bench", "ort_run.js")
+FMA_PEAK_SRC = os.path.join(REPO, "bench", "fma_peak.cpp")
+FMA_PEAK_BIN = os.path.join(REPO, "build", "fma_peak")
 
 
 def torch_median_ms(fn, x, iters):
@@ -20,8 +30,44 @@ def torch_median_ms(fn, x, iters):
     return statistics.median(times)
 
 
-def write_tables(rows, out_dir, stem):
-    """Writes rows (dicts with the same keys) to out_dir/stem.csv and out_dir/stem.md."""
+def ort_median_ms(model_path, threads, iters, warmup=3):
+    """(median milliseconds, ONNX Runtime version) of model_path under ONNX Runtime's CPU engine
+    (bench/ort_run.js: intra-op threads = threads, all graph optimizations, random inputs)."""
+    if shutil.which("node") is None:
+        raise RuntimeError("node not found: run scripts/install-bench-deps.sh")
+    cmd = ["node", ORT_RUN, model_path, "--threads", str(threads), "--iters", str(iters),
+           "--warmup", str(warmup), "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode == 3:  # ort_run.js: package missing
+        raise RuntimeError("onnxruntime-node is not installed: run scripts/install-bench-deps.sh "
+                           f"({p.stderr.strip()})")
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    return j["median_ms"], j["ort_version"]
+
+
+def fma_peak_gflops():
+    """This machine's FP32 FMA peak, {"gflops_1t", "gflops_all", "threads", ...}: runs
+    bench/fma_peak.cpp, compiled into build/fma_peak when missing or older than the source."""
+    if (not os.path.exists(FMA_PEAK_BIN)
+            or os.path.getmtime(FMA_PEAK_BIN) < os.path.getmtime(FMA_PEAK_SRC)):
+        os.makedirs(os.path.dirname(FMA_PEAK_BIN), exist_ok=True)
+        subprocess.run(["c++", "-O3", "-march=native", "-pthread", FMA_PEAK_SRC, "-o", FMA_PEAK_BIN],
+                       check=True)
+    out = subprocess.run([FMA_PEAK_BIN], check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def geomean(values):
+    """Geometric mean of positive numbers (the summary of ratios)."""
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def write_tables(rows, out_dir, stem, summary=None):
+    """Writes rows (dicts with the same keys) to out_dir/stem.csv and out_dir/stem.md; summary, a
+    list of dicts with the same keys as each other, goes under the Markdown table as its own table."""
     with open(os.path.join(out_dir, stem + ".csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
@@ -31,6 +77,11 @@ def write_tables(rows, out_dir, stem):
         f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
         for r in rows:
             f.write("| " + " | ".join(str(r[c]) for c in cols) + " |\n")
+        if summary:
+            scols = list(summary[0])
+            f.write("\n| " + " | ".join(scols) + " |\n|" + "---|" * len(scols) + "\n")
+            for r in summary:
+                f.write("| " + " | ".join(str(r[c]) for c in scols) + " |\n")
     print(f"wrote {out_dir}/{stem}.csv and {stem}.md")
 
 
