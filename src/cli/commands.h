@@ -25,9 +25,11 @@ int run_selected_command(CLI::App& app);
 struct ModelArgs {
   std::string path;
   std::vector<std::string> shapes;
+  std::string layout = "blocked";  // "blocked": the layout plan (graph/layout_plan.h); "plain": every tensor as declared
 };
 void add_model_args(CLI::App* sub, ModelArgs& m);
-// Imports the model (graph-only models get generated weights) and runs the default passes.
+// Imports the model (graph-only models get generated weights), runs the default passes and
+// plans the layouts of its tensors (blocked by the host's float32 vector lanes unless m.layout is "plain").
 Graph load_model(const ModelArgs& m);
 
 }  // namespace ts

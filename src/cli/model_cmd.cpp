@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "graph/layout_plan.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "lower/lower.h"
@@ -32,6 +33,8 @@ int run_selected_command(CLI::App& app) {
 void add_model_args(CLI::App* sub, ModelArgs& m) {
   sub->add_option("model", m.path, "ONNX model file")->required();
   sub->add_option("--shape", m.shapes, "Fix a dynamic input shape: NAME=D0,D1,...");
+  sub->add_option("--layout", m.layout, "Tensor layouts between workloads: blocked (NCHW[x]c where it pays) or plain")
+      ->check(CLI::IsMember({"blocked", "plain"}));
 }
 
 Graph load_model(const ModelArgs& m) {
@@ -40,6 +43,7 @@ Graph load_model(const ModelArgs& m) {
   for (const auto& s : m.shapes) opts.shape_overrides.insert(parse_shape_override(s));
   Graph g = import_onnx(m.path, opts);
   run_default_passes(g);
+  if (m.layout == "blocked") plan_layouts(g, Halide::get_host_target().natural_vector_size(Halide::Float(32)));
   return g;
 }
 

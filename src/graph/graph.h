@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "graph/layout.h"
 #include "graph/tensor.h"
 
 namespace ts {
@@ -42,7 +43,8 @@ struct TensorInfo {
   std::string name;                   // unique tensor name
   DType dtype = DType::Float32;       // element type
   Shape shape;                        // static dims, ONNX order
-  std::optional<Tensor> value;        // set for initializers and folded constants
+  std::optional<Tensor> value;        // set for initializers and folded constants (always plain)
+  Layout layout;                      // how compiled code stores it (layout_plan.h); shape stays logical
 };
 
 struct Graph {

@@ -75,16 +75,16 @@ Workload make_workload(const Graph& g, const std::vector<size_t>& nodes, Workloa
       c = fmt::format("t{}", n_tmp++);
     } else {
       c = embed ? fmt::format("k{}", n_in++) : fmt::format("in{}", n_in++);
-      TensorInfo ci{c, info.dtype, info.shape, embed ? info.value : std::nullopt};
-      w.graph.tensors[c] = ci;
+      const Layout layout = embed ? Layout{} : info.layout;  // embedded constants are read plain
+      w.graph.tensors[c] = TensorInfo{c, info.dtype, info.shape, embed ? info.value : std::nullopt, layout};
       if (!embed) {
         w.graph.inputs.push_back(c);
         step.inputs.push_back(t);
         if (info.value) w.constant_inputs.push_back(c);
       }
       std::string v = embed ? attr_text(Attribute{*info.value}) : "";
-      exact << c << ":" << dtype_name(info.dtype) << shape_str(info.shape) << v << ";";
-      cls << c << ":" << dtype_name(info.dtype) << (embed ? v : "") << ";";
+      exact << c << ":" << dtype_name(info.dtype) << shape_str(info.shape) << layout_suffix(layout) << v << ";";
+      cls << c << ":" << dtype_name(info.dtype) << layout_suffix(layout) << (embed ? v : "") << ";";
     }
     canon[t] = c;
     return c;
@@ -96,13 +96,15 @@ Workload make_workload(const Graph& g, const std::vector<size_t>& nodes, Workloa
     cn.attrs = n.attrs;
     cn.name = fmt::format("{}_{}", n.op, w.graph.nodes.size());
     for (size_t i = 0; i < n.inputs.size(); i++) cn.inputs.push_back(name_of(n.inputs[i], n.op, i));
+    std::vector<std::string> out_text;  // outputs with their layouts: a blocked output is another algorithm
     for (const auto& o : n.outputs) {
       std::string c = name_of(o, n.op, 0);
       cn.outputs.push_back(c);
-      if (!o.empty()) w.graph.tensors[c] = TensorInfo{c, g.tensor(o).dtype, g.tensor(o).shape, std::nullopt};
+      out_text.push_back(o.empty() ? c : c + layout_suffix(g.tensor(o).layout));
+      if (!o.empty()) w.graph.tensors[c] = TensorInfo{c, g.tensor(o).dtype, g.tensor(o).shape, std::nullopt, g.tensor(o).layout};
     }
     std::string text = cn.op + "(" + fmt::format("{}", fmt::join(cn.inputs, ",")) + ")->" +
-                       fmt::format("{}", fmt::join(cn.outputs, ","));
+                       fmt::format("{}", fmt::join(out_text, ","));
     for (const auto& [a, v] : cn.attrs) text += " " + a + "=" + attr_text(v);
     exact << text << ";";
     cls << text << ";";

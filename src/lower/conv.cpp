@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "lower/window.h"
 
@@ -48,6 +49,8 @@ using SpatialMap = std::function<std::pair<Expr, Expr>(size_t dim, Expr j)>;
 LTensor pad_input(const LowerContext& c, const LTensor& x, const std::vector<int64_t>& extent, const SpatialMap& map) {
   Shape shape{x.shape[0], x.shape[1]};
   shape.insert(shape.end(), extent.begin(), extent.end());
+  // A channel-blocked input keeps its layout: the conv reads its padded copy by block and lane.
+  const Layout layout = x.layout.axis == 1 ? x.layout : Layout{};
   return define_tensor(c.name("_pad"), shape, x.dtype, [&](const Idx& o) {
     Idx xi{o[0], o[1]};
     Expr valid = Halide::Internal::const_true();
@@ -58,27 +61,38 @@ LTensor pad_input(const LowerContext& c, const LTensor& x, const std::vector<int
     }
     Expr zero = Halide::cast(x.type(), 0);
     return Halide::select(valid, x.at_or(xi, zero), zero);
-  });
+  }, layout);
 }
 
 // The shared accumulation: acc(n, m, o...) = sum over r of
-// src(n, in_channel(m, rc), o * stride + rk * dilation) * w(weight_idx(m, rc, rk)).
+// src(n, in_channel(m, rc), o * stride + rk * dilation) * w(weight_idx(m, rc, rk)), stored in the
+// output's layout. When src is channel-blocked and the group's channels fill whole blocks, the
+// channel reduction runs as (lane, kernel..., block), lane innermost: every read of src is then
+// a direct access of its block and lane, and a register tile reuses one weight vector per lane.
 LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, const Shape& out_shape,
                    const Geometry& g, int64_t cg, const std::function<Expr(Expr, Expr)>& in_channel,
                    const std::function<Idx(Expr, Expr, const Idx&)>& weight_idx) {
   const size_t s = g.kernel.size();
+  const int64_t b = src.layout.axis == 1 ? src.layout.block : 0;
+  const bool by_block = b > 0 && cg % b == 0;
   std::vector<Halide::Range> ranges;
+  if (by_block) ranges.emplace_back(0, static_cast<int>(b));
   for (size_t i = s; i-- > 0;) ranges.emplace_back(0, static_cast<int>(g.kernel[i]));
-  ranges.emplace_back(0, static_cast<int>(cg));
+  ranges.emplace_back(0, static_cast<int>(by_block ? cg / b : cg));
   RDom r(ranges, c.name("_r"));
+  const int k0 = by_block ? 1 : 0;  // first kernel RVar
   Idx rk(s);
-  for (size_t i = 0; i < s; i++) rk[i] = r[static_cast<int>(s - 1 - i)];
-  Expr rc = r[static_cast<int>(s)];
+  for (size_t i = 0; i < s; i++) rk[i] = r[k0 + static_cast<int>(s - 1 - i)];
+  Expr rc = r[k0 + static_cast<int>(s)];
+  std::optional<LaneBound> lane;
+  if (by_block) {
+    lane.emplace(r[0].name(), b);
+    rc = rc * static_cast<int>(b) + r[0];
+  }
 
-  std::vector<Var> args;
-  Idx o(out_shape.size());
-  for (size_t k = 0; k < out_shape.size(); k++) args.emplace_back(fmt::format("d{}", k));
-  for (size_t d = 0; d < out_shape.size(); d++) o[d] = args[out_shape.size() - 1 - d];
+  const Layout out_layout = c.out_info().layout;
+  const TensorArgs ta = tensor_args(out_shape, out_layout);
+  const Idx& o = ta.logical;
   Idx xi{o[0], in_channel(o[1], rc)};
   for (size_t i = 0; i < s; i++)
     xi.push_back(o[2 + i] * static_cast<int>(g.stride[i]) + rk[i] * static_cast<int>(g.dilation[i]));
@@ -86,10 +100,10 @@ LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, 
   const DType acc_type = c.out_info().dtype;
   const Halide::Type t = halide_type(acc_type);
   Func acc(c.name("_acc"));
-  acc(args) = Halide::cast(t, 0);
-  acc(args) += Halide::cast(t, src.at(xi)) * Halide::cast(t, w.at(weight_idx(o[1], rc, rk)));
-  set_shape_estimates(acc, out_shape);
-  return LTensor{acc, out_shape, acc_type};
+  acc(ta.args) = Halide::cast(t, 0);
+  acc(ta.args) += Halide::cast(t, src.at(xi)) * Halide::cast(t, w.at(weight_idx(o[1], rc, rk)));
+  set_shape_estimates(acc, storage_shape(out_layout, out_shape));
+  return LTensor{acc, out_shape, acc_type, out_layout};
 }
 
 // Output stage: accumulator plus the optional bias (input 2), per output channel.

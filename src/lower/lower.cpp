@@ -29,10 +29,38 @@ Halide::Type halide_type(DType t) {
 
 static std::vector<Expr> reversed(const std::vector<Expr>& idx) { return {idx.rbegin(), idx.rend()}; }
 
+namespace {
+
+thread_local std::map<std::string, int64_t> lane_rvars;  // LaneBounds alive on this thread
+
+}  // namespace
+
+LaneBound::LaneBound(std::string name, int64_t extent) : name_(std::move(name)) { lane_rvars[name_] = extent; }
+LaneBound::~LaneBound() { lane_rvars.erase(name_); }
+
+std::pair<Expr, Expr> split_blocked(Expr e, int64_t b) {
+  Halide::Internal::Scope<Halide::Internal::Interval> lanes;
+  for (int64_t w = 2; w <= 64; w *= 2)
+    lanes.push(fmt::format("dl{}", w), Halide::Internal::Interval(0, static_cast<int>(w - 1)));
+  for (const auto& [name, extent] : lane_rvars) lanes.push(name, Halide::Internal::Interval(0, static_cast<int>(extent - 1)));
+  const int bi = static_cast<int>(b);
+  return {Halide::Internal::simplify(e / bi, true, lanes), Halide::Internal::simplify(e % bi, true, lanes)};
+}
+
 Expr LTensor::at(const std::vector<Expr>& idx) const {
   if (static_cast<int>(idx.size()) != rank())
     throw Error(fmt::format("internal: {} indexed with {} indices, rank {}", func.name(), idx.size(), rank()));
-  return func(reversed(idx));
+  if (!layout.blocked()) return func(reversed(idx));
+  auto [q, r] = split_blocked(idx[layout.axis], layout.block);
+  return at_split(idx, q, r);
+}
+
+Expr LTensor::at_split(const std::vector<Expr>& idx, Expr q, Expr r) const {
+  if (!layout.blocked()) throw Error(fmt::format("internal: {} is not blocked", func.name()));
+  std::vector<Expr> phys = idx;
+  phys[layout.axis] = q;
+  phys.push_back(r);
+  return func(reversed(phys));
 }
 
 Expr LTensor::at_broadcast(const std::vector<Expr>& out_idx) const {
@@ -49,6 +77,20 @@ Expr LTensor::at_or(const std::vector<Expr>& idx, Expr outside) const {
     Expr hi = static_cast<int>(shape[d]) - 1;
     inside = inside && idx[d] >= 0 && idx[d] <= hi;
     clamped[d] = Halide::clamp(idx[d], 0, hi);
+  }
+  if (layout.blocked()) {
+    // A blocked index that splits into (block, lane) exactly is checked and clamped by block:
+    // clamping the logical index would leave a division in every access.
+    const size_t a = static_cast<size_t>(layout.axis);
+    auto [q, r] = split_blocked(idx[a], layout.block);
+    if (r.as<Halide::Internal::Variable>() || Halide::Internal::is_const(r)) {
+      Expr inside_q = Halide::Internal::const_true();
+      Expr hi_q = static_cast<int>(shape[a] / layout.block) - 1;
+      for (size_t d = 0; d < idx.size(); d++)
+        if (d != a) inside_q = inside_q && idx[d] >= 0 && idx[d] <= static_cast<int>(shape[d]) - 1;
+      inside_q = inside_q && q >= 0 && q <= hi_q;
+      return Halide::select(inside_q, at_split(clamped, Halide::clamp(q, 0, hi_q), r), Halide::cast(type(), outside));
+    }
   }
   return Halide::select(inside, at(clamped), Halide::cast(type(), outside));
 }
@@ -69,18 +111,25 @@ void set_shape_estimates(Func f, const Shape& shape) {
   for (int k = 0; k < r; k++) f.set_estimate(args[k], 0, static_cast<int>(shape[r - 1 - k]));
 }
 
-LTensor define_tensor(const std::string& name, const Shape& shape, DType dtype,
-                      const std::function<Expr(const std::vector<Expr>&)>& body) {
+TensorArgs tensor_args(const Shape& shape, const Layout& layout) {
   const int r = static_cast<int>(shape.size());
-  std::vector<Var> args;
-  std::vector<Expr> idx(r);
-  for (int k = 0; k < r; k++) args.emplace_back(fmt::format("d{}", r - 1 - k));
-  for (int d = 0; d < r; d++) idx[d] = args[r - 1 - d];
+  TensorArgs t;
+  if (layout.blocked()) t.args.emplace_back(fmt::format("dl{}", layout.block));
+  for (int k = 0; k < r; k++) t.args.emplace_back(fmt::format("d{}", r - 1 - k));
+  const int off = layout.blocked() ? 1 : 0;
+  for (int d = 0; d < r; d++) t.logical.push_back(t.args[off + r - 1 - d]);
+  if (layout.blocked()) t.logical[layout.axis] = t.args[off + r - 1 - layout.axis] * static_cast<int>(layout.block) + t.args[0];
+  return t;
+}
+
+LTensor define_tensor(const std::string& name, const Shape& shape, DType dtype,
+                      const std::function<Expr(const std::vector<Expr>&)>& body, const Layout& layout) {
+  const TensorArgs t = tensor_args(shape, layout);
   Func f(name);
-  Expr value = body(idx);
-  f(args) = Halide::cast(halide_type(dtype), value);
-  set_shape_estimates(f, shape);
-  return LTensor{f, shape, dtype};
+  Expr value = body(t.logical);
+  f(t.args) = Halide::cast(halide_type(dtype), value);
+  set_shape_estimates(f, storage_shape(layout, shape));
+  return LTensor{f, shape, dtype, layout};
 }
 
 Halide::Buffer<> to_halide_buffer(const Tensor& t, const std::string& name) {
@@ -116,7 +165,7 @@ const TensorInfo& LowerContext::out_info(size_t i) const { return graph.tensor(n
 
 LTensor LowerContext::output(const std::function<Expr(const std::vector<Expr>&)>& body, size_t i) const {
   const auto& info = out_info(i);
-  return define_tensor(name(i ? fmt::format("_out{}", i) : ""), info.shape, info.dtype, body);
+  return define_tensor(name(i ? fmt::format("_out{}", i) : ""), info.shape, info.dtype, body, info.layout);
 }
 
 void LowerContext::unsupported(const std::string& what) const {
@@ -174,6 +223,12 @@ std::map<std::string, LTensor> lower_graph(const Graph& g, const std::map<std::s
       if (outs[i].shape != info.shape)
         ctx.fail(fmt::format("output {} lowered with shape {} but shape inference says {}", i,
                              shape_str(outs[i].shape), shape_str(info.shape)));
+      // The tensor leaves the node in its planned layout, whatever the lowering built.
+      if (outs[i].layout != info.layout) {
+        const LTensor v = outs[i];
+        outs[i] = define_tensor(ctx.name(fmt::format("_layout{}", i)), v.shape, v.dtype,
+                                [&](const std::vector<Expr>& idx) { return v.at(idx); }, info.layout);
+      }
       values[n.outputs[i]] = outs[i];
     }
   }

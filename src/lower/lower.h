@@ -22,14 +22,18 @@ namespace ts {
 Halide::Type halide_type(DType t);
 
 struct LTensor {
-  Halide::Func func;  // func(x_{r-1}, ..., x_0): argument 0 is the last ONNX axis
-  Shape shape;        // ONNX order
+  Halide::Func func;  // func(x_{r-1}, ..., x_0): argument 0 is the last ONNX axis (blocked: the lane first)
+  Shape shape;        // ONNX order, logical (a blocked Func has one more argument, see tensor_args)
   DType dtype = DType::Float32;
+  Layout layout;      // how func's arguments store the tensor (graph/layout.h)
 
   int rank() const { return static_cast<int>(shape.size()); }
   Halide::Type type() const { return halide_type(dtype); }
-  // Element at ONNX-order indices.
+  // Element at ONNX-order logical indices (a blocked axis index is split into block and lane).
   Halide::Expr at(const std::vector<Halide::Expr>& idx) const;
+  // Element of a blocked tensor at logical `idx` whose blocked-axis index is given already split
+  // into its block `q` and lane `r` (idx[layout.axis] is ignored).
+  Halide::Expr at_split(const std::vector<Halide::Expr>& idx, Halide::Expr q, Halide::Expr r) const;
   // Element at `out_idx` of a broadcast result of rank >= rank() (numpy rules, right-aligned).
   Halide::Expr at_broadcast(const std::vector<Halide::Expr>& out_idx) const;
   // Element at `idx`, or `outside` where any index leaves the shape (reads stay in bounds).
@@ -40,13 +44,41 @@ struct LTensor {
 Halide::Expr typed_const(Halide::Type t, double v);
 Halide::Expr typed_const(Halide::Type t, int64_t v);
 
-// Records `shape` (ONNX order) as f's estimates, which the default schedule and Halide's
+// Records `shape` (ONNX order, the stored shape of f's arguments) as f's estimates, which the default schedule and Halide's
 // autoschedulers read. Every stage a lowering defines must carry them.
 void set_shape_estimates(Halide::Func f, const Shape& shape);
 
-// Defines Func `name` of `shape` whose value at ONNX-order indices is body(indices).
+// The pure arguments of a Func storing a tensor of logical `shape` in `layout` (Halide order:
+// innermost first; a blocked layout adds the lane "dl<block>" innermost) and the logical
+// ONNX-order indices they stand for (the blocked axis is block * <block> + lane).
+struct TensorArgs {
+  std::vector<Halide::Var> args;        // the Func's arguments
+  std::vector<Halide::Expr> logical;    // logical indices in ONNX order
+};
+TensorArgs tensor_args(const Shape& shape, const Layout& layout = {});
+
+// Splits a blocked-axis index into (block, lane) = (e / b, e mod b), simplified knowing that
+// lanes ("dl<b>" and the RVars of a LaneBound in scope) lie in [0, b): the block index of
+// q * b + lane is q, with no division left.
+std::pair<Halide::Expr, Halide::Expr> split_blocked(Halide::Expr e, int64_t b);
+// While alive, RVar `name` counts as a lane of extent `extent` for split_blocked (a reduction over
+// a blocked input's channels iterates its lane and block separately).
+class LaneBound {
+ public:
+  LaneBound(std::string name, int64_t extent);
+  ~LaneBound();
+  LaneBound(const LaneBound&) = delete;
+  LaneBound& operator=(const LaneBound&) = delete;
+
+ private:
+  std::string name_;
+};
+
+// Defines Func `name` of `shape` (stored in `layout`) whose value at ONNX-order logical indices
+// is body(indices).
 LTensor define_tensor(const std::string& name, const Shape& shape, DType dtype,
-                      const std::function<Halide::Expr(const std::vector<Halide::Expr>&)>& body);
+                      const std::function<Halide::Expr(const std::vector<Halide::Expr>&)>& body,
+                      const Layout& layout = {});
 // A Func reading a constant tensor (an initializer or folded value).
 LTensor constant_tensor(const std::string& name, const Tensor& t);
 // Halide Buffer holding a copy of t, dims reversed.

@@ -120,16 +120,17 @@ std::vector<LTensor> lower_pool(const LowerContext& c, PoolKind kind, bool globa
       Idx xi{o[0], o[1]};
       for (size_t i = 0; i < s; i++) xi.push_back(o[2 + i] - static_cast<int>(g.pad_begin[i]));
       return x.at_or(xi, fill);
-    });
+    }, x.layout.axis == 1 ? x.layout : Layout{});
   }
 
   std::vector<Halide::Range> ranges;
   for (size_t i = s; i-- > 0;) ranges.emplace_back(0, static_cast<int>(g.kernel[i]));
   RDom r(ranges, c.name("_r"));
-  std::vector<Var> args;
-  Idx o(out.size());
-  for (size_t k = 0; k < out.size(); k++) args.emplace_back(fmt::format("d{}", k));
-  for (size_t d = 0; d < out.size(); d++) o[d] = args[out.size() - 1 - d];
+  // The accumulator is stored like the output (a blocked output pools block by block).
+  const Layout out_layout = c.out_info().layout;
+  const TensorArgs ta = tensor_args(out, out_layout);
+  const std::vector<Var>& args = ta.args;
+  const Idx& o = ta.logical;
   Idx xi{o[0], o[1]};
   for (size_t i = 0; i < s; i++)
     xi.push_back(o[2 + i] * static_cast<int>(g.stride[i]) + r[static_cast<int>(s - 1 - i)] * static_cast<int>(g.dilation[i]));
@@ -143,8 +144,8 @@ std::vector<LTensor> lower_pool(const LowerContext& c, PoolKind kind, bool globa
   else if (kind == PoolKind::Average || p == 1) acc(args) += kind == PoolKind::Lp ? Halide::abs(v) : v;
   else if (p == 2) acc(args) += v * v;
   else acc(args) += Halide::pow(Halide::abs(v), Halide::cast(t, static_cast<int>(p)));
-  set_shape_estimates(acc, out);
-  const LTensor a{acc, out, x.dtype};
+  set_shape_estimates(acc, storage_shape(out_layout, out));
+  const LTensor a{acc, out, x.dtype, out_layout};
 
   return {c.output([&](const Idx& oi) {
     Expr sum = a.at(oi);

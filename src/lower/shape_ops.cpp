@@ -92,15 +92,28 @@ std::vector<LTensor> lower_concat(const LowerContext& c) {
     offset += static_cast<int>(t.shape[axis]);
   }
   if (parts.empty()) return one(c.output([](const Idx&) { return Expr(0); }));  // empty output
+  // Blocked along the axis with every offset a whole block: parts are picked and clamped by
+  // block index, so a vector of lanes reads one part with no division.
+  const Layout out_layout = c.out_info().layout;
+  bool by_block = out_layout.axis == axis;
+  for (const auto& [t, off] : parts) by_block = by_block && t->layout == out_layout && off % out_layout.block == 0;
+  const int b = static_cast<int>(out_layout.block);
   return one(c.output([&](const Idx& i) {
     auto read = [&](const std::pair<const LTensor*, int>& p) {
       Idx src = i;
-      src[axis] = Halide::clamp(i[axis] - p.second, 0, static_cast<int>(p.first->shape[axis]) - 1);
+      const int extent = static_cast<int>(p.first->shape[axis]);
+      if (by_block) {
+        auto [q, lane] = split_blocked(i[axis] - p.second, b);
+        return p.first->at_split(src, Halide::clamp(q, 0, extent / b - 1), lane);
+      }
+      src[axis] = Halide::clamp(i[axis] - p.second, 0, extent - 1);
       return p.first->at(src);
     };
+    const Expr pos = by_block ? split_blocked(i[axis], b).first : i[axis];
     // Last part is the fallback; walk backwards so the select chain tests offsets in order.
     Expr v = read(parts.back());
-    for (size_t k = parts.size() - 1; k-- > 0;) v = Halide::select(i[axis] < parts[k + 1].second, read(parts[k]), v);
+    for (size_t k = parts.size() - 1; k-- > 0;)
+      v = Halide::select(pos < parts[k + 1].second / (by_block ? b : 1), read(parts[k]), v);
     return v;
   }));
 }

@@ -212,7 +212,7 @@ MeasureResult Measurer::Impl::run(const Workload& w, const std::string& hash, co
     size_t offset = eol + 1;
     for (const auto& name : w.graph.outputs) {
       const auto& info = w.graph.tensor(name);
-      Tensor t(info.dtype, info.shape);
+      Tensor t(info.dtype, storage_shape(info.layout, info.shape));  // as the code stores it
       if (r.message.size() < offset + t.bytes.size()) {
         m.error_kind = "runtime_error";
         m.error_message = fmt::format("{}: run worker sent {} bytes of outputs, expected at least {}", what,

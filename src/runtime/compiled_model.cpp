@@ -70,7 +70,7 @@ struct CompiledModel::Impl {
   Partition partition;
   CompileStats stats;
   std::vector<WorkloadCode> code;                // loaded code per distinct workload
-  std::map<std::string, Tensor> storage;         // activations and inputs, allocated once
+  std::map<std::string, Tensor> storage;         // activations and inputs (in their planned layouts), allocated once; weights the plan blocks, packed at load
   std::map<std::string, Halide::Buffer<>> bufs;  // views over storage and weights
   std::vector<std::vector<void*>> argv;          // per step: halide_buffer_t* of inputs, outputs
   // Inputs a step's code takes packed (runtime/input_layout.h): constants are packed once here;
@@ -145,8 +145,9 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
     if (it != m.bufs.end()) return it->second;
     auto& info = m.graph.tensor(name);
     Tensor* t;
-    if (info.value) t = &*info.value;
-    else t = &m.storage.emplace(name, Tensor(info.dtype, info.shape)).first->second;
+    if (info.value && !info.layout.blocked()) t = &*info.value;
+    else if (info.value) t = &m.storage.emplace(name, pack(info.layout, *info.value, fmt::format("weight '{}'", name))).first->second;
+    else t = &m.storage.emplace(name, Tensor(info.dtype, storage_shape(info.layout, info.shape))).first->second;
     return m.bufs.emplace(name, tensor_buffer(*t, name)).first->second;
   };
   for (const auto& name : m.graph.inputs) buffer_for(name);

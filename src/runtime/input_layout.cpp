@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "graph/error.h"
+#include "graph/layout.h"
 
 namespace ts {
 
@@ -40,24 +39,10 @@ Tensor pack_tensor(const InputLayout& l, const Tensor& t) {
 }
 
 void pack_into(const InputLayout& l, const Tensor& t, Tensor& p) {
-  if (p.dtype != t.dtype || p.shape != packed_shape(l, t.shape))
-    throw Error(fmt::format("packing input '{}' {} into a {} tensor", l.input, shape_str(t.shape), shape_str(p.shape)));
-  // Row-major views: t is [outer, e, inner] around axis a; p is [outer, e / b, inner, b].
-  const size_t a = t.shape.size() - 1 - static_cast<size_t>(l.dim);
-  int64_t outer = 1, inner = 1;
-  for (size_t k = 0; k < a; k++) outer *= t.shape[k];
-  for (size_t k = a + 1; k < t.shape.size(); k++) inner *= t.shape[k];
-  const int64_t e = t.shape[a], b = l.block;
-  const size_t es = dtype_size(t.dtype);
-  const uint8_t* src = t.bytes.data();
-  uint8_t* dst = p.bytes.data();
-  for (int64_t o = 0; o < outer; o++)
-    for (int64_t i = 0; i < e; i++)
-      for (int64_t n = 0; n < inner; n++) {
-        const int64_t from = (o * e + i) * inner + n;
-        const int64_t to = ((o * (e / b) + i / b) * inner + n) * b + i % b;
-        std::memcpy(dst + to * es, src + from * es, es);
-      }
+  check(l, t.shape);
+  // The same packing as a blocked tensor layout of axis r-1-dim (graph/layout.h).
+  const Layout blocked{static_cast<int>(t.shape.size()) - 1 - l.dim, l.block};
+  ts::pack_into(blocked, t, p, fmt::format("input '{}'", l.input));
 }
 
 const InputLayout* find_layout(const std::vector<InputLayout>& layouts, const std::string& input) {

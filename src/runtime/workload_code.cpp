@@ -87,11 +87,13 @@ WorkloadCall::WorkloadCall(const Workload& w, const std::map<std::string, Tensor
                               name, dtype_name(it->second.dtype), shape_str(it->second.shape), dtype_name(info.dtype),
                               shape_str(info.shape)));
     const InputLayout* l = find_layout(layouts, name);
-    inputs.push_back(l ? pack_tensor(*l, it->second) : it->second);
+    if (l) inputs.push_back(pack_tensor(*l, it->second));
+    else if (info.layout.blocked()) inputs.push_back(pack(info.layout, it->second, fmt::format("workload {} input '{}'", w.key_hash(), name)));
+    else inputs.push_back(it->second);
   }
   for (const auto& name : w.graph.outputs) {
     const auto& info = w.graph.tensor(name);
-    outputs.emplace_back(info.dtype, info.shape);
+    outputs.emplace_back(info.dtype, storage_shape(info.layout, info.shape));
   }
   // Buffers only once both vectors are complete: they point into the tensors' bytes.
   for (size_t i = 0; i < inputs.size(); i++) buffers.push_back(tensor_buffer(inputs[i], w.graph.inputs[i]));

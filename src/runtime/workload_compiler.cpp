@@ -74,9 +74,12 @@ LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>
   for (const auto& name : w.graph.inputs) {
     const auto& info = w.graph.tensor(name);
     const InputLayout* layout = find_layout(layouts, name);
+    if (layout && info.layout.blocked())
+      throw Error(fmt::format("workload {} ({}): input '{}' is stored {} by the layout plan; a schedule cannot pack it again",
+                              w.key_hash(), w.name, name, layout_suffix(info.layout)));
     Shape shape;
     try {
-      shape = layout ? packed_shape(*layout, info.shape) : info.shape;
+      shape = layout ? packed_shape(*layout, info.shape) : storage_shape(info.layout, info.shape);
     } catch (const Error& e) {
       throw Error(fmt::format("workload {} ({}): {}", w.key_hash(), w.name, e.what()));
     }
@@ -85,6 +88,15 @@ LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>
     for (int k = 0; k < rank; k++) p.dim(k).set_estimate(0, static_cast<int>(shape[rank - 1 - k]));
     lw.params.push_back(p);
     lw.args.push_back(p);
+    if (info.layout.blocked()) {
+      // Stored blocked: the wrapper has the stored arguments and renames the parameter.
+      const TensorArgs ta = tensor_args(info.shape, info.layout);
+      Halide::Func f("input_" + name);
+      f(ta.args) = p(std::vector<Halide::Expr>(ta.args.begin(), ta.args.end()));
+      set_shape_estimates(f, shape);
+      bound[name] = LTensor{f, info.shape, info.dtype, info.layout};
+      continue;
+    }
     bound[name] = define_tensor("input_" + name, info.shape, info.dtype, [&](const std::vector<Halide::Expr>& idx) {
       std::vector<Halide::Expr> x(idx.rbegin(), idx.rend());
       return layout ? packed_access(*layout, p, x) : p(x);
@@ -96,7 +108,7 @@ LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>
     // A fresh output stage: the value may also feed another output or be an input wrapper.
     lw.outputs.push_back(define_tensor("output_" + o, t.shape, t.dtype, [&](const std::vector<Halide::Expr>& i) {
       return t.at(i);
-    }).func);
+    }, w.graph.tensor(o).layout).func);
   }
   lw.pipeline = Halide::Pipeline(lw.outputs);
   return lw;

@@ -1,5 +1,6 @@
 #include "schedule/default_schedule.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -121,21 +122,58 @@ int vector_width_for(int64_t extent, int native) {
   return v >= 4 ? v : 0;
 }
 
+// For a channel-blocked reduction (its innermost loop is the lane of a blocked layout, one
+// vector wide, lower/lower.h tensor_args): the pure loop other than x that every x-dependent
+// load uses and no x-free load does (the output-channel block a weight vector belongs to), so
+// tiling it gives accumulators that share their broadcast input loads; -1 when none.
+int block_loop(const Function& r, const std::vector<int64_t>& ext) {
+  CallVars cv;
+  cv.self = r.name();
+  for (const auto& v : r.update(0).values()) v.accept(&cv);
+  const std::string x = r.args()[0];
+  bool any_free = false;
+  for (const auto& c : cv.calls) any_free |= !c.count(x);
+  if (!any_free) return -1;
+  for (size_t k = 1; k < r.args().size(); k++) {
+    bool ok = ext[k] >= 2;
+    for (const auto& c : cv.calls) ok = ok && (c.count(x) ? c.count(r.args()[k]) > 0 : c.count(r.args()[k]) == 0);
+    if (ok) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+// Largest divisor of `extent` that is at most `cap` (so a register tile has no tail).
+int64_t divisor_at_most(int64_t extent, int64_t cap) {
+  for (int64_t d = std::min(extent, cap); d > 1; d--)
+    if (extent % d == 0) return d;
+  return 1;
+}
+
 // Output o whose value is an elementwise function of one reduction r over the same domain:
 // o is tiled (vector loop x, unrolled reuse loop u) and r computed inside each tile, so its
 // accumulators stay in registers. Returns false when the pattern does not apply.
+// Channel-blocked reductions get the micro-kernel of oneDNN's and ONNX Runtime's NCHWc convs:
+// the lane vector times up to 8 columns (u, a divisor of its extent; the next loop when no load
+// is reused along one, e.g. depthwise) times 2 output-channel blocks (v), 12-16 accumulators,
+// with the innermost reduction loop (a block's input channels, or the kernel's columns)
+// unrolled.
 bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target) {
   const Function &of = o.function(), &rf = r.function();
   const std::vector<int64_t> ext = extents(of);
   if (ext != extents(rf) || ext.empty() || rf.updates().size() != 1 || of.args().size() != rf.args().size()) return false;
-  const int V = vector_width_for(ext[0], target.natural_vector_size(o.output_types()[0]));
+  const int native = target.natural_vector_size(o.output_types()[0]);
+  const int V = vector_width_for(ext[0], native);
   if (V == 0) return false;
-  const int u = reuse_loop(rf, ext);
-  const int U = u < 0 ? 1 : static_cast<int>(std::min<int64_t>(4, ext[u]));
+  const bool blocked = of.args()[0].rfind("dl", 0) == 0 && ext[0] == V && ext.size() >= 2;
+  int u = reuse_loop(rf, ext);
+  if (blocked && u < 0 && ext[1] >= 2) u = 1;
+  const int v = blocked && u >= 0 ? block_loop(rf, ext) : -1;
+  const int Vt = v < 0 || v == u ? 1 : static_cast<int>(divisor_at_most(ext[v], 2));
+  const int U = u < 0 ? 1 : static_cast<int>(blocked ? divisor_at_most(ext[u], 8) : std::min<int64_t>(4, ext[u]));
   const std::vector<Halide::Var> oa = o.args(), ra = r.args();
   const int n = static_cast<int>(oa.size());
 
-  Halide::Var xo("xo"), xi("xi"), uo("uo"), ui("ui");
+  Halide::Var xo("xo"), xi("xi"), uo("uo"), ui("ui"), vo("vo"), vi("vi");
   o.compute_root();
   o.split(oa[0], xo, xi, V, Halide::TailStrategy::ShiftInwards);
   std::vector<Halide::VarOrRVar> order = {xi};
@@ -143,15 +181,22 @@ bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target
     o.split(oa[u], uo, ui, U, Halide::TailStrategy::ShiftInwards);
     order.push_back(ui);
   }
+  if (Vt > 1) {
+    o.split(oa[v], vo, vi, Vt, Halide::TailStrategy::ShiftInwards);
+    order.push_back(vi);
+  }
   order.push_back(xo);
   std::vector<Halide::Var> outer;  // remaining pure loops, innermost first
-  for (int k = 1; k < n; k++) outer.push_back(k == u ? uo : oa[k]);
-  for (const auto& v : outer) order.push_back(v);
+  std::vector<int64_t> outer_ext;
+  for (int k = 1; k < n; k++) {
+    outer.push_back(k == u ? uo : (k == v && Vt > 1) ? vo : oa[k]);
+    outer_ext.push_back(k == u ? (ext[k] + U - 1) / U : (k == v && Vt > 1) ? ext[k] / Vt : ext[k]);
+  }
+  for (const auto& w : outer) order.push_back(w);
   o.reorder(order).vectorize(xi);
   if (u >= 0) o.unroll(ui);
+  if (Vt > 1) o.unroll(vi);
   // Parallel over the outer loops, fused outermost-first until there are enough tasks.
-  std::vector<int64_t> outer_ext;
-  for (int k = 1; k < n; k++) outer_ext.push_back(k == u ? (ext[k] + U - 1) / U : ext[k]);
   if (!outer.empty()) {
     int lo = static_cast<int>(outer.size()) - 1;
     int64_t tasks = outer_ext[lo];
@@ -167,14 +212,22 @@ bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target
 
   r.compute_at(o, xo).vectorize(ra[0]);
   if (u >= 0) r.unroll(ra[u]);
+  if (Vt > 1) r.unroll(ra[v]);
   Halide::Stage st = r.update(0);
   std::vector<Halide::VarOrRVar> rorder = {ra[0]};
   if (u >= 0) rorder.push_back(ra[u]);
-  for (const auto& rv : rf.update(0).schedule().rvars()) rorder.push_back(Halide::RVar(rv.var));
+  if (Vt > 1) rorder.push_back(ra[v]);
+  const auto& rvars = rf.update(0).schedule().rvars();
+  for (const auto& rv : rvars) rorder.push_back(Halide::RVar(rv.var));
   for (int k = 1; k < n; k++)
-    if (k != u) rorder.push_back(ra[k]);
+    if (k != u && !(k == v && Vt > 1)) rorder.push_back(ra[k]);
   st.reorder(rorder).vectorize(ra[0]);
   if (u >= 0) st.unroll(ra[u]);
+  if (Vt > 1) st.unroll(ra[v]);
+  if (blocked && !rvars.empty()) {
+    const int64_t* e = Halide::Internal::as_const_int(Halide::Internal::simplify(rvars[0].extent));
+    if (e && *e <= 16) st.unroll(Halide::RVar(rvars[0].var));
+  }
   return true;
 }
 

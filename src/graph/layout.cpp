@@ -1,0 +1,81 @@
+#include "graph/layout.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace ts {
+
+std::string layout_error(const Layout& l, const Shape& shape) {
+  if (!l.blocked()) return "";
+  const int r = static_cast<int>(shape.size());
+  if (l.axis >= r) return fmt::format("axis {} is not an axis of a rank-{} tensor", l.axis, r);
+  const int64_t e = shape[static_cast<size_t>(l.axis)];
+  if (l.block < 2 || e % l.block != 0) return fmt::format("block {} does not divide axis {}'s extent {}", l.block, l.axis, e);
+  return "";
+}
+
+Shape storage_shape(const Layout& l, const Shape& shape) {
+  if (!l.blocked()) return shape;
+  if (std::string why = layout_error(l, shape); !why.empty())
+    throw Error(fmt::format("layout {} of a {} tensor: {}", layout_suffix(l), shape_str(shape), why));
+  Shape s = shape;
+  s[static_cast<size_t>(l.axis)] /= l.block;
+  s.push_back(l.block);
+  return s;
+}
+
+std::string layout_suffix(const Layout& l) { return l.blocked() ? fmt::format("@{}c{}", l.axis, l.block) : ""; }
+
+namespace {
+
+// Copies between the plain and the blocked index orders; `to_blocked` picks the direction.
+// Row-major views: plain is [outer, e, inner] around the axis; blocked is [outer, e / b, inner, b].
+void convert(const Layout& l, const Shape& shape, const uint8_t* src, uint8_t* dst, size_t es, bool to_blocked) {
+  const size_t a = static_cast<size_t>(l.axis);
+  int64_t outer = 1, inner = 1;
+  for (size_t k = 0; k < a; k++) outer *= shape[k];
+  for (size_t k = a + 1; k < shape.size(); k++) inner *= shape[k];
+  const int64_t e = shape[a], b = l.block;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < e; i++)
+      for (int64_t n = 0; n < inner; n++) {
+        const int64_t p = (o * e + i) * inner + n;
+        const int64_t q = ((o * (e / b) + i / b) * inner + n) * b + i % b;
+        if (to_blocked) std::memcpy(dst + q * es, src + p * es, es);
+        else std::memcpy(dst + p * es, src + q * es, es);
+      }
+}
+
+}  // namespace
+
+void pack_into(const Layout& l, const Tensor& plain, Tensor& dst, const std::string& what) {
+  const Shape want = storage_shape(l, plain.shape);
+  if (dst.dtype != plain.dtype || dst.shape != want)
+    throw Error(fmt::format("{}: packing a {} {} tensor by {} into a {} {} tensor (expected {})", what,
+                            dtype_name(plain.dtype), shape_str(plain.shape), layout_suffix(l), dtype_name(dst.dtype),
+                            shape_str(dst.shape), shape_str(want)));
+  if (!l.blocked()) {
+    std::memcpy(dst.bytes.data(), plain.bytes.data(), plain.bytes.size());
+    return;
+  }
+  convert(l, plain.shape, plain.bytes.data(), dst.bytes.data(), dtype_size(plain.dtype), true);
+}
+
+Tensor pack(const Layout& l, const Tensor& plain, const std::string& what) {
+  Tensor p(plain.dtype, storage_shape(l, plain.shape));
+  pack_into(l, plain, p, what);
+  return p;
+}
+
+Tensor unpack(const Layout& l, const Tensor& stored, const Shape& shape, const std::string& what) {
+  if (stored.shape != storage_shape(l, shape))
+    throw Error(fmt::format("{}: unpacking a {} tensor as {} by {}", what, shape_str(stored.shape), shape_str(shape),
+                            layout_suffix(l)));
+  Tensor t(stored.dtype, shape);
+  if (!l.blocked()) t.bytes = stored.bytes;
+  else convert(l, shape, stored.bytes.data(), t.bytes.data(), dtype_size(stored.dtype), false);
+  return t;
+}
+
+}  // namespace ts

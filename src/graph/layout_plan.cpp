@@ -1,0 +1,101 @@
+#include "graph/layout_plan.h"
+
+#include <set>
+
+#include "graph/workload.h"  // is_fusable_elementwise
+
+namespace ts {
+
+namespace {
+
+bool is_pool(const std::string& op) {
+  return op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool";
+}
+
+// Whether node n computes its output `t` block by block when t is blocked.
+bool blocked_producer(const Graph& g, const Node& n) {
+  if (n.op == "Conv" || n.op == "BatchNormalization" || is_fusable_elementwise(n.op)) return n.outputs.size() == 1;
+  if (is_pool(n.op)) return n.outputs.size() == 1;  // MaxPool's Indices output is not lowered blocked
+  if (n.op == "Concat") return n.attr_int("axis", 0) == 1;
+  return false;
+}
+
+// Whether node n reads input tensor `t` block by block when t is blocked.
+bool blocked_consumer(const Graph& g, const Node& n, const std::string& t) {
+  if (n.op == "Conv") {
+    if (n.inputs.empty() || n.inputs[0] != t) return false;  // weights and bias stay plain
+    const int64_t group = n.attr_int("group", 1);
+    const Shape& x = g.tensor(t).shape;
+    const Shape& y = g.tensor(n.outputs[0]).shape;
+    return group == 1 || (group == x[1] && group == y[1]);
+  }
+  if (is_pool(n.op) || n.op == "BatchNormalization") return !n.inputs.empty() && n.inputs[0] == t;
+  if (n.op == "Concat") return n.attr_int("axis", 0) == 1;
+  if (is_fusable_elementwise(n.op)) return n.outputs.size() == 1 && g.tensor(n.outputs[0]).shape == g.tensor(t).shape;
+  return false;
+}
+
+}  // namespace
+
+LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
+  for (auto& [name, info] : g.tensors) info.layout = Layout{};
+  LayoutPlanStats stats;
+  if (block < 2) return stats;
+  std::map<std::string, size_t> producer;
+  for (size_t k = 0; k < g.nodes.size(); k++)
+    for (const auto& o : g.nodes[k].outputs)
+      if (!o.empty()) producer[o] = k;
+  const std::set<std::string> io(g.inputs.begin(), g.inputs.end());
+  std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
+
+  std::set<std::string> blocked;
+  for (const auto& [name, info] : g.tensors) {
+    const int r = static_cast<int>(info.shape.size());
+    if (info.dtype != DType::Float32 || (r != 4 && r != 5) || info.shape[1] % block != 0 || info.value ||
+        io.count(name) || outputs.count(name) || !producer.count(name))
+      continue;
+    if (!blocked_producer(g, g.nodes[producer.at(name)])) continue;
+    bool ok = true;
+    for (size_t c : g.consumers(name)) ok = ok && blocked_consumer(g, g.nodes[c], name);
+    if (ok) blocked.insert(name);
+  }
+  // An elementwise or concat output stays plain when a same-shaped (or concatenated) operand is plain.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Node& n : g.nodes) {
+      if (n.outputs.size() != 1 || !blocked.count(n.outputs[0]) || n.op == "Conv" || is_pool(n.op)) continue;
+      const Shape& y = g.tensor(n.outputs[0]).shape;
+      for (const auto& in : n.inputs) {
+        if (in.empty() || blocked.count(in)) continue;
+        const Shape& x = g.tensor(in).shape;
+        const bool full = n.op == "Concat" ? true : (n.op == "BatchNormalization" ? in == n.inputs[0] : x == y);
+        if (!full) continue;
+        blocked.erase(n.outputs[0]);
+        changed = true;
+        break;
+      }
+    }
+  }
+  for (const auto& name : blocked) g.tensor(name).layout = Layout{1, block};
+  stats.blocked_activations = static_cast<int>(blocked.size());
+
+  // Weights of convs writing blocked outputs: packed by output-channel block when every reader is such a conv.
+  std::map<std::string, bool> weight_ok;
+  for (const Node& n : g.nodes)
+    for (size_t i = 0; i < n.inputs.size(); i++) {
+      const std::string& t = n.inputs[i];
+      if (t.empty() || !g.tensor(t).value) continue;
+      const bool packable = n.op == "Conv" && i == 1 && blocked.count(n.outputs[0]) && g.tensor(t).shape.size() >= 3 &&
+                            g.tensor(t).shape[0] % block == 0 && g.tensor(t).dtype == DType::Float32;
+      auto it = weight_ok.emplace(t, packable).first;
+      it->second = it->second && packable;
+    }
+  for (const auto& [t, ok] : weight_ok)
+    if (ok) {
+      g.tensor(t).layout = Layout{0, block};
+      stats.packed_weights++;
+    }
+  return stats;
+}
+
+}  // namespace ts

@@ -1,0 +1,36 @@
+#pragma once
+// The layout plan: which tensors of a model travel between workloads channel-blocked
+// (NCHW[x]c, NCDHW[x]c), what ONNX Runtime's NCHWc transformer and TVM's AlterOpLayout do.
+// A blocked activation lets a conv read a block of input channels and write a vector of output
+// channels with dense loads and stores, and lets the pools and elementwise ops between convs
+// work block by block, with no transposes at workload boundaries.
+//
+// Rule (per activation tensor t): t is blocked by `block` when it is float32 of rank 4 or 5
+// (N, C, spatial...), C is a multiple of `block`, it is neither a graph input, a graph output nor
+// a constant, and both its producer and every consumer work on blocked tensors without
+// conversion: Conv (any group as producer; as consumer group 1 or depthwise), MaxPool,
+// AveragePool, the global pools, BatchNormalization, Concat over channels and the fusable
+// elementwise ops (same-shaped operands). Everything else (Reshape, Flatten, Transpose,
+// Softmax, Gemm, ...) reads and writes plain tensors; where a plain consumer reads a blocked
+// tensor its workload converts on the fly (lower/ reads logical indices through the layout).
+// An elementwise op whose output would be blocked while a same-shaped operand stays plain
+// would gather that operand: its output stays plain too (repeated to a fixed point).
+// The weight of a Conv with a blocked output is packed OIHW[x]o ({axis 0, block}) once at load
+// when it is a constant read only by such convs. The model's inputs and outputs keep their
+// declared layouts.
+#include <cstdint>
+
+#include "graph/graph.h"
+
+namespace ts {
+
+struct LayoutPlanStats {
+  int blocked_activations = 0;  // activation tensors stored channel-blocked
+  int packed_weights = 0;       // conv weights packed by output-channel block
+};
+
+// Sets TensorInfo::layout of g's tensors by the rule above (block >= 2: the vector lanes of a
+// float32 register, 16 for AVX-512). Idempotent; plain layouts are reset first.
+LayoutPlanStats plan_layouts(Graph& g, int64_t block);
+
+}  // namespace ts

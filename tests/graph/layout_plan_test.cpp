@@ -1,0 +1,103 @@
+// The layout plan on a real ONNX file, and blocked tensors end to end: a small CNN with every
+// op family the plan blocks (regular, strided, 1x1 and depthwise convs, pools, residual add,
+// channel concat, global pool) compiled with the plan runs the same as the whole-graph JIT of
+// the plain graph, and its workloads' keys carry the layouts.
+#include "graph/layout_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "graph/workload.h"
+#include "runtime/compiled_model.h"
+#include "runtime/graph_runner.h"
+#include "support/onnx_builder.h"
+
+namespace ts {
+namespace {
+
+using test::OnnxBuilder;
+using V = std::vector<int64_t>;
+
+Graph blocked_cnn() {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 3, 20, 20})
+      .initializer("w0", test::rand_f32({32, 3, 3, 3}, 1))
+      .initializer("b0", test::rand_f32({32}, 2))
+      .initializer("w1", test::rand_f32({32, 32, 3, 3}, 3))
+      .initializer("wd", test::rand_f32({32, 1, 3, 3}, 4))
+      .initializer("w2", test::rand_f32({16, 32, 1, 1}, 5))
+      .initializer("w3", test::rand_f32({24, 48, 1, 1}, 6))
+      .initializer("shape", Tensor::from_i64({1, -1}, {2}))
+      .node("Conv", {"x", "w0", "b0"}, {"c0"}, {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}})
+      .node("Relu", {"c0"}, {"r0"})
+      .node("Conv", {"r0", "w1"}, {"c1"}, {{"pads", V{1, 1, 1, 1}}})
+      .node("Add", {"c1", "r0"}, {"a1"})
+      .node("MaxPool", {"a1"}, {"p1"}, {{"kernel_shape", V{3, 3}}, {"strides", V{1, 1}}, {"pads", V{1, 1, 1, 1}}})
+      .node("Conv", {"p1", "wd"}, {"d1"}, {{"pads", V{1, 1, 1, 1}}, {"group", int64_t{32}}})
+      .node("Conv", {"d1", "w2"}, {"c2"})
+      .node("Concat", {"d1", "c2"}, {"cat"}, {{"axis", int64_t{1}}})
+      .node("Conv", {"cat", "w3"}, {"c3"})
+      .node("GlobalAveragePool", {"c3"}, {"g"})
+      .node("Reshape", {"g", "shape"}, {"y"})
+      .output("y");
+  return test::import_model(b.save("blocked_cnn.onnx"));
+}
+
+TEST(LayoutPlan, BlocksChainsOfConvPoolAndElementwiseOnly) {
+  Graph g = blocked_cnn();
+  const LayoutPlanStats st = plan_layouts(g, 16);
+  // Blocked: every 32-, 16- and 48-channel activation between convs, pools, the add and the concat.
+  for (const char* t : {"c0", "r0", "c1", "a1", "p1", "d1", "c2", "cat"})
+    EXPECT_EQ(g.tensor(t).layout, (Layout{1, 16})) << t;
+  // 24 channels do not block; the graph input and output keep their layouts.
+  for (const char* t : {"x", "c3", "g", "y"}) EXPECT_FALSE(g.tensor(t).layout.blocked()) << t;
+  EXPECT_EQ(st.blocked_activations, 8);
+  // Weights of convs writing blocked outputs are packed by output-channel block (not w3: 24 outputs).
+  for (const char* t : {"w0", "w1", "wd", "w2"}) EXPECT_EQ(g.tensor(t).layout, (Layout{0, 16})) << t;
+  EXPECT_FALSE(g.tensor("w3").layout.blocked());
+  EXPECT_EQ(st.packed_weights, 4);
+  // Idempotent, and block < 2 means plain.
+  EXPECT_EQ(plan_layouts(g, 16).blocked_activations, 8);
+  EXPECT_EQ(plan_layouts(g, 0).blocked_activations, 0);
+  EXPECT_FALSE(g.tensor("c0").layout.blocked());
+}
+
+TEST(LayoutPlan, KeysCarryLayoutsAndBlockedCodeMatchesPlainJit) {
+  Graph plain = blocked_cnn();
+  Graph blocked = plain;
+  plan_layouts(blocked, 16);
+  const Partition pp = partition_graph(plain), pb = partition_graph(blocked);
+  ASSERT_EQ(pp.workloads.size(), pb.workloads.size());
+  int differing = 0;
+  for (size_t i = 0; i < pp.workloads.size(); i++) differing += pp.workloads[i].exact_key != pb.workloads[i].exact_key;
+  EXPECT_GE(differing, 6);
+  EXPECT_NE(pb.workloads[0].exact_key.find("@1c16"), std::string::npos) << pb.workloads[0].exact_key;
+
+  auto in = random_inputs(plain, 5);
+  const auto want = GraphRunner(plain).run(in);
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(blocked, opts);
+  const auto got = m.run(in);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].shape, (Shape{1, 24}));
+  const Comparison c = compare_tensors(got[0], want[0], 1e-4, 1e-5);
+  EXPECT_TRUE(c.ok) << c.message;
+}
+
+TEST(Layout, PackAndUnpackRoundTrip) {
+  const Tensor t = test::rand_f32({2, 32, 3, 5}, 9);
+  const Layout l{1, 16};
+  EXPECT_EQ(storage_shape(l, t.shape), (Shape{2, 2, 3, 5, 16}));
+  const Tensor p = pack(l, t, "t");
+  // Element (n=1, c=17, h=2, w=4) sits at block 1, lane 1.
+  const int64_t plain_at = ((1 * 32 + 17) * 3 + 2) * 5 + 4, packed_at = (((1 * 2 + 1) * 3 + 2) * 5 + 4) * 16 + 1;
+  EXPECT_EQ(t.data<float>()[plain_at], p.data<float>()[packed_at]);
+  EXPECT_EQ(unpack(l, p, t.shape, "t").bytes, t.bytes);
+  EXPECT_NE(layout_error(Layout{1, 12}, t.shape), "");
+  EXPECT_THROW(storage_shape(Layout{4, 2}, t.shape), Error);
+  EXPECT_EQ(layout_suffix(l), "@1c16");
+  EXPECT_EQ(layout_suffix(Layout{}), "");
+}
+
+}  // namespace
+}  // namespace ts
