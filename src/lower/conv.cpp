@@ -67,8 +67,8 @@ LTensor pad_input(const LowerContext& c, const LTensor& x, const std::vector<int
 // The shared accumulation: acc(n, m, o...) = sum over r of
 // src(n, in_channel(m, rc), o * stride + rk * dilation) * w(weight_idx(m, rc, rk)), stored in the
 // output's layout. When src is channel-blocked and the group's channels fill whole blocks, the
-// channel reduction runs as (lane, kernel..., block), lane innermost: every read of src is then
-// a direct access of its block and lane, and a register tile reuses one weight vector per lane.
+// reduction runs as (kernel..., lane, block), innermost first: every read of src is then a
+// direct access of its block and lane.
 LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, const Shape& out_shape,
                    const Geometry& g, int64_t cg, const std::function<Expr(Expr, Expr)>& in_channel,
                    const std::function<Idx(Expr, Expr, const Idx&)>& weight_idx) {
@@ -76,18 +76,20 @@ LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, 
   const int64_t b = src.layout.axis == 1 ? src.layout.block : 0;
   const bool by_block = b > 0 && cg % b == 0;
   std::vector<Halide::Range> ranges;
-  if (by_block) ranges.emplace_back(0, static_cast<int>(b));
   for (size_t i = s; i-- > 0;) ranges.emplace_back(0, static_cast<int>(g.kernel[i]));
+  if (by_block) ranges.emplace_back(0, static_cast<int>(b));
   ranges.emplace_back(0, static_cast<int>(by_block ? cg / b : cg));
   RDom r(ranges, c.name("_r"));
-  const int k0 = by_block ? 1 : 0;  // first kernel RVar
   Idx rk(s);
-  for (size_t i = 0; i < s; i++) rk[i] = r[k0 + static_cast<int>(s - 1 - i)];
-  Expr rc = r[k0 + static_cast<int>(s)];
+  for (size_t i = 0; i < s; i++) rk[i] = r[static_cast<int>(s - 1 - i)];
+  Expr rc = r[static_cast<int>(s) + (by_block ? 1 : 0)];
   std::optional<LaneBound> lane;
   if (by_block) {
-    lane.emplace(r[0].name(), b);
-    rc = rc * static_cast<int>(b) + r[0];
+    // Kernel loops innermost, then the block's lanes: a weight packed OIHW[x]o is then read in
+    // storage order, one output-channel block's slice streaming through once per register tile.
+    const Halide::RVar rl = r[static_cast<int>(s)];
+    lane.emplace(rl.name(), b);
+    rc = rc * static_cast<int>(b) + rl;
   }
 
   const Layout out_layout = c.out_info().layout;

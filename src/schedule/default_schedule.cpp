@@ -155,8 +155,7 @@ int64_t divisor_at_most(int64_t extent, int64_t cap) {
 // Channel-blocked reductions get the micro-kernel of oneDNN's and ONNX Runtime's NCHWc convs:
 // the lane vector times up to 8 columns (u, a divisor of its extent; the next loop when no load
 // is reused along one, e.g. depthwise) times 2 output-channel blocks (v), 12-16 accumulators,
-// with the innermost reduction loop (a block's input channels, or the kernel's columns)
-// unrolled.
+// with the innermost reduction loops (the kernel's taps, or a 1x1 conv's block lanes) unrolled.
 bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target) {
   const Function &of = o.function(), &rf = r.function();
   const std::vector<int64_t> ext = extents(of);
@@ -224,9 +223,14 @@ bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target
   st.reorder(rorder).vectorize(ra[0]);
   if (u >= 0) st.unroll(ra[u]);
   if (Vt > 1) st.unroll(ra[v]);
-  if (blocked && !rvars.empty()) {
-    const int64_t* e = Halide::Internal::as_const_int(Halide::Internal::simplify(rvars[0].extent));
-    if (e && *e <= 16) st.unroll(Halide::RVar(rvars[0].var));
+  // Unroll the innermost reduction loops while their product stays within 16 (a 3x3 kernel's
+  // 9 taps, or a 1x1 conv's 16 block lanes).
+  int64_t unrolled = 1;
+  for (size_t k = 0; blocked && k < rvars.size(); k++) {
+    const int64_t* e = Halide::Internal::as_const_int(Halide::Internal::simplify(rvars[k].extent));
+    if (!e || unrolled * *e > 16) break;
+    if (*e > 1) st.unroll(Halide::RVar(rvars[k].var));
+    unrolled *= *e;
   }
   return true;
 }
