@@ -12,12 +12,26 @@ bool is_pool(const std::string& op) {
   return op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool";
 }
 
+// A constant Pad of spatial dims only (the batch and channel pads are zero) works block by block.
+bool pads_spatial_only(const Graph& g, const Node& n) {
+  if (n.op != "Pad" || n.inputs.empty() || n.attr_string("mode", "constant") != "constant") return false;
+  std::vector<int64_t> pads = n.attr_ints("pads");
+  if (n.inputs.size() > 1 && !n.inputs[1].empty()) {
+    const TensorInfo& p = g.tensor(n.inputs[1]);
+    if (!p.value) return false;
+    pads = p.value->to_i64_vector();
+  }
+  if (n.inputs.size() > 3 && !n.inputs[3].empty()) return false;  // explicit axes: not worth the bookkeeping
+  const size_t r = g.tensor(n.inputs[0]).shape.size();
+  return pads.size() == 2 * r && pads[0] == 0 && pads[1] == 0 && pads[r] == 0 && pads[r + 1] == 0;
+}
+
 // Whether node n computes its output `t` block by block when t is blocked.
 bool blocked_producer(const Graph& g, const Node& n) {
   if (n.op == "Conv" || n.op == "BatchNormalization" || is_fusable_elementwise(n.op)) return n.outputs.size() == 1;
   if (is_pool(n.op)) return n.outputs.size() == 1;  // MaxPool's Indices output is not lowered blocked
   if (n.op == "Concat") return n.attr_int("axis", 0) == 1;
-  return false;
+  return pads_spatial_only(g, n);
 }
 
 // Whether node n reads input tensor `t` block by block when t is blocked.
@@ -32,7 +46,7 @@ bool blocked_consumer(const Graph& g, const Node& n, const std::string& t) {
   if (is_pool(n.op) || n.op == "BatchNormalization") return !n.inputs.empty() && n.inputs[0] == t;
   if (n.op == "Concat") return n.attr_int("axis", 0) == 1;
   if (is_fusable_elementwise(n.op)) return n.outputs.size() == 1 && g.tensor(n.outputs[0]).shape == g.tensor(t).shape;
-  return false;
+  return pads_spatial_only(g, n) && n.inputs[0] == t;
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 // (N, C, spatial...), C is a multiple of `block`, it is neither a graph input, a graph output nor
 // a constant, and both its producer and every consumer work on blocked tensors without
 // conversion: Conv (any group as producer; as consumer group 1 or depthwise), MaxPool,
-// AveragePool, the global pools, BatchNormalization, Concat over channels and the fusable
-// elementwise ops (same-shaped operands). Everything else (Reshape, Flatten, Transpose,
+// AveragePool, the global pools, BatchNormalization, Concat over channels, Pad of spatial dims
+// only and the fusable elementwise ops (same-shaped operands). Everything else (Reshape, Flatten, Transpose,
 // Softmax, Gemm, ...) reads and writes plain tensors; where a plain consumer reads a blocked
 // tensor its workload converts on the fly (lower/ reads logical indices through the layout).
 // An elementwise op whose output would be blocked while a same-shaped operand stays plain

@@ -149,6 +149,14 @@ int64_t divisor_at_most(int64_t extent, int64_t cap) {
   return 1;
 }
 
+// Columns of a blocked register tile: a divisor of the extent in [5, 8] (no tail), else 8
+// (capped by the extent) with the last tile shifted inwards (73 or 17 columns, prime, would
+// otherwise get 1-column tiles).
+int64_t column_tile(int64_t extent) {
+  const int64_t d = divisor_at_most(extent, 8);
+  return d >= 5 ? d : std::min<int64_t>(8, extent);
+}
+
 // Output o whose value is an elementwise function of one reduction r over the same domain:
 // o is tiled (vector loop x, unrolled reuse loop u) and r computed inside each tile, so its
 // accumulators stay in registers. Returns false when the pattern does not apply.
@@ -168,7 +176,7 @@ bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target
   if (blocked && u < 0 && ext[1] >= 2) u = 1;
   const int v = blocked && u >= 0 ? block_loop(rf, ext) : -1;
   const int Vt = v < 0 || v == u ? 1 : static_cast<int>(divisor_at_most(ext[v], 2));
-  const int U = u < 0 ? 1 : static_cast<int>(blocked ? divisor_at_most(ext[u], 8) : std::min<int64_t>(4, ext[u]));
+  const int U = u < 0 ? 1 : static_cast<int>(blocked ? column_tile(ext[u]) : std::min<int64_t>(4, ext[u]));
   const std::vector<Halide::Var> oa = o.args(), ra = r.args();
   const int n = static_cast<int>(oa.size());
 

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include "graph/layout_plan.h"
+#include "graph/workload.h"
 #include "lower/lower.h"
+#include "runtime/workload_compiler.h"
+#include "support/onnx_builder.h"
 
 namespace ts {
 namespace {
@@ -84,6 +88,49 @@ TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
   Halide::Buffer<float> plain = build(false), scheduled = build(true);
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) ASSERT_EQ(plain(j, i), scheduled(j, i)) << i << "," << j;
+}
+
+
+// A conv between two convs reads and writes NCHW16c: the default gives it the blocked
+// micro-kernel (16 lanes x 7 columns x 2 output-channel blocks = 14 accumulators, the 3x3 taps
+// unrolled inside), decided from the shapes alone.
+TEST(DefaultSchedule, BlockedConvGetsTheRegisterTileMicroKernel) {
+  using V = std::vector<int64_t>;
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 8, 14, 14})
+      .initializer("w0", test::rand_f32({64, 8, 1, 1}, 1))
+      .initializer("w1", test::rand_f32({64, 64, 3, 3}, 2))
+      .initializer("w2", test::rand_f32({8, 64, 1, 1}, 3))
+      .node("Conv", {"x", "w0"}, {"a"})
+      .node("Conv", {"a", "w1"}, {"c"}, {{"pads", V{1, 1, 1, 1}}})
+      .node("Relu", {"c"}, {"r"})
+      .node("Conv", {"r", "w2"}, {"y"})
+      .output("y");
+  Graph g = test::import_model(b.save("chain.onnx"));
+  plan_layouts(g, 16);
+  const Partition p = partition_graph(g);
+  const Workload* w = nullptr;
+  for (const auto& wl : p.workloads)
+    if (wl.name == "Conv+Relu") w = &wl;
+  ASSERT_NE(w, nullptr);
+  ASSERT_EQ(w->graph.tensor(w->graph.inputs[0]).layout, (Layout{1, 16}));
+  LoweredWorkload lw = lower_workload(*w);
+  apply_default_schedule(lw.outputs, Halide::Target("x86-64-linux-avx512_skylake"));
+
+  std::map<std::string, Halide::Internal::Function> env = Halide::Internal::find_transitive_calls(lw.outputs[0].function());
+  const Halide::Internal::Function* acc = nullptr;
+  for (const auto& [name, f] : env)
+    if (name.find("_acc") != std::string::npos) acc = &f;
+  ASSERT_NE(acc, nullptr);
+  ASSERT_EQ(acc->updates().size(), 1u);
+  int vectorized = 0, unrolled = 0;
+  for (const auto& d : acc->update(0).schedule().dims()) {
+    vectorized += d.for_type == ForType::Vectorized;
+    unrolled += d.for_type == ForType::Unrolled;
+  }
+  EXPECT_EQ(vectorized, 1);  // the 16 output-channel lanes
+  EXPECT_EQ(unrolled, 4);    // 7 columns, 2 channel blocks, 3x3 taps
+  EXPECT_FALSE(computed_at_root(Halide::Func(*acc)));  // inside the output's register tile
 }
 
 }  // namespace
