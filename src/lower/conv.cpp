@@ -93,7 +93,7 @@ LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, 
   }
 
   const Layout out_layout = c.out_info().layout;
-  const TensorArgs ta = tensor_args(out_shape, out_layout);
+  const TensorArgs ta = tensor_args(out_shape, out_layout, true);
   const Idx& o = ta.logical;
   Idx xi{o[0], in_channel(o[1], rc)};
   for (size_t i = 0; i < s; i++)

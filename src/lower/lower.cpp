@@ -111,11 +111,11 @@ void set_shape_estimates(Func f, const Shape& shape) {
   for (int k = 0; k < r; k++) f.set_estimate(args[k], 0, static_cast<int>(shape[r - 1 - k]));
 }
 
-TensorArgs tensor_args(const Shape& shape, const Layout& layout) {
+TensorArgs tensor_args(const Shape& shape, const Layout& layout, bool by_position) {
   const int r = static_cast<int>(shape.size());
   TensorArgs t;
   if (layout.blocked()) t.args.emplace_back(fmt::format("dl{}", layout.block));
-  for (int k = 0; k < r; k++) t.args.emplace_back(fmt::format("d{}", r - 1 - k));
+  for (int k = 0; k < r; k++) t.args.emplace_back(fmt::format("d{}", by_position ? k : r - 1 - k));
   const int off = layout.blocked() ? 1 : 0;
   for (int d = 0; d < r; d++) t.logical.push_back(t.args[off + r - 1 - d]);
   if (layout.blocked()) t.logical[layout.axis] = t.args[off + r - 1 - layout.axis] * static_cast<int>(layout.block) + t.args[0];

@@ -55,7 +55,10 @@ struct TensorArgs {
   std::vector<Halide::Var> args;        // the Func's arguments
   std::vector<Halide::Expr> logical;    // logical indices in ONNX order
 };
-TensorArgs tensor_args(const Shape& shape, const Layout& layout = {});
+// The arguments are named by ONNX axis ("d0" = the outermost), or with `by_position` by Halide
+// position ("d0" = the innermost after the lane), the names conv and pool accumulators have
+// always had (recorded schedules name their loops).
+TensorArgs tensor_args(const Shape& shape, const Layout& layout = {}, bool by_position = false);
 
 // Splits a blocked-axis index into (block, lane) = (e / b, e mod b), simplified knowing that
 // lanes ("dl<b>" and the RVars of a LaneBound in scope) lie in [0, b): the block index of

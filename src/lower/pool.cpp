@@ -128,7 +128,7 @@ std::vector<LTensor> lower_pool(const LowerContext& c, PoolKind kind, bool globa
   RDom r(ranges, c.name("_r"));
   // The accumulator is stored like the output (a blocked output pools block by block).
   const Layout out_layout = c.out_info().layout;
-  const TensorArgs ta = tensor_args(out, out_layout);
+  const TensorArgs ta = tensor_args(out, out_layout, true);
   const std::vector<Var>& args = ta.args;
   const Idx& o = ta.logical;
   Idx xi{o[0], o[1]};
