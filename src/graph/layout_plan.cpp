@@ -62,16 +62,23 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
   const std::set<std::string> io(g.inputs.begin(), g.inputs.end());
   std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
 
-  std::set<std::string> blocked;
+  // Channel block per tensor: the full vector when it divides C, else half a vector (24, 40, 56,
+  // 72 or 120 channels with 16 lanes), so narrow layers still read and write dense vectors.
+  auto block_for = [&](int64_t channels) -> int64_t {
+    if (channels % block == 0) return block;
+    if (block >= 8 && channels % (block / 2) == 0) return block / 2;
+    return 0;
+  };
+  std::map<std::string, int64_t> blocked;
   for (const auto& [name, info] : g.tensors) {
     const int r = static_cast<int>(info.shape.size());
-    if (info.dtype != DType::Float32 || (r != 4 && r != 5) || info.shape[1] % block != 0 || info.value ||
+    if (info.dtype != DType::Float32 || (r != 4 && r != 5) || block_for(info.shape[1]) == 0 || info.value ||
         io.count(name) || outputs.count(name) || !producer.count(name))
       continue;
     if (!blocked_producer(g, g.nodes[producer.at(name)])) continue;
     bool ok = true;
     for (size_t c : g.consumers(name)) ok = ok && blocked_consumer(g, g.nodes[c], name);
-    if (ok) blocked.insert(name);
+    if (ok) blocked[name] = block_for(info.shape[1]);
   }
   // An elementwise or concat output stays plain when a same-shaped (or concatenated) operand is plain.
   for (bool changed = true; changed;) {
@@ -90,23 +97,24 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
       }
     }
   }
-  for (const auto& name : blocked) g.tensor(name).layout = Layout{1, block};
+  for (const auto& [name, b] : blocked) g.tensor(name).layout = Layout{1, b};
   stats.blocked_activations = static_cast<int>(blocked.size());
 
   // Weights of convs writing blocked outputs: packed by output-channel block when every reader is such a conv.
-  std::map<std::string, bool> weight_ok;
+  std::map<std::string, int64_t> weight_ok;  // weight -> block all its readers want (0 = plain)
   for (const Node& n : g.nodes)
     for (size_t i = 0; i < n.inputs.size(); i++) {
       const std::string& t = n.inputs[i];
       if (t.empty() || !g.tensor(t).value) continue;
-      const bool packable = n.op == "Conv" && i == 1 && blocked.count(n.outputs[0]) && g.tensor(t).shape.size() >= 3 &&
-                            g.tensor(t).shape[0] % block == 0 && g.tensor(t).dtype == DType::Float32;
-      auto it = weight_ok.emplace(t, packable).first;
-      it->second = it->second && packable;
+      const int64_t b = n.op == "Conv" && i == 1 && blocked.count(n.outputs[0]) ? blocked.at(n.outputs[0]) : 0;
+      const bool packable = b > 0 && g.tensor(t).shape.size() >= 3 && g.tensor(t).shape[0] % b == 0 &&
+                            g.tensor(t).dtype == DType::Float32;
+      auto it = weight_ok.emplace(t, packable ? b : 0).first;
+      if (it->second != (packable ? b : 0)) it->second = 0;  // readers that disagree: keep it plain
     }
-  for (const auto& [t, ok] : weight_ok)
-    if (ok) {
-      g.tensor(t).layout = Layout{0, block};
+  for (const auto& [t, b] : weight_ok)
+    if (b > 0) {
+      g.tensor(t).layout = Layout{0, b};
       stats.packed_weights++;
     }
   return stats;

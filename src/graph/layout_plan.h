@@ -5,8 +5,9 @@
 // channels with dense loads and stores, and lets the pools and elementwise ops between convs
 // work block by block, with no transposes at workload boundaries.
 //
-// Rule (per activation tensor t): t is blocked by `block` when it is float32 of rank 4 or 5
-// (N, C, spatial...), C is a multiple of `block`, it is neither a graph input, a graph output nor
+// Rule (per activation tensor t): t is blocked by `block` (or by half of it when only that
+// divides C: 24 or 40 channels with 16 lanes) when it is float32 of rank 4 or 5 (N, C,
+// spatial...), it is neither a graph input, a graph output nor
 // a constant, and both its producer and every consumer work on blocked tensors without
 // conversion: Conv (any group as producer; as consumer group 1 or depthwise), MaxPool,
 // AveragePool, the global pools, BatchNormalization, Concat over channels, Pad of spatial dims

@@ -163,8 +163,14 @@ std::vector<LTensor> lower_conv(const LowerContext& c) {
     return std::pair<Expr, Expr>{j - static_cast<int>(g.pad_begin[i]), Halide::Internal::const_true()};
   });
 
-  // Output channel m is in group m / mg, which reads input channels [group * cg, +cg).
-  auto in_channel = [&](Expr m, Expr rc) { return group == 1 ? rc : (m / static_cast<int>(mg)) * static_cast<int>(cg) + rc; };
+  // Output channel m is in group m / mg, which reads input channels [group * cg, +cg). With one
+  // channel per group (depthwise) rc is always 0 and left out, so a blocked input is read at
+  // the output's own block and lane.
+  auto in_channel = [&](Expr m, Expr rc) {
+    if (group == 1) return rc;
+    if (cg == 1) return mg == 1 ? m : m / static_cast<int>(mg);
+    return (m / static_cast<int>(mg)) * static_cast<int>(cg) + rc;
+  };
   auto weight_idx = [](Expr m, Expr rc, const Idx& rk) {
     Idx wi{m, rc};
     wi.insert(wi.end(), rk.begin(), rk.end());

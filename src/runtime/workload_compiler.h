@@ -18,7 +18,7 @@ namespace ts {
 using ScheduleFn = std::function<void(const std::vector<Halide::Func>& outputs, const Halide::Target&)>;
 
 struct CodeCache {
-  std::string dir;          // <root>/<tensorsched version>/<target string>
+  std::string dir;          // <root>/<tensorsched version>-<code generator source hash>/<target string>
   Halide::Target target;    // what the code is compiled for
 
   // Default root: $TENSORSCHED_CACHE_DIR, else $XDG_CACHE_HOME/tensorsched, else ~/.cache/tensorsched.
@@ -31,7 +31,7 @@ struct CodeCache {
 
 // Schedule hash of apply_default_schedule's code in the cache; bump it when the heuristic in
 // schedule/default_schedule.cpp changes, so cached default code is rebuilt.
-inline constexpr const char* kDefaultScheduleHash = "default6";
+inline constexpr const char* kDefaultScheduleHash = "default7";
 
 // Symbol of the argv-style entry point of a workload's code: "<name>_argv".
 std::string workload_function_name(const Workload& w, const std::string& schedule_hash);

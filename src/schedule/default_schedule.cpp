@@ -164,7 +164,7 @@ int64_t column_tile(int64_t extent) {
 // the lane vector times up to 8 columns (u, a divisor of its extent; the next loop when no load
 // is reused along one, e.g. depthwise) times 2 output-channel blocks (v), 12-16 accumulators,
 // with the innermost reduction loops (the kernel's taps, or a 1x1 conv's block lanes) unrolled.
-bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target) {
+bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target, bool* streams_input) {
   const Function &of = o.function(), &rf = r.function();
   const std::vector<int64_t> ext = extents(of);
   if (ext != extents(rf) || ext.empty() || rf.updates().size() != 1 || of.args().size() != rf.args().size()) return false;
@@ -173,6 +173,9 @@ bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target
   if (V == 0) return false;
   const bool blocked = of.args()[0].rfind("dl", 0) == 0 && ext[0] == V && ext.size() >= 2;
   int u = reuse_loop(rf, ext);
+  // No load is reused along any loop (depthwise conv, pooling): each input element is read by a
+  // few taps only, so a materialized padded copy would double the memory traffic.
+  *streams_input = blocked && u < 0;
   if (blocked && u < 0 && ext[1] >= 2) u = 1;
   const int v = blocked && u >= 0 ? block_loop(rf, ext) : -1;
   const int Vt = v < 0 || v == u ? 1 : static_cast<int>(divisor_at_most(ext[v], 2));
@@ -289,9 +292,14 @@ void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Hali
       for (const auto& c : callers[name]) (chain.count(c) ? read_by_chain : read_elsewhere) = true;
       if (read_by_chain && !read_elsewhere) reductions.push_back(name);
     }
-    if (reductions.size() == 1 && schedule_tiled(o, Halide::Func(env.at(reductions[0])), target)) {
+    bool streams_input = false;
+    if (reductions.size() == 1 && schedule_tiled(o, Halide::Func(env.at(reductions[0])), target, &streams_input)) {
       tiled.insert(o.name());
       tiled.insert(reductions[0]);
+      // Its padded inputs are then read in place (inlined, bounds checked per tap).
+      for (auto& [callee, cfn] : Halide::Internal::find_direct_calls(env.at(reductions[0])))
+        if (streams_input && callee != reductions[0] && !output_names.count(callee) && !cfn.has_update_definition())
+          tiled.insert(callee);
     }
   }
   for (const auto& name : root)
