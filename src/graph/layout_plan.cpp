@@ -76,8 +76,11 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
         io.count(name) || outputs.count(name) || !producer.count(name))
       continue;
     if (!blocked_producer(g, g.nodes[producer.at(name)])) continue;
+    // A pooled [N, C, 1, 1] may feed anything: converting C values where it is read costs less
+    // than a pool gathering its input across blocks.
+    const bool one_pixel = num_elements(info.shape) == info.shape[0] * info.shape[1];
     bool ok = true;
-    for (size_t c : g.consumers(name)) ok = ok && blocked_consumer(g, g.nodes[c], name);
+    for (size_t c : g.consumers(name)) ok = ok && (one_pixel || blocked_consumer(g, g.nodes[c], name));
     if (ok) blocked[name] = block_for(info.shape[1]);
   }
   // An elementwise or concat output stays plain when a same-shaped (or concatenated) operand is plain.

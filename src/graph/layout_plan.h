@@ -12,7 +12,8 @@
 // conversion: Conv (any group as producer; as consumer group 1 or depthwise), MaxPool,
 // AveragePool, the global pools, BatchNormalization, Concat over channels, Pad of spatial dims
 // only and the fusable elementwise ops (same-shaped operands). Everything else (Reshape, Flatten, Transpose,
-// Softmax, Gemm, ...) reads and writes plain tensors; where a plain consumer reads a blocked
+// Softmax, Gemm, ...) reads and writes plain tensors (except a one-pixel [N, C, 1, 1] tensor,
+// which any consumer may read blocked: converting C values costs nothing); where a plain consumer reads a blocked
 // tensor its workload converts on the fly (lower/ reads logical indices through the layout).
 // An elementwise op whose output would be blocked while a same-shaped operand stays plain
 // would gather that operand: its output stays plain too (repeated to a fixed point).

@@ -11,6 +11,10 @@ namespace {
 using Halide::Internal::Function;
 
 constexpr int64_t kMinParallelTasks = 8;  // fuse outer loops until there are this many tasks
+// Below this much work a stage runs on one thread: waking the thread pool costs tens of
+// microseconds, more than a small copy or a tiny conv takes (ShuffleNet's 149 steps ran slower
+// on 2 threads than on 1). Work = the stage's points x its reduction's iterations.
+constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 
 // True when f's value is g(args...) with f's own arguments: a rename that costs nothing inline.
 bool is_rename(const Function& f) {
@@ -35,12 +39,22 @@ std::vector<int64_t> extents(const Function& f) {
   return e;
 }
 
+// Points of a loop nest with extents `ext` times the iterations of the reduction `rvars`.
+int64_t stage_work(const std::vector<int64_t>& ext, const std::vector<Halide::Internal::ReductionVariable>& rvars) {
+  int64_t w = 1;
+  for (int64_t e : ext) w *= std::max<int64_t>(e, 1);
+  for (const auto& rv : rvars)
+    if (const int64_t* e = Halide::Internal::as_const_int(Halide::Internal::simplify(rv.extent))) w *= std::max<int64_t>(*e, 1);
+  return w;
+}
+
 template <typename StageT>
 void vectorize_and_parallelize(StageT s, const std::vector<Halide::Var>& args, const std::vector<int64_t>& ext,
-                               int width, bool vectorize_inner) {
+                               int width, bool vectorize_inner, int64_t work) {
   const int n = static_cast<int>(args.size());
   if (n == 0) return;
   if (vectorize_inner) s.vectorize(args[0], width, Halide::TailStrategy::GuardWithIf);
+  if (work < kMinParallelWork) return;
   // Outer loops (all but the innermost, unless it is the only one), fused outermost-first.
   int lo = n - 1;
   int64_t tasks = std::max<int64_t>(ext[n - 1], 1);
@@ -62,7 +76,7 @@ void schedule_root(Halide::Func f, const Halide::Target& target) {
   const int width = target.natural_vector_size(f.output_types()[0]);
   const bool vec = !args.empty() && ext[0] * 2 >= width;
   f.compute_root();
-  vectorize_and_parallelize(f, args, ext, width, vec);
+  vectorize_and_parallelize(f, args, ext, width, vec, stage_work(ext, {}));
   for (int u = 0; u < f.num_update_definitions(); u++) {
     Halide::Stage st = f.update(u);
     // Loop order, innermost first: vector loop, reduction loops, other pure loops.
@@ -71,7 +85,7 @@ void schedule_root(Halide::Func f, const Halide::Target& target) {
     for (const auto& rv : fn.update(u).schedule().rvars()) order.push_back(Halide::RVar(rv.var));
     for (size_t k = 1; k < args.size(); k++) order.push_back(args[k]);
     if (order.size() > 1) st.reorder(order);
-    vectorize_and_parallelize(st, args, ext, width, vec);
+    vectorize_and_parallelize(st, args, ext, width, vec, stage_work(ext, fn.update(u).schedule().rvars()));
   }
 }
 
@@ -217,7 +231,7 @@ bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target
       o.fuse(par, outer[k], fused);
       par = fused;
     }
-    if (tasks >= 2) o.parallel(par);
+    if (tasks >= 2 && stage_work(ext, rf.update(0).schedule().rvars()) >= kMinParallelWork) o.parallel(par);
   }
 
   r.compute_at(o, xo).vectorize(ra[0]);

@@ -7,14 +7,18 @@
 //     the output, i.e. computed inside its tiles.
 //  3. Every root stage vectorizes its innermost pure loop by the native vector width (with a
 //     guarded tail) when that loop is at least half a vector long, and runs in parallel over
-//     its outermost pure loops, fused until there are enough tasks for the cores.
+//     its outermost pure loops, fused until there are enough tasks for the cores, when it has
+//     enough work (points x reduction iterations >= 2^18) to pay for waking the thread pool.
 //  4. Update definitions keep the vectorized pure loop innermost, the reduction loops next, and
 //     the remaining pure loops (parallel) outside.
 //  5. Exception to 2-4: an output whose value is elementwise in one reduction over the same
 //     domain (conv/matmul + bias + activation) is tiled: a vector of the innermost loop times
 //     up to 4 iterations (unrolled) of the loop whose loads the vector reuses (a conv's output
 //     channel, a matmul's row), with the reduction computed inside each tile so that its
-//     accumulators live in registers.
+//     accumulators live in registers. Over channel-blocked tensors (graph/layout_plan.h) the
+//     tile is the NCHWc micro-kernel: the lane vector x up to 8 columns x 2 output-channel
+//     blocks, the innermost reduction loops unrolled; where no load is reused (depthwise,
+//     pooling) the padded input is read in place instead of copied.
 #include <Halide.h>
 
 #include <vector>

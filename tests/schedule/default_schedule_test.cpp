@@ -52,7 +52,7 @@ TEST(DefaultSchedule, SoftmaxLikeReductionsStayAtRoot) {
 }
 
 TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
-  const int M = 33, N = 40, K = 20;
+  const int M = 33, N = 40, K = 200;  // 264k multiply-adds: enough work to run in parallel
   Halide::Buffer<float> a(K, M), b(N, K), bias(N);
   for (int i = 0; i < M; i++)
     for (int k = 0; k < K; k++) a(k, i) = static_cast<float>((i * 7 + k * 3) % 11) - 5;
