@@ -136,6 +136,27 @@ int vector_width_for(int64_t extent, int native) {
   return v >= 4 ? v : 0;
 }
 
+// Whether every load of reduction r that depends on its vector loop x uses x in the callee's
+// innermost dimension only (a dense or strided row, not a gather across rows: a matmul's B
+// read transposed is a gather, and wider tiles only gather more).
+bool loads_dense_along_x(const Function& r) {
+  struct Visitor : Halide::Internal::IRGraphVisitor {
+    std::string x, self;
+    bool dense = true;
+    using IRGraphVisitor::visit;
+    void visit(const Halide::Internal::Call* op) override {
+      if ((op->call_type == Halide::Internal::Call::Halide || op->call_type == Halide::Internal::Call::Image) &&
+          op->name != self)
+        for (size_t i = 1; i < op->args.size(); i++) dense = dense && !Halide::Internal::expr_uses_var(op->args[i], x);
+      IRGraphVisitor::visit(op);
+    }
+  } v;
+  v.x = r.args()[0];
+  v.self = r.name();
+  for (const auto& e : r.update(0).values()) e.accept(&v);
+  return v.dense;
+}
+
 // For a channel-blocked reduction (its innermost loop is the lane of a blocked layout, one
 // vector wide, lower/lower.h tensor_args): the pure loop other than x that every x-dependent
 // load uses and no x-free load does (the output-channel block a weight vector belongs to), so
@@ -193,13 +214,17 @@ bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target
   if (blocked && u < 0 && ext[1] >= 2) u = 1;
   const int v = blocked && u >= 0 ? block_loop(rf, ext) : -1;
   const int Vt = v < 0 || v == u ? 1 : static_cast<int>(divisor_at_most(ext[v], 2));
-  const int U = u < 0 ? 1 : static_cast<int>(blocked ? column_tile(ext[u]) : std::min<int64_t>(4, ext[u]));
+  // Plain layouts: rows at least 4 vectors wide (a matmul's output columns) take 2 vectors per
+  // tile and 8 rows of the reuse loop, 16 accumulators; others 1 vector x 4.
+  const int X = !blocked && u >= 0 && ext[0] >= 4 * V && loads_dense_along_x(rf) ? 2 : 1;
+  const int U = u < 0 ? 1
+                      : static_cast<int>(blocked ? column_tile(ext[u]) : std::min<int64_t>(X == 2 ? 8 : 4, ext[u]));
   const std::vector<Halide::Var> oa = o.args(), ra = r.args();
   const int n = static_cast<int>(oa.size());
 
   Halide::Var xo("xo"), xi("xi"), uo("uo"), ui("ui"), vo("vo"), vi("vi");
   o.compute_root();
-  o.split(oa[0], xo, xi, V, Halide::TailStrategy::ShiftInwards);
+  o.split(oa[0], xo, xi, V * X, Halide::TailStrategy::ShiftInwards);  // X vectors: one vectorize, legalized per register
   std::vector<Halide::VarOrRVar> order = {xi};
   if (u >= 0) {
     o.split(oa[u], uo, ui, U, Halide::TailStrategy::ShiftInwards);
