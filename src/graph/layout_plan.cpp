@@ -72,7 +72,7 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
   std::map<std::string, int64_t> blocked;
   for (const auto& [name, info] : g.tensors) {
     const int r = static_cast<int>(info.shape.size());
-    if (info.dtype != DType::Float32 || (r != 4 && r != 5) || block_for(info.shape[1]) == 0 || info.value ||
+    if (info.dtype != DType::Float32 || (r < 3 || r > 5) || block_for(info.shape[1]) == 0 || info.value ||
         io.count(name) || outputs.count(name) || !producer.count(name))
       continue;
     if (!blocked_producer(g, g.nodes[producer.at(name)])) continue;

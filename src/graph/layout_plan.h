@@ -1,12 +1,12 @@
 #pragma once
 // The layout plan: which tensors of a model travel between workloads channel-blocked
-// (NCHW[x]c, NCDHW[x]c), what ONNX Runtime's NCHWc transformer and TVM's AlterOpLayout do.
+// (NCW[x]c, NCHW[x]c, NCDHW[x]c), what ONNX Runtime's NCHWc transformer and TVM's AlterOpLayout do.
 // A blocked activation lets a conv read a block of input channels and write a vector of output
 // channels with dense loads and stores, and lets the pools and elementwise ops between convs
 // work block by block, with no transposes at workload boundaries.
 //
 // Rule (per activation tensor t): t is blocked by `block` (or by half of it when only that
-// divides C: 24 or 40 channels with 16 lanes) when it is float32 of rank 4 or 5 (N, C,
+// divides C: 24 or 40 channels with 16 lanes) when it is float32 of rank 3 to 5 (N, C,
 // spatial...), it is neither a graph input, a graph output nor
 // a constant, and both its producer and every consumer work on blocked tensors without
 // conversion: Conv (any group as producer; as consumer group 1 or depthwise), MaxPool,

@@ -60,10 +60,21 @@ void vectorize_and_parallelize(StageT s, const std::vector<Halide::Var>& args, c
   int64_t tasks = std::max<int64_t>(ext[n - 1], 1);
   while (tasks < kMinParallelTasks && lo > 1) tasks *= std::max<int64_t>(ext[--lo], 1);
   if (tasks < 2) return;
-  Halide::VarOrRVar outer = args[n - 1];
+  // The last loop fused may be long (a blocked tensor's row, right outside its lanes): only its
+  // outer part joins, so a task is a run of it, not one vector.
+  std::vector<Halide::VarOrRVar> loops(args.begin(), args.end());
+  const int64_t before = tasks / std::max<int64_t>(ext[lo], 1);
+  if (lo < n - 1 && tasks > 8 * kMinParallelTasks && ext[lo] >= 2 * kMinParallelTasks) {
+    const int64_t parts = (kMinParallelTasks + before - 1) / before;  // outer iterations of the split loop
+    const int factor = static_cast<int>((ext[lo] + parts - 1) / parts);
+    Halide::Var lo_o(args[lo].name() + "_po"), lo_i(args[lo].name() + "_pi");
+    s.split(args[lo], lo_o, lo_i, factor, Halide::TailStrategy::GuardWithIf);
+    loops[lo] = lo_o;
+  }
+  Halide::VarOrRVar outer = loops[n - 1];
   for (int k = n - 2; k >= lo; k--) {
-    Halide::Var fused(args[n - 1].name() + "_" + args[k].name() + "_f");
-    s.fuse(outer, args[k], fused);
+    Halide::Var fused(loops[n - 1].name() + "_" + loops[k].name() + "_f");
+    s.fuse(outer, loops[k], fused);
     outer = fused;
   }
   s.parallel(outer);
