@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -133,6 +135,26 @@ Workload make_workload(const Graph& g, const std::vector<size_t>& nodes, Workloa
   return w;
 }
 
+// When t's two consumers are a unary elementwise f(t) read only by the other, an elementwise
+// op of t and f(t) with t's shape (x * sigmoid(x)): (f, op), else nullopt.
+std::optional<std::pair<size_t, size_t>> gate_of(const Graph& g, const std::string& t, const std::vector<size_t>& cons,
+                                                 const std::vector<bool>& taken) {
+  if (cons.size() != 2) return std::nullopt;
+  for (int k = 0; k < 2; k++) {
+    const size_t f = cons[k], op = cons[1 - k];
+    const Node &nf = g.nodes[f], &nop = g.nodes[op];
+    if (taken[f] || taken[op] || !is_fusable_elementwise(nf.op) || !is_fusable_elementwise(nop.op)) continue;
+    if (nf.inputs.size() != 1 || nf.outputs.size() != 1 || nop.outputs.size() != 1 || nop.inputs.size() != 2) continue;
+    const std::string& ft = nf.outputs[0];
+    const bool reads_both = (nop.inputs[0] == t && nop.inputs[1] == ft) || (nop.inputs[0] == ft && nop.inputs[1] == t);
+    if (!reads_both || g.consumers(ft).size() != 1 || g.tensor(ft).shape != g.tensor(t).shape ||
+        g.tensor(nop.outputs[0]).shape != g.tensor(t).shape || std::find(g.outputs.begin(), g.outputs.end(), ft) != g.outputs.end())
+      continue;
+    return std::make_pair(f, op);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool is_fusable_elementwise(const std::string& op) { return fusable_ops().count(op) > 0; }
@@ -183,12 +205,21 @@ Partition partition_graph(const Graph& g) {
     taken[i] = true;
     const Node& head = g.nodes[i];
     if (is_anchor(head.op) || is_fusable_elementwise(head.op)) {
-      // Follow the single-consumer chain of same-shaped elementwise ops.
+      // Follow the single-consumer chain of same-shaped elementwise ops, and gates x * f(x)
+      // (SiLU: Sigmoid and Mul both read x).
       size_t cur = i;
       while (g.nodes[cur].outputs.size() == 1) {
         const std::string& t = g.nodes[cur].outputs[0];
         auto cons = g.consumers(t);
-        if (graph_outputs.count(t) || cons.size() != 1) break;
+        if (graph_outputs.count(t)) break;
+        if (const auto gate = gate_of(g, t, cons, taken); gate) {
+          group.push_back(gate->first);
+          group.push_back(gate->second);
+          taken[gate->first] = taken[gate->second] = true;
+          cur = gate->second;
+          continue;
+        }
+        if (cons.size() != 1) break;
         size_t j = cons[0];
         const Node& next = g.nodes[j];
         if (taken[j] || !is_fusable_elementwise(next.op) || next.outputs.size() != 1 ||

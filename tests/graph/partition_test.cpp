@@ -78,4 +78,29 @@ TEST(Partition, ExactKeyHasShapesClassKeyDoesNot) {
 }
 
 }  // namespace
+// A conv followed by SiLU (x * sigmoid(x), two readers of the conv's output) is one workload,
+// and a conv whose output also leaves the gate is not fused with it.
+TEST(Partition, FusesSiluGatesIntoTheirAnchor) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 4, 6, 6})
+      .initializer("w", test::rand_f32({8, 4, 1, 1}, 1))
+      .node("Conv", {"x", "w"}, {"c"})
+      .node("Sigmoid", {"c"}, {"s"})
+      .node("Mul", {"c", "s"}, {"y"})
+      .node("Relu", {"y"}, {"z"})
+      .node("Conv", {"z", "w2"}, {"c2"})
+      .node("Sigmoid", {"c2"}, {"s2"})
+      .node("Mul", {"c2", "s2"}, {"y2"})
+      .node("Add", {"c2", "y2"}, {"out"})
+      .initializer("w2", test::rand_f32({8, 8, 1, 1}, 2))
+      .output("out");
+  const Partition p = partition_graph(load(b.save("silu.onnx")));
+  ASSERT_GE(p.workloads.size(), 2u);
+  EXPECT_EQ(p.workloads[0].name, "Conv+Sigmoid+Mul+Relu");
+  EXPECT_EQ(p.workloads[0].graph.outputs.size(), 1u);
+  // c2 has three readers: no gate, the conv stands alone.
+  EXPECT_EQ(p.workloads[1].name, "Conv");
+  EXPECT_EQ(p.steps.size(), p.workloads.size());
+}
+
 }  // namespace ts
