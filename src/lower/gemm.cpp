@@ -25,6 +25,29 @@ LTensor accumulate(const std::string& name, const Shape& out_shape, DType t, int
   return acc;
 }
 
+// Matrix-vector products with B read transposed (a classifier's Gemm: M <= 4, B = [N, K]): the
+// reduction is split so that 16 lanes run along k, acc(n, m) = sum_l dot(l, n, m) with
+// dot(l, n, m) = sum_ko a(m, 16 ko + l) * b(n, 16 ko + l). Every row of B then streams in storage
+// order; vectorizing along n instead reads each vector of B as a 16-row gather.
+constexpr int64_t kDotLanes = 16;
+
+LTensor dot_accumulate(const std::string& name, const Shape& out_shape, DType t, int64_t K,
+                       const std::function<Expr(Expr m, Expr k)>& a_at, const std::function<Expr(Expr n, Expr k)>& b_at) {
+  const Halide::Type ht = halide_type(t);
+  Halide::Var l("kl"), n("d1"), m("d0");
+  Halide::RDom ko(0, static_cast<int>(K / kDotLanes), name + "_ko");
+  Halide::Func dot(name + "_dot");
+  dot(l, n, m) = Halide::cast(ht, 0);
+  const Expr k = ko.x * static_cast<int>(kDotLanes) + l;
+  dot(l, n, m) += a_at(m, k) * b_at(n, k);
+  set_shape_estimates(dot, {out_shape[0], out_shape[1], kDotLanes});
+  LTensor acc = define_tensor(name, out_shape, t, [&](const Idx&) { return Halide::cast(ht, 0); });
+  Halide::RDom r(0, static_cast<int>(kDotLanes), name + "_l");
+  const std::vector<Halide::Var> args = acc.func.args();  // (d1 = n, d0 = m)
+  acc.func(args[0], args[1]) += dot(r.x, args[0], args[1]);
+  return acc;
+}
+
 std::vector<LTensor> gemm(const LowerContext& c) {
   const LTensor &A = c.in(0), &B = c.in(1);
   if (A.rank() != 2 || B.rank() != 2) c.fail("A and B must be 2-D");
@@ -32,9 +55,13 @@ std::vector<LTensor> gemm(const LowerContext& c) {
   const int64_t K = ta ? A.shape[0] : A.shape[1];
   if ((tb ? B.shape[1] : B.shape[0]) != K) c.fail(fmt::format("inner dimensions differ: A {} B {}", shape_str(A.shape), shape_str(B.shape)));
   const auto& info = c.out_info();
-  LTensor acc = accumulate(c.name("_acc"), info.shape, info.dtype, K,
-                           [&](const Idx& o, Expr k) { return ta ? A.at({k, o[0]}) : A.at({o[0], k}); },
-                           [&](const Idx& o, Expr k) { return tb ? B.at({o[1], k}) : B.at({k, o[1]}); });
+  auto a_at = [&](Expr m, Expr k) { return ta ? A.at({k, m}) : A.at({m, k}); };
+  const bool dot_form = tb && !ta && info.shape[0] <= 4 && K >= 8 * kDotLanes && K % kDotLanes == 0;
+  LTensor acc = dot_form ? dot_accumulate(c.name("_acc"), info.shape, info.dtype, K, a_at,
+                                          [&](Expr n, Expr k) { return B.at({n, k}); })
+                         : accumulate(c.name("_acc"), info.shape, info.dtype, K,
+                                      [&](const Idx& o, Expr k) { return a_at(o[0], k); },
+                                      [&](const Idx& o, Expr k) { return tb ? B.at({o[1], k}) : B.at({k, o[1]}); });
   const Halide::Type t = halide_type(info.dtype);
   const double alpha = c.node.attr_float("alpha", 1.0), beta = c.node.attr_float("beta", 1.0);
   return {c.output([&](const Idx& o) {

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "graph/workload.h"
 #include "lower/lower_test_util.h"
+#include "runtime/workload_compiler.h"
 
 namespace ts {
 namespace {
@@ -21,6 +23,33 @@ TEST(LowerGemm, TransposesAlphaBetaAndBias) {
       double s = 0;
       for (int k = 0; k < K; k++) s += a.data<float>()[k * M + i] * b.data<float>()[j * K + k];
       want.data<float>()[i * N + j] = static_cast<float>(0.5 * s + 2.0 * c.data<float>()[j]);
+    }
+  test::expect_close(got, want);
+}
+
+TEST(LowerGemm, MatrixVectorWithTransposedBSplitsTheReductionByLanes) {
+  // M <= 4, transB, K a multiple of 16 and >= 128: the dot-product form (lanes along k).
+  const int M = 2, K = 272, N = 37;
+  Tensor a = test::rand_f32({M, K}, 4), b = test::rand_f32({N, K}, 5), c = test::rand_f32({N}, 6);
+  OnnxBuilder m(13);
+  m.input("a", DType::Float32, {M, K}).initializer("b", b).initializer("c", c);
+  m.node("Gemm", {"a", "b", "c"}, {"y"}, {{"transB", int64_t{1}}, {"alpha", 1.5}});
+  m.output("y");
+  Graph g = test::import_model(m.save("gemv.onnx"));
+  const Partition p = partition_graph(g);
+  ASSERT_EQ(p.workloads.size(), 1u);
+  const auto outs = lower_workload(p.workloads[0]).outputs;
+  bool has_dot = false;
+  for (const auto& [name, f] : Halide::Internal::find_transitive_calls(outs[0].function()))
+    has_dot |= name.find("_acc_dot") != std::string::npos;
+  EXPECT_TRUE(has_dot);
+  Tensor got = test::run_model(m.save("gemv.onnx"), {{"a", a}})[0];
+  Tensor want(DType::Float32, {M, N});
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double s = 0;
+      for (int k = 0; k < K; k++) s += a.data<float>()[i * K + k] * b.data<float>()[j * K + k];
+      want.data<float>()[i * N + j] = static_cast<float>(1.5 * s + c.data<float>()[j]);
     }
   test::expect_close(got, want);
 }
