@@ -13,7 +13,7 @@
 #include "features/features.h"
 #include "graph/error.h"
 #include "graph/workload.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "schedule/schedule_space.h"
 
 namespace ts {

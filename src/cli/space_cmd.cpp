@@ -8,7 +8,7 @@
 #include "analysis/pipeline_view.h"
 #include "cli/commands.h"
 #include "graph/workload.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "schedule/schedule_space.h"
 
 namespace ts {

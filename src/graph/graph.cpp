@@ -67,4 +67,15 @@ std::vector<std::string> Graph::op_types() const {
   return {s.begin(), s.end()};
 }
 
+std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed) {
+  std::map<std::string, Tensor> r;
+  uint64_t k = 0;
+  for (const auto& name : g.inputs) {
+    const auto& info = g.tensor(name);
+    r[name] = random_tensor(info.dtype, info.shape, seed + 7919 * ++k, dtype_is_float(info.dtype) ? -1.0 : 0.0,
+                            dtype_is_float(info.dtype) ? 1.0 : 2.0);
+  }
+  return r;
+}
+
 }  // namespace ts

@@ -64,4 +64,7 @@ struct Graph {
   std::vector<std::string> op_types() const;
 };
 
+// Deterministic random inputs for every runtime input of g (floats in [-1, 1)).
+std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed);
+
 }  // namespace ts

@@ -4,7 +4,7 @@
 // is {axis 1, block 16}; a conv weight packed OIHW16o is {axis 0, block 16}. In ONNX order:
 //   blocked[i_0, ..., i_a / b, ..., i_{r-1}, i_a mod b] = plain[i_0, ..., i_a, ..., i_{r-1}].
 // The layout plan (layout_plan.h) chooses one per model tensor; workloads, their keys and their
-// compiled code follow it; schedules may also pack a workload input (runtime/input_layout.h)
+// compiled code follow it; schedules may also pack a workload input (schedule/input_layout.h)
 // with the same packing.
 #include <cstdint>
 #include <string>

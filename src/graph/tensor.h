@@ -60,4 +60,13 @@ void write_tensor_pb(const Tensor& t, const std::string& name, const std::string
 // Deterministic pseudo-random tensor (splitmix64 on seed and index): uniform in [lo, hi).
 Tensor random_tensor(DType t, const Shape& s, uint64_t seed, double lo, double hi);
 
+// Compares `got` against `want` with |got - want| <= atol + rtol * |want| (NaN equals NaN).
+struct Comparison {
+  bool ok = true;
+  double max_abs_error = 0;   // largest |got - want|
+  double max_rel_error = 0;   // largest |got - want| / |want| over nonzero want
+  std::string message;        // why not ok (shape, dtype, values)
+};
+Comparison compare_tensors(const Tensor& got, const Tensor& want, double rtol, double atol);
+
 }  // namespace ts

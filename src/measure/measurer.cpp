@@ -11,11 +11,9 @@
 #include <thread>
 
 #include "graph/error.h"
-#include "runtime/compiled_model.h"
-#include "runtime/graph_runner.h"
-#include "runtime/worker_pool.h"
-#include "runtime/workload_code.h"
-#include "runtime/workload_compiler.h"
+#include "measure/worker_pool.h"
+#include "measure/workload_code.h"
+#include "measure/workload_compiler.h"
 #include "schedule/default_schedule.h"
 
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "runtime/worker_pool.h"
-#include "runtime/workload_code.h"
+#include "measure/worker_pool.h"
+#include "measure/workload_code.h"
 #include "schedule/default_schedule.h"
 
 namespace fs = std::filesystem;
@@ -54,16 +54,6 @@ std::vector<std::string> compile_in_workers(const std::vector<CompileJob>& to_co
 
 }  // namespace
 
-std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed) {
-  std::map<std::string, Tensor> r;
-  uint64_t k = 0;
-  for (const auto& name : g.inputs) {
-    const auto& info = g.tensor(name);
-    r[name] = random_tensor(info.dtype, info.shape, seed + 7919 * ++k, dtype_is_float(info.dtype) ? -1.0 : 0.0,
-                            dtype_is_float(info.dtype) ? 1.0 : 2.0);
-  }
-  return r;
-}
 
 struct CompiledModel::Impl {
   Graph graph;
@@ -73,7 +63,7 @@ struct CompiledModel::Impl {
   std::map<std::string, Tensor> storage;         // activations and inputs (in their planned layouts), allocated once; weights the plan blocks, packed at load
   std::map<std::string, Halide::Buffer<>> bufs;  // views over storage and weights
   std::vector<std::vector<void*>> argv;          // per step: halide_buffer_t* of inputs, outputs
-  // Inputs a step's code takes packed (runtime/input_layout.h): constants are packed once here;
+  // Inputs a step's code takes packed (schedule/input_layout.h): constants are packed once here;
   // a runtime tensor is packed before each run of the step, from `from` into `packed`.
   struct RunPack {
     std::string from;        // the model tensor

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "graph/workload.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "schedule/schedule.h"
 
 namespace ts {
@@ -52,7 +52,5 @@ class CompiledModel {
   std::unique_ptr<Impl> impl_;
 };
 
-// Deterministic random inputs for every runtime input of g (floats in [-1, 1)).
-std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed);
 
 }  // namespace ts

@@ -18,7 +18,7 @@
 #include "lower/lower.h"
 #include "runtime/compiled_model.h"
 #include "runtime/graph_runner.h"
-#include "runtime/worker_pool.h"
+#include "measure/worker_pool.h"
 
 namespace fs = std::filesystem;
 

@@ -78,29 +78,4 @@ std::vector<Tensor> GraphRunner::run(const std::map<std::string, Tensor>& inputs
   return results;
 }
 
-Comparison compare_tensors(const Tensor& got, const Tensor& want, double rtol, double atol) {
-  Comparison c;
-  if (got.shape != want.shape) {
-    c.ok = false;
-    c.message = fmt::format("shape {} != expected {}", shape_str(got.shape), shape_str(want.shape));
-    return c;
-  }
-  int64_t bad = -1;
-  for (int64_t i = 0; i < want.size(); i++) {
-    double a = got.get_f64(i), b = want.get_f64(i);
-    if (std::isnan(a) && std::isnan(b)) continue;
-    if (std::isinf(b) && a == b) continue;
-    double err = std::fabs(a - b);
-    if (std::isnan(err)) err = INFINITY;
-    c.max_abs_error = std::max(c.max_abs_error, err);
-    if (b != 0) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(b));
-    if (!(err <= atol + rtol * std::fabs(b)) && bad < 0) bad = i;
-  }
-  if (bad >= 0) {
-    c.ok = false;
-    c.message = fmt::format("element {}: got {} expected {}", bad, got.get_f64(bad), want.get_f64(bad));
-  }
-  return c;
-}
-
 }  // namespace ts

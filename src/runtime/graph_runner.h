@@ -25,13 +25,5 @@ class GraphRunner {
   std::unique_ptr<Impl> impl_;
 };
 
-// Compares `got` against `want` with |got - want| <= atol + rtol * |want| (NaN equals NaN).
-struct Comparison {
-  bool ok = true;
-  double max_abs_error = 0;   // largest |got - want|
-  double max_rel_error = 0;   // largest |got - want| / |want| over nonzero want
-  std::string message;        // why not ok (shape, dtype, values)
-};
-Comparison compare_tensors(const Tensor& got, const Tensor& want, double rtol, double atol);
 
 }  // namespace ts

@@ -60,8 +60,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/input_layout.h"
-#include "runtime/workload_compiler.h"  // ScheduleFn
+#include "schedule/input_layout.h"
+#include "schedule/schedule_fn.h"
 
 namespace ts {
 
@@ -138,7 +138,7 @@ struct Schedule {
   int format = kFormatVersion;               // format version
   std::vector<StageSchedule> stages;         // decided stages (set() keeps them sorted by func, definition)
   std::optional<AutoschedulerRecipe> autoscheduler;  // set: Halide's autoscheduler decides the whole pipeline (no stages)
-  std::vector<InputLayout> layouts;          // blocked layouts of pipeline inputs, packed once at load (runtime/input_layout.h; sorted by input)
+  std::vector<InputLayout> layouts;          // blocked layouts of pipeline inputs, packed once at load (schedule/input_layout.h; sorted by input)
 
   const StageSchedule* find(const std::string& func, int definition = 0) const;  // null when undecided
   StageSchedule* find(const std::string& func, int definition = 0);

@@ -351,7 +351,9 @@ std::vector<std::vector<std::string>> ScheduleSpace::storage_orders(size_t i) co
 }
 
 SpaceOptions space_options_for(const Workload& w, SpaceOptions base) {
-  base.packable_inputs.insert(w.constant_inputs.begin(), w.constant_inputs.end());
+  // Weights the layout plan already stores blocked are not packed a second time.
+  for (const auto& name : w.constant_inputs)
+    if (!w.graph.tensor(name).layout.blocked()) base.packable_inputs.insert(name);
   return base;
 }
 

@@ -45,7 +45,7 @@
 //       order, or one other argument of extent > 1 moved innermost;
 //     * the layout of a packable input (SpaceOptions::packable_inputs, e.g. a conv's weights),
 //       decided with the Func that renames it: its own, or one non-innermost dim blocked by
-//       a vector width dividing it (runtime/input_layout.h), packed once at load;
+//       a vector width dividing it (schedule/input_layout.h), packed once at load;
 //  - Uniformity is per decision: sample() draws each decision uniformly among the candidates
 //    that the earlier (consumer) decisions leave, like the paper's random rollouts. Uniform
 //    draws are dominated by the many tilings and orders of unvectorized, serial nests (a conv

@@ -29,7 +29,7 @@
 // Channel vectors (knob `channel_vectors`, AutoTVM's NCHW[x]c conv): when r reads a packable
 // input (a weight) whose dim d follows a pure loop c alone with stride 1 (output channels), the
 // vector lanes run along c, x is the unrolled reuse tile, the weight is packed once at load
-// with dim d blocked by the vector width (runtime/input_layout.h) so a vector of weights is one
+// with dim d blocked by the vector width (schedule/input_layout.h) so a vector of weights is one
 // dense load, and r is stored with c innermost so its accumulators are dense. A root producer
 // read along c (a depthwise conv's padded input) is stored and vectorized along c: the
 // channels-innermost input stage.

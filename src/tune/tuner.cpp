@@ -13,7 +13,7 @@
 #include "graph/workload.h"
 #include "measure/time_stats.h"
 #include "runtime/compiled_model.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "schedule/autoscheduler.h"
 
 namespace ts {

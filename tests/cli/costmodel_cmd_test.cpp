@@ -13,7 +13,7 @@
 #include "analysis/pipeline_view.h"
 #include "costmodel/gbt_model.h"
 #include "features/features.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 #include "tune/records_db.h"

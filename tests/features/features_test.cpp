@@ -14,7 +14,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/workload.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "support/small_workloads.h"
 #include "schedule/loop_nest.h"
 

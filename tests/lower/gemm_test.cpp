@@ -2,7 +2,7 @@
 
 #include "graph/workload.h"
 #include "lower/lower_test_util.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 
 namespace ts {
 namespace {

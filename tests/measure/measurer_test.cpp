@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 

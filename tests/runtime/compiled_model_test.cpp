@@ -10,7 +10,7 @@
 #include "lower/lower.h"
 #include "analysis/pipeline_view.h"
 #include "runtime/graph_runner.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "schedule/schedule_space.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"

@@ -14,6 +14,7 @@
 
 #include "graph/error.h"
 #include "graph/workload.h"
+#include "measure/workload_compiler.h"
 #include "schedule/default_schedule.h"
 #include "schedule/schedule.h"
 #include "support/onnx_builder.h"

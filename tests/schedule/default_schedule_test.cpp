@@ -7,7 +7,7 @@
 #include "graph/layout_plan.h"
 #include "graph/workload.h"
 #include "lower/lower.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "support/onnx_builder.h"
 
 namespace ts {

@@ -15,7 +15,8 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/workload.h"
-#include "runtime/workload_code.h"
+#include "measure/workload_compiler.h"
+#include "measure/workload_code.h"
 #include "lower/lower.h"
 #include "support/onnx_builder.h"
 

@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "measure/measurer.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "schedule/schedule_space.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"

@@ -10,7 +10,7 @@
 
 #include "analysis/pipeline_view.h"
 #include "features/features.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "search/schedule_mutation.h"
 #include "support/small_workloads.h"
 

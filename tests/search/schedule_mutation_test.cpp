@@ -9,7 +9,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/workload.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "support/small_workloads.h"
 
 namespace ts {

@@ -5,6 +5,7 @@
 #include "analysis/pipeline_view.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
+#include "measure/workload_compiler.h"
 #include "support/onnx_builder.h"
 
 namespace ts::test {

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "analysis/pipeline_view.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 #include "features/features.h"
 #include "search/gbt_sa_search.h"
 #include "search/random_search.h"

@@ -13,7 +13,7 @@
 
 #include "graph/tensor.h"
 #include "graph/workload.h"
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 
 namespace ts {
 

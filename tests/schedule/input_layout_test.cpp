@@ -1,6 +1,6 @@
 // Packing a tensor into a blocked layout, element by element against the formula in
-// runtime/input_layout.h, and the errors for layouts that do not fit.
-#include "runtime/input_layout.h"
+// schedule/input_layout.h, and the errors for layouts that do not fit.
+#include "schedule/input_layout.h"
 
 #include <gtest/gtest.h>
 

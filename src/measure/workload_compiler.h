@@ -10,12 +10,11 @@
 #include <vector>
 
 #include "graph/workload.h"
-#include "runtime/input_layout.h"
+#include "schedule/input_layout.h"
+#include "schedule/schedule_fn.h"
 
 namespace ts {
 
-// Applies a schedule to the lowered output Funcs of a workload.
-using ScheduleFn = std::function<void(const std::vector<Halide::Func>& outputs, const Halide::Target&)>;
 
 struct CodeCache {
   std::string dir;          // <root>/<tensorsched version>-<code generator source hash>/<target string>
@@ -37,7 +36,7 @@ inline constexpr const char* kDefaultScheduleHash = "default7";
 std::string workload_function_name(const Workload& w, const std::string& schedule_hash);
 
 // Lowers w and returns the pipeline and its arguments (inputs in order). An input with a layout
-// (runtime/input_layout.h) gets an ImageParam of the packed rank, read through its wrapper Func,
+// (schedule/input_layout.h) gets an ImageParam of the packed rank, read through its wrapper Func,
 // so the Funcs (and the schedules that name them) are the same with or without layouts.
 struct LoweredWorkload {
   Halide::Pipeline pipeline;

@@ -1,4 +1,4 @@
-#include "runtime/workload_code.h"
+#include "measure/workload_code.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

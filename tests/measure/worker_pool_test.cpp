@@ -1,6 +1,6 @@
 // run_workers: every way a forked job can end is a result (exit code, signal, timeout, exception),
 // messages larger than a pipe's buffer arrive whole, and stderr can be captured.
-#include "runtime/worker_pool.h"
+#include "measure/worker_pool.h"
 
 #include <gtest/gtest.h>
 

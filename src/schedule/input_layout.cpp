@@ -1,4 +1,4 @@
-#include "runtime/input_layout.h"
+#include "schedule/input_layout.h"
 
 #include <fmt/format.h>
 

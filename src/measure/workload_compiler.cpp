@@ -1,4 +1,4 @@
-#include "runtime/workload_compiler.h"
+#include "measure/workload_compiler.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "runtime/worker_pool.h"
+#include "measure/worker_pool.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
