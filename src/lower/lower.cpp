@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <optional>
 
 namespace ts {
 
@@ -71,28 +72,25 @@ Expr LTensor::at_broadcast(const std::vector<Expr>& out_idx) const {
 }
 
 Expr LTensor::at_or(const std::vector<Expr>& idx, Expr outside) const {
+  // A blocked index that splits into (block, lane) exactly is checked and clamped by block:
+  // clamping the logical index would leave a division in every access.
+  const size_t a = layout.blocked() ? static_cast<size_t>(layout.axis) : idx.size();
+  std::optional<std::pair<Expr, Expr>> split;
+  if (layout.blocked()) {
+    auto qr = split_blocked(idx[a], layout.block);
+    if (qr.second.as<Halide::Internal::Variable>() || Halide::Internal::is_const(qr.second)) split = qr;
+  }
   Expr inside = Halide::Internal::const_true();
   std::vector<Expr> clamped(idx.size());
   for (size_t d = 0; d < idx.size(); d++) {
-    Expr hi = static_cast<int>(shape[d]) - 1;
-    inside = inside && idx[d] >= 0 && idx[d] <= hi;
-    clamped[d] = Halide::clamp(idx[d], 0, hi);
+    const bool by_block = split && d == a;
+    Expr i = by_block ? split->first : idx[d];
+    Expr hi = static_cast<int>(by_block ? shape[d] / layout.block : shape[d]) - 1;
+    inside = inside && i >= 0 && i <= hi;
+    clamped[d] = Halide::clamp(i, 0, hi);
   }
-  if (layout.blocked()) {
-    // A blocked index that splits into (block, lane) exactly is checked and clamped by block:
-    // clamping the logical index would leave a division in every access.
-    const size_t a = static_cast<size_t>(layout.axis);
-    auto [q, r] = split_blocked(idx[a], layout.block);
-    if (r.as<Halide::Internal::Variable>() || Halide::Internal::is_const(r)) {
-      Expr inside_q = Halide::Internal::const_true();
-      Expr hi_q = static_cast<int>(shape[a] / layout.block) - 1;
-      for (size_t d = 0; d < idx.size(); d++)
-        if (d != a) inside_q = inside_q && idx[d] >= 0 && idx[d] <= static_cast<int>(shape[d]) - 1;
-      inside_q = inside_q && q >= 0 && q <= hi_q;
-      return Halide::select(inside_q, at_split(clamped, Halide::clamp(q, 0, hi_q), r), Halide::cast(type(), outside));
-    }
-  }
-  return Halide::select(inside, at(clamped), Halide::cast(type(), outside));
+  Expr value = split ? at_split(clamped, clamped[a], split->second) : at(clamped);
+  return Halide::select(inside, value, Halide::cast(type(), outside));
 }
 
 Expr typed_const(Halide::Type t, double v) { return Halide::Internal::make_const(t, v); }

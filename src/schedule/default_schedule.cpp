@@ -100,15 +100,20 @@ void schedule_root(Halide::Func f, const Halide::Target& target) {
   }
 }
 
+// A load of another Func or input (reading a stage's own accumulator is not a load to reuse).
+bool is_load(const Halide::Internal::Call* op, const std::string& self) {
+  return (op->call_type == Halide::Internal::Call::Halide || op->call_type == Halide::Internal::Call::Image) &&
+         op->name != self;
+}
+
 // Variables named in the arguments of each call in e.
 struct CallVars : Halide::Internal::IRGraphVisitor {
-  std::string self;  // the stage's own name: reading its accumulator is not a load to reuse
+  std::string self;  // the stage's own name
   std::vector<std::set<std::string>> calls;
   std::set<std::string>* current = nullptr;
   using IRGraphVisitor::visit;
   void visit(const Halide::Internal::Call* op) override {
-    if ((op->call_type != Halide::Internal::Call::Halide && op->call_type != Halide::Internal::Call::Image) ||
-        op->name == self) {
+    if (!is_load(op, self)) {
       IRGraphVisitor::visit(op);
       return;
     }
@@ -123,17 +128,23 @@ struct CallVars : Halide::Internal::IRGraphVisitor {
   }
 };
 
-// The pure loop of reduction r (not the vector loop x) whose iterations reuse the vector loads:
-// a variable absent from every load that depends on x (a conv's output channel, a matmul's row).
-int reuse_loop(const Function& r, const std::vector<int64_t>& ext) {
+// The variables of each load in reduction r's update.
+std::vector<std::set<std::string>> update_loads(const Function& r) {
   CallVars cv;
   cv.self = r.name();
   for (const auto& v : r.update(0).values()) v.accept(&cv);
+  return cv.calls;
+}
+
+// The pure loop of reduction r (not the vector loop x) whose iterations reuse the vector loads:
+// a variable absent from every load that depends on x (a conv's output channel, a matmul's row).
+int reuse_loop(const Function& r, const std::vector<int64_t>& ext) {
+  const auto calls = update_loads(r);
   const std::string x = r.args()[0];
   int best = -1;
   for (size_t k = 1; k < r.args().size(); k++) {
     bool absent = ext[k] >= 2;
-    for (const auto& c : cv.calls)
+    for (const auto& c : calls)
       if (c.count(x) && c.count(r.args()[k])) absent = false;
     if (absent && (best < 0 || ext[k] > ext[best])) best = static_cast<int>(k);
   }
@@ -156,8 +167,7 @@ bool loads_dense_along_x(const Function& r) {
     bool dense = true;
     using IRGraphVisitor::visit;
     void visit(const Halide::Internal::Call* op) override {
-      if ((op->call_type == Halide::Internal::Call::Halide || op->call_type == Halide::Internal::Call::Image) &&
-          op->name != self)
+      if (is_load(op, self))
         for (size_t i = 1; i < op->args.size(); i++) dense = dense && !Halide::Internal::expr_uses_var(op->args[i], x);
       IRGraphVisitor::visit(op);
     }
@@ -173,16 +183,14 @@ bool loads_dense_along_x(const Function& r) {
 // load uses and no x-free load does (the output-channel block a weight vector belongs to), so
 // tiling it gives accumulators that share their broadcast input loads; -1 when none.
 int block_loop(const Function& r, const std::vector<int64_t>& ext) {
-  CallVars cv;
-  cv.self = r.name();
-  for (const auto& v : r.update(0).values()) v.accept(&cv);
+  const auto calls = update_loads(r);
   const std::string x = r.args()[0];
   bool any_free = false;
-  for (const auto& c : cv.calls) any_free |= !c.count(x);
+  for (const auto& c : calls) any_free |= !c.count(x);
   if (!any_free) return -1;
   for (size_t k = 1; k < r.args().size(); k++) {
     bool ok = ext[k] >= 2;
-    for (const auto& c : cv.calls) ok = ok && (c.count(x) ? c.count(r.args()[k]) > 0 : c.count(r.args()[k]) == 0);
+    for (const auto& c : calls) ok = ok && (c.count(x) ? c.count(r.args()[k]) > 0 : c.count(r.args()[k]) == 0);
     if (ok) return static_cast<int>(k);
   }
   return -1;

@@ -22,14 +22,16 @@ void check(const InputLayout& l, const Shape& shape) {
   if (!why.empty()) throw Error(fmt::format("layout of input '{}' {}: {}", l.input, shape_str(shape), why));
 }
 
+// The same packing as a blocked tensor layout of axis r-1-dim (graph/layout.h).
+Layout tensor_layout(const InputLayout& l, const Shape& shape) {
+  return Layout{static_cast<int>(shape.size()) - 1 - l.dim, l.block};
+}
+
 }  // namespace
 
 Shape packed_shape(const InputLayout& l, const Shape& shape) {
   check(l, shape);
-  Shape s = shape;
-  s[shape.size() - 1 - static_cast<size_t>(l.dim)] /= l.block;
-  s.push_back(l.block);
-  return s;
+  return storage_shape(tensor_layout(l, shape), shape);
 }
 
 Tensor pack_tensor(const InputLayout& l, const Tensor& t) {
@@ -40,9 +42,7 @@ Tensor pack_tensor(const InputLayout& l, const Tensor& t) {
 
 void pack_into(const InputLayout& l, const Tensor& t, Tensor& p) {
   check(l, t.shape);
-  // The same packing as a blocked tensor layout of axis r-1-dim (graph/layout.h).
-  const Layout blocked{static_cast<int>(t.shape.size()) - 1 - l.dim, l.block};
-  ts::pack_into(blocked, t, p, fmt::format("input '{}'", l.input));
+  ts::pack_into(tensor_layout(l, t.shape), t, p, fmt::format("input '{}'", l.input));
 }
 
 const InputLayout* find_layout(const std::vector<InputLayout>& layouts, const std::string& input) {
