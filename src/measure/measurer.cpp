@@ -118,51 +118,16 @@ struct Measurer::Impl {
   // "workload <key> (<name>)" for messages.
   std::string what;
 
-  // Compiles each job (index into `hashes`/`fns`/`layouts`) in worker processes; returns per
-  // job the compile_error message ("" when compiled) and fills compile seconds.
-  std::vector<std::string> compile(const Workload& w, const std::vector<ScheduleFn>& fns,
-                                   const std::vector<std::string>& hashes,
-                                   const std::vector<std::vector<InputLayout>>& layouts, const MeasureOptions& opts,
-                                   std::vector<double>& seconds) const;
+  // Compiles w with each of `jobs` (CompileBatchOptions from opts); per job "" or the
+  // compile_error message, and its compile seconds.
+  std::vector<CompileOutcome> compile(std::vector<CompileJob> jobs, const MeasureOptions& opts) const {
+    return compile_batch(jobs, cache, {opts.compile_jobs, opts.compile_timeout_s});
+  }
   // Runs compiled code in a fresh worker (inputs packed by `layouts`); `outputs` (when given)
   // receives the outputs instead of checking them against the reference.
   MeasureResult run(const Workload& w, const std::string& hash, const std::vector<InputLayout>& layouts,
                     const MeasureOptions& opts, InjectedFault fault, std::vector<Tensor>* outputs) const;
 };
-
-std::vector<std::string> Measurer::Impl::compile(const Workload& w, const std::vector<ScheduleFn>& fns,
-                                                 const std::vector<std::string>& hashes,
-                                                 const std::vector<std::vector<InputLayout>>& layouts,
-                                                 const MeasureOptions& opts,
-                                                 std::vector<double>& seconds) const {
-  WorkerPoolOptions pool;
-  pool.jobs = opts.compile_jobs > 0 ? opts.compile_jobs
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  pool.timeout_s = opts.compile_timeout_s;
-  pool.capture_stderr = true;  // LLVM assertions and linker output
-  stop_halide_threads();       // a CompiledModel in this process may have started them
-  auto results = run_workers(
-      fns.size(),
-      [&](size_t i, int) {
-        cache.ensure_runtime();  // built here too, so the parent never runs LLVM
-        compile_workload(w, fns[i], hashes[i], cache, layouts[i]);
-        return 0;
-      },
-      pool);
-  std::vector<std::string> errors(fns.size());
-  seconds.assign(fns.size(), 0);
-  for (size_t i = 0; i < results.size(); i++) {
-    const WorkerResult& r = results[i];
-    seconds[i] = r.seconds;
-    if (r.exited_ok) continue;
-    std::string why = r.timed_out || r.message.empty()
-                          ? fmt::format("{}: compiler worker {}", what, r.describe_end(pool.timeout_s))
-                          : r.message;
-    if (!r.stderr_tail.empty() && (r.timed_out || r.signal)) why += ": " + tail(r.stderr_tail, kMessageChars / 2);
-    errors[i] = why.substr(0, kMessageChars);
-  }
-  return errors;
-}
 
 MeasureResult Measurer::Impl::run(const Workload& w, const std::string& hash, const std::vector<InputLayout>& layouts,
                                   const MeasureOptions& opts,
@@ -233,14 +198,15 @@ Measurer::Measurer(const Workload& w, MeasureOptions opts) : w_(w), opts_(std::m
     m.inputs = random_inputs(w_.graph, opts_.input_seed);
     m.unscheduled = lower_workload(w_);
 
-    std::vector<double> seconds = {0};
+    double seconds = 0;
     if (!fs::exists(m.cache.object_path(w_, kDefaultScheduleHash))) {
-      auto errors = m.compile(w_, {apply_default_schedule}, {kDefaultScheduleHash}, {{}}, opts_, seconds);
-      if (!errors[0].empty())
-        throw Error(fmt::format("{}: the default schedule (the reference) does not compile: {}", m.what, errors[0]));
+      CompileOutcome o = m.compile({{&w_, apply_default_schedule, kDefaultScheduleHash, {}}}, opts_)[0];
+      if (!o.error.empty())
+        throw Error(fmt::format("{}: the default schedule (the reference) does not compile: {}", m.what, o.error));
+      seconds = o.seconds;
     }
     m.reference = m.run(w_, kDefaultScheduleHash, {}, opts_, InjectedFault::None, &m.reference_outputs);
-    m.reference.compile_seconds = seconds[0];
+    m.reference.compile_seconds = seconds;
     if (!m.reference.valid())
       throw Error(fmt::format("the default schedule (the reference) failed to run ({}): {}", m.reference.error_kind,
                               m.reference.error_message));
@@ -279,32 +245,28 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
 
   // Code this batch creates is removed after the runs (unless keep_code); code already in the
   // cache (e.g. a tuned schedule a model uses) is left alone.
-  std::vector<ScheduleFn> fns;
-  std::vector<std::string> hashes;
-  std::vector<std::vector<InputLayout>> layouts;
+  std::vector<CompileJob> jobs;
   std::vector<std::string> created;
   for (size_t i : to_compile) {
-    fns.push_back(schedule_fn(batch[i]));
-    layouts.push_back(batch[i].layouts);
-    hashes.push_back(results[i].schedule_hash);
-    std::string so = m.cache.object_path(w_, hashes.back());
-    if (!fs::exists(so) && hashes.back() != kDefaultScheduleHash) created.push_back(so);
+    const std::string& hash = results[i].schedule_hash;
+    jobs.push_back({&w_, schedule_fn(batch[i]), hash, batch[i].layouts});
+    if (!fs::exists(m.cache.object_path(w_, hash)) && hash != kDefaultScheduleHash)
+      created.insert(created.end(), {m.cache.object_path(w_, hash), m.cache.relocatable_path(w_, hash)});
   }
-  std::vector<double> seconds;
-  std::vector<std::string> errors = m.compile(w_, fns, hashes, layouts, opts_, seconds);
+  std::vector<CompileOutcome> compiled = m.compile(jobs, opts_);
 
   // Runs one at a time: concurrent runs would disturb each other's timings.
   for (size_t k = 0; k < to_compile.size(); k++) {
     MeasureResult& r = results[to_compile[k]];
-    if (!errors[k].empty()) {
+    if (!compiled[k].error.empty()) {
       r.error_kind = "compile_error";
-      r.error_message = errors[k];
+      r.error_message = compiled[k].error;
     } else {
       auto fault = opts_.faults.find(r.schedule_hash);
       r = m.run(w_, r.schedule_hash, batch[to_compile[k]].layouts, opts_, fault == opts_.faults.end() ? InjectedFault::None : fault->second,
                 nullptr);
     }
-    r.compile_seconds = seconds[k];
+    r.compile_seconds = compiled[k].seconds;
   }
   for (size_t i = 0; i < batch.size(); i++) results[i] = results[first_of_hash.at(results[i].schedule_hash)];
 

@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "codegen_hash.h"
 #include "lower/lower.h"
+#include "measure/subprocess.h"
+#include "measure/worker_pool.h"
+#include "measure/workload_code.h"
 
 namespace fs = std::filesystem;
 
@@ -18,17 +22,21 @@ namespace {
 
 // Links `obj` into the shared object `so` with the system compiler; atomic via rename.
 void link_shared(const std::string& obj, const std::string& so, const std::string& what) {
-  const char* cxx = std::getenv("CXX");
   std::string tmp = so + fmt::format(".tmp{}", getpid());
-  std::string cmd = fmt::format("{} -shared -o '{}' '{}' 2>&1", cxx && *cxx ? cxx : "c++", tmp, obj);
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[512];
-  while (p && fgets(buf, sizeof buf, p)) out += buf;
-  int rc = p ? pclose(p) : -1;
-  if (rc != 0) throw Error(fmt::format("{}: linking {} failed: {}", what, so, out));
+  std::vector<std::string> argv = cxx_command();
+  argv.insert(argv.end(), {"-shared", "-o", tmp, obj});
+  ProgramResult r = run_program(argv);
+  if (!r.ok()) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw Error(fmt::format("{}: linking {} failed ({}): {}", what, so,
+                            r.signal ? fmt::format("signal {}", r.signal) : fmt::format("exit status {}", r.exit_code),
+                            r.output));
+  }
   fs::rename(tmp, so);
 }
+
+constexpr size_t kMessageChars = 2000;  // compiler / Halide text kept in an error message
 
 }  // namespace
 
@@ -57,13 +65,20 @@ std::string CodeCache::object_path(const Workload& w, const std::string& schedul
   return (fs::path(dir) / (workload_function_name(w, schedule_hash) + ".so")).string();
 }
 
+std::string CodeCache::relocatable_path(const Workload& w, const std::string& schedule_hash) const {
+  return (fs::path(dir) / (workload_function_name(w, schedule_hash) + ".o")).string();
+}
+
+std::string CodeCache::runtime_object_path() const { return (fs::path(dir) / "halide_runtime.o").string(); }
+
 std::string CodeCache::ensure_runtime() const {
   std::string so = (fs::path(dir) / "halide_runtime.so").string();
-  if (fs::exists(so)) return so;
-  std::string obj = so + fmt::format(".{}.o", getpid());
-  Halide::compile_standalone_runtime(obj, target.without_feature(Halide::Target::NoRuntime));
-  link_shared(obj, so, "Halide runtime");
-  fs::remove(obj);
+  const std::string obj = runtime_object_path();
+  if (fs::exists(so) && fs::exists(obj)) return so;
+  std::string tmp = obj + fmt::format(".tmp{}.o", getpid());
+  Halide::compile_standalone_runtime(tmp, target.without_feature(Halide::Target::NoRuntime));
+  fs::rename(tmp, obj);
+  if (!fs::exists(so)) link_shared(obj, so, "Halide runtime");
   return so;
 }
 
@@ -119,21 +134,57 @@ LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>
 void compile_workload(const Workload& w, const ScheduleFn& schedule, const std::string& schedule_hash,
                       const CodeCache& cache, const std::vector<InputLayout>& layouts) {
   const std::string so = cache.object_path(w, schedule_hash);
-  if (fs::exists(so)) return;
+  const std::string kept = cache.relocatable_path(w, schedule_hash);
+  if (fs::exists(so) && fs::exists(kept)) return;
   const std::string what = fmt::format("workload {} ({})", w.key_hash(), w.name);
   try {
     LoweredWorkload lw = lower_workload(w, layouts);
     schedule(lw.outputs, cache.target);
-    std::string obj = so + fmt::format(".{}.o", getpid());
+    std::string obj = kept + fmt::format(".tmp{}.o", getpid());
     lw.pipeline.compile_to_object(obj, lw.args, workload_function_name(w, schedule_hash),
                                   cache.target.with_feature(Halide::Target::NoRuntime));
     link_shared(obj, so, what);
-    fs::remove(obj);
+    fs::rename(obj, kept);  // kept for artifacts, which link every workload into one library
   } catch (const Halide::Error& e) {
     std::string m = e.what();
     std::replace(m.begin(), m.end(), '\n', ' ');
     throw Error(fmt::format("{}: Halide: {}", what, m));
   }
+}
+
+std::vector<CompileOutcome> compile_batch(const std::vector<CompileJob>& jobs, const CodeCache& cache,
+                                          const CompileBatchOptions& opts) {
+  WorkerPoolOptions pool;
+  pool.jobs = opts.jobs > 0 ? opts.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  pool.timeout_s = opts.timeout_s;
+  pool.capture_stderr = true;  // LLVM assertions and linker output
+  stop_halide_threads();       // a CompiledModel in this process may have started them
+  auto results = run_workers(
+      jobs.size(),
+      [&](size_t i, int) {
+        cache.ensure_runtime();  // built here too, so the parent never runs LLVM
+        const CompileJob& j = jobs[i];
+        compile_workload(*j.workload, j.schedule, j.hash, cache, j.layouts);
+        return 0;
+      },
+      pool);
+  std::vector<CompileOutcome> out(jobs.size());
+  for (size_t i = 0; i < results.size(); i++) {
+    const WorkerResult& r = results[i];
+    out[i].seconds = r.seconds;
+    if (r.exited_ok) continue;
+    const Workload& w = *jobs[i].workload;
+    std::string why = r.timed_out || r.message.empty()
+                          ? fmt::format("workload {} ({}): compiler worker {}", w.key_hash(), w.name,
+                                        r.describe_end(pool.timeout_s))
+                          : r.message;
+    if (!r.stderr_tail.empty() && (r.timed_out || r.signal || r.message.empty())) {
+      const std::string& e = r.stderr_tail;
+      why += ": " + (e.size() <= kMessageChars / 2 ? e : "..." + e.substr(e.size() - kMessageChars / 2));
+    }
+    out[i].error = why.substr(0, kMessageChars);
+  }
+  return out;
 }
 
 }  // namespace ts

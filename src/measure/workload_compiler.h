@@ -24,8 +24,12 @@ struct CodeCache {
   static CodeCache open_default(const Halide::Target& target, const std::string& root = "");
   // Path of the shared object of (workload, schedule).
   std::string object_path(const Workload& w, const std::string& schedule_hash) const;
-  // The shared runtime's shared object, built on first use.
+  // Path of the same code as a relocatable object (kept for artifacts).
+  std::string relocatable_path(const Workload& w, const std::string& schedule_hash) const;
+  // The shared runtime's shared object, built on first use (with its relocatable object).
   std::string ensure_runtime() const;
+  // The runtime's relocatable object (exists after ensure_runtime()).
+  std::string runtime_object_path() const;
 };
 
 // Schedule hash of apply_default_schedule's code in the cache; bump it when the heuristic in
@@ -46,9 +50,33 @@ struct LoweredWorkload {
 };
 LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>& layouts = {});
 
-// Compiles w with `schedule` (over inputs laid out by `layouts`) into `cache` (if absent).
-// Throws Error naming the workload.
+// Compiles w with `schedule` (over inputs laid out by `layouts`) into `cache` (if absent):
+// the shared object and the relocatable object. Throws Error naming the workload.
 void compile_workload(const Workload& w, const ScheduleFn& schedule, const std::string& schedule_hash,
                       const CodeCache& cache, const std::vector<InputLayout>& layouts = {});
+
+// One workload to compile with one schedule.
+struct CompileJob {
+  const Workload* workload = nullptr;  // what to compile (outlives the batch)
+  ScheduleFn schedule;                 // how to schedule it
+  std::string hash;                    // the schedule's hash (code cache key)
+  std::vector<InputLayout> layouts;    // how its inputs are packed
+};
+
+struct CompileBatchOptions {
+  int jobs = 0;            // compiler processes at once; 0 = hardware threads
+  double timeout_s = 0;    // per job wall-clock limit (0 = none)
+};
+
+struct CompileOutcome {
+  std::string error;       // "" when compiled, else why (names the workload; Halide's or the linker's text)
+  double seconds = 0;      // wall time of its compile
+};
+
+// Compiles `jobs` in forked worker processes (compile_workload in each), so compiles run in
+// parallel and a crash or hang in code generation is an error message, not this process's end.
+// Stops this process's Halide thread pool first (a process must not fork with it running).
+std::vector<CompileOutcome> compile_batch(const std::vector<CompileJob>& jobs, const CodeCache& cache,
+                                          const CompileBatchOptions& opts = {});
 
 }  // namespace ts

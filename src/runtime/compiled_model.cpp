@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <thread>
 
-#include "measure/worker_pool.h"
 #include "measure/workload_code.h"
 #include "schedule/default_schedule.h"
 
@@ -15,44 +14,6 @@ namespace fs = std::filesystem;
 
 namespace ts {
 
-namespace {
-
-// One workload to compile with one schedule.
-struct CompileJob {
-  const Workload* workload;          // what to compile
-  ScheduleFn schedule;               // how to schedule it
-  std::string hash;                  // the schedule's hash (code cache key)
-  std::vector<InputLayout> layouts;  // how its inputs are packed
-};
-
-// Compiles `to_compile` in up to `jobs` forked worker processes, so compiles run in parallel and
-// a crash in code generation is an error message, not the end of this process. Returns per job
-// "" or why it failed.
-std::vector<std::string> compile_in_workers(const std::vector<CompileJob>& to_compile, const CodeCache& cache,
-                                            int jobs) {
-  WorkerPoolOptions pool;
-  pool.jobs = jobs;
-  auto results = run_workers(
-      to_compile.size(),
-      [&](size_t i, int) {
-        const CompileJob& j = to_compile[i];
-        compile_workload(*j.workload, j.schedule, j.hash, cache, j.layouts);
-        return 0;
-      },
-      pool);
-  std::vector<std::string> errors(to_compile.size());
-  for (size_t i = 0; i < results.size(); i++) {
-    const WorkerResult& r = results[i];
-    if (r.exited_ok) continue;
-    const Workload& w = *to_compile[i].workload;
-    errors[i] = r.message.empty() ? fmt::format("workload {} ({}): compiler process ended without a message ({})",
-                                                w.key_hash(), w.name, r.describe_end(pool.timeout_s))
-                                  : r.message;
-  }
-  return errors;
-}
-
-}  // namespace
 
 
 struct CompiledModel::Impl {
@@ -85,7 +46,7 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
 
   CodeCache cache = CodeCache::open_default(Halide::get_host_target(), opts.cache_root);
   const std::string runtime_so = cache.ensure_runtime();
-  const int jobs = opts.jobs > 0 ? opts.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = opts.jobs;
 
   // Per workload the schedule hash its code is cached under: tuned when given, else the default.
   std::vector<std::string> hashes;
@@ -100,7 +61,7 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
                          : CompileJob{&w, schedule_fn(tuned->second), tuned->second.hash(), tuned->second.layouts};
     hashes.push_back(job.hash);
     layouts.push_back(job.layouts);
-    if (fs::exists(cache.object_path(w, job.hash))) continue;
+    if (fs::exists(cache.object_path(w, job.hash)) && fs::exists(cache.relocatable_path(w, job.hash))) continue;
     to_compile.push_back(std::move(job));
     compile_index.push_back(i);
   }
@@ -109,7 +70,8 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
 
   // A tuned schedule that does not compile (e.g. from another Halide version) falls back to the default.
   std::vector<CompileJob> fallback;
-  std::vector<std::string> errors = compile_in_workers(to_compile, cache, jobs);
+  std::vector<std::string> errors;
+  for (const auto& o : compile_batch(to_compile, cache, {jobs, 0})) errors.push_back(o.error);
   for (size_t k = 0; k < errors.size(); k++) {
     if (errors[k].empty()) continue;
     if (to_compile[k].hash == kDefaultScheduleHash) throw Error(errors[k]);
@@ -121,8 +83,8 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
     if (!fs::exists(cache.object_path(w, kDefaultScheduleHash)))
       fallback.push_back({&w, apply_default_schedule, kDefaultScheduleHash, {}});
   }
-  for (const auto& e : compile_in_workers(fallback, cache, jobs))
-    if (!e.empty()) throw Error(e);
+  for (const auto& o : compile_batch(fallback, cache, {jobs, 0}))
+    if (!o.error.empty()) throw Error(o.error);
   for (const auto& h : hashes) m.stats.tuned += h != kDefaultScheduleHash;
 
   load_halide_runtime(runtime_so);  // workload code calls into it (allocation, thread pool)
