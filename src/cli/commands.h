@@ -5,7 +5,12 @@
 
 #include <functional>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "graph/graph.h"
+#include "schedule/schedule.h"
 
 namespace ts {
 
@@ -17,6 +22,7 @@ void add_space_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_features_command(CLI::App& app);
 void add_costmodel_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
 // Registers the action of a subcommand.
 void on_command(CLI::App* sub, std::function<int()> action);
 int run_selected_command(CLI::App& app);
@@ -31,5 +37,10 @@ void add_model_args(CLI::App* sub, ModelArgs& m);
 // Imports the model (graph-only models get generated weights), runs the default passes and
 // plans the layouts of its tensors (blocked by the host's float32 vector lanes unless m.layout is "plain").
 Graph load_model(const ModelArgs& m);
+
+// The fastest valid record's schedule of every workload of g that has one in the records
+// database at db_path (which must exist); why a record was passed over goes to `warnings`.
+std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
+                                                  std::vector<std::string>& warnings);
 
 }  // namespace ts

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   ts::add_conformance_command(app);
   ts::add_model_commands(app);
   ts::add_run_commands(app);
+  ts::add_compile_command(app);
   ts::add_db_commands(app);
   ts::add_space_command(app);
   ts::add_tune_command(app);

@@ -44,15 +44,6 @@ std::map<std::string, Tensor> inputs_from_set(const Graph& g, const std::string&
   return r;
 }
 
-// The fastest valid record's schedule of every workload of g that has one in the database.
-std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
-                                                  std::vector<std::string>& warnings) {
-  // RecordsDB creates a missing file; a run only reads one.
-  if (!fs::exists(db_path)) throw Error(fmt::format("{}: no such records database", db_path));
-  RecordsDB db(db_path);
-  return best_schedules(partition_graph(g), db, warnings);
-}
-
 int run_command(const RunArgs& a) {
   Graph g = load_model(a.model);
   CompileOptions copts;
@@ -157,6 +148,14 @@ int run_command(const RunArgs& a) {
 }
 
 }  // namespace
+
+std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
+                                                  std::vector<std::string>& warnings) {
+  // RecordsDB creates a missing file; a run only reads one.
+  if (!fs::exists(db_path)) throw Error(fmt::format("{}: no such records database", db_path));
+  RecordsDB db(db_path);
+  return best_schedules(partition_graph(g), db, warnings);
+}
 
 void add_run_commands(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();

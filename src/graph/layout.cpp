@@ -1,4 +1,5 @@
 #include "graph/layout.h"
+#include "graph/block_copy.h"
 
 #include <fmt/format.h>
 
@@ -29,22 +30,13 @@ std::string layout_suffix(const Layout& l) { return l.blocked() ? fmt::format("@
 
 namespace {
 
-// Copies between the plain and the blocked index orders; `to_blocked` picks the direction.
-// Row-major views: plain is [outer, e, inner] around the axis; blocked is [outer, e / b, inner, b].
+// block_copy around l's axis of `shape`.
 void convert(const Layout& l, const Shape& shape, const uint8_t* src, uint8_t* dst, size_t es, bool to_blocked) {
   const size_t a = static_cast<size_t>(l.axis);
   int64_t outer = 1, inner = 1;
   for (size_t k = 0; k < a; k++) outer *= shape[k];
   for (size_t k = a + 1; k < shape.size(); k++) inner *= shape[k];
-  const int64_t e = shape[a], b = l.block;
-  for (int64_t o = 0; o < outer; o++)
-    for (int64_t i = 0; i < e; i++)
-      for (int64_t n = 0; n < inner; n++) {
-        const int64_t p = (o * e + i) * inner + n;
-        const int64_t q = ((o * (e / b) + i / b) * inner + n) * b + i % b;
-        if (to_blocked) std::memcpy(dst + q * es, src + p * es, es);
-        else std::memcpy(dst + p * es, src + q * es, es);
-      }
+  block_copy(outer, shape[a], inner, l.block, src, dst, es, to_blocked);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ namespace {
 constexpr size_t kOutputBytes = 64 * 1024;  // output kept for messages
 }
 
-ProgramResult run_program(const std::vector<std::string>& argv) {
+ProgramResult run_program(const std::vector<std::string>& argv, const std::string& cwd) {
   if (argv.empty()) throw Error("run_program: empty argument vector");
   int fds[2];
   if (pipe(fds) != 0) throw Error(fmt::format("{}: pipe failed: {}", argv[0], std::strerror(errno)));
@@ -28,6 +28,7 @@ ProgramResult run_program(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
   posix_spawn_file_actions_addclose(&actions, fds[0]);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

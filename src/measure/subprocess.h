@@ -13,9 +13,9 @@ struct ProgramResult {
   bool ok() const { return exit_code == 0 && signal == 0; }
 };
 
-// Runs argv[0] (searched in PATH) with argv and waits for it. Throws Error when it cannot be
-// started (naming the program and the reason).
-ProgramResult run_program(const std::vector<std::string>& argv);
+// Runs argv[0] (searched in PATH) with argv in directory `cwd` ("" = ours) and waits for it.
+// Throws Error when it cannot be started (naming the program and the reason).
+ProgramResult run_program(const std::vector<std::string>& argv, const std::string& cwd = "");
 
 // The C++ compiler's argument vector prefix: $CXX split at spaces when set ("ccache g++"),
 // else {"c++"}.

@@ -49,6 +49,7 @@ class WorkloadCode {
   const std::string& path() const { return path_; }
   // Calls the entry point; returns Halide's status (0 = success).
   int call(void** args) const { return fn_(args); }
+  WorkloadEntryFn entry() const { return fn_; }
 
  private:
   std::string path_;            // the shared object

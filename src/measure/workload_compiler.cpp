@@ -50,7 +50,7 @@ CodeCache CodeCache::open_default(const Halide::Target& target, const std::strin
   CodeCache c;
   c.target = target;
   // The generator's source hash: code compiled by another lowering or default schedule is never reused.
-  c.dir = (fs::path(root) / (std::string(TENSORSCHED_VERSION) + "-" + TENSORSCHED_CODEGEN_HASH) / target.to_string()).string();
+  c.dir = (fs::absolute(root) / (std::string(TENSORSCHED_VERSION) + "-" + TENSORSCHED_CODEGEN_HASH) / target.to_string()).string();
   std::error_code ec;
   fs::create_directories(c.dir, ec);
   if (ec) throw Error(fmt::format("{}: cannot create the code cache directory: {}", c.dir, ec.message()));

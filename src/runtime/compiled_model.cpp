@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "lower/lower.h"
 #include "measure/workload_code.h"
 #include "schedule/default_schedule.h"
 
@@ -21,20 +22,32 @@ struct CompiledModel::Impl {
   Partition partition;
   CompileStats stats;
   std::vector<WorkloadCode> code;                // loaded code per distinct workload
-  std::map<std::string, Tensor> storage;         // activations and inputs (in their planned layouts), allocated once; weights the plan blocks, packed at load
-  std::map<std::string, Halide::Buffer<>> bufs;  // views over storage and weights
-  std::vector<std::vector<void*>> argv;          // per step: halide_buffer_t* of inputs, outputs
-  // Inputs a step's code takes packed (schedule/input_layout.h): constants are packed once here;
-  // a runtime tensor is packed before each run of the step, from `from` into `packed`.
-  struct RunPack {
-    std::string from;        // the model tensor
-    InputLayout layout;      // its layout
-    Tensor* packed;          // packed storage (in `packed`)
-  };
-  std::map<std::string, Tensor> packed;          // by "<tensor>#<layout>"
-  std::vector<std::vector<RunPack>> run_packs;   // per step
-  std::vector<double> step_seconds;              // per step, last run
+  std::vector<std::string> object_files;         // per plan function: its relocatable object
+  std::string runtime_object;                    // the Halide runtime's relocatable object
+  std::map<std::string, Tensor> packed;          // constants packed at load (by the plan or a schedule)
+  std::vector<const void*> constants;            // per plan buffer: a constant's bytes, else null
+  std::unique_ptr<plan::Executor> executor;      // runs the plan over the loaded code
 };
+
+namespace {
+
+plan::Buffer plan_buffer(const std::string& name, plan::Role role, DType dtype, const Shape& storage) {
+  const Halide::Type t = halide_type(dtype);
+  return plan::Buffer{name, role, static_cast<uint8_t>(t.code()), static_cast<uint8_t>(t.bits()), storage, 0};
+}
+
+// Lays the constants out in one blob (64-byte aligned offsets), as an artifact stores them.
+void assign_constant_offsets(plan::Plan& p) {
+  uint64_t at = 0;
+  for (auto& b : p.buffers) {
+    if (b.role != plan::Role::Constant) continue;
+    b.offset = at;
+    at = (at + b.bytes() + 63) / 64 * 64;
+  }
+  p.constant_bytes = at;
+}
+
+}  // namespace
 
 CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Impl) {
   auto t0 = std::chrono::steady_clock::now();
@@ -88,48 +101,73 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
   for (const auto& h : hashes) m.stats.tuned += h != kDefaultScheduleHash;
 
   load_halide_runtime(runtime_so);  // workload code calls into it (allocation, thread pool)
-  for (size_t i = 0; i < m.partition.workloads.size(); i++)
+  m.runtime_object = cache.runtime_object_path();
+  plan::Plan p;
+  std::vector<plan::EntryFn> entries;
+  for (size_t i = 0; i < m.partition.workloads.size(); i++) {
     m.code.emplace_back(cache, m.partition.workloads[i], hashes[i]);
+    p.functions.push_back(workload_function_name(m.partition.workloads[i], hashes[i]) + "_argv");
+    entries.push_back(m.code.back().entry());
+    m.object_files.push_back(cache.relocatable_path(m.partition.workloads[i], hashes[i]));
+  }
 
-  // Buffers: weights view the graph's constants; everything else is allocated here once.
-  auto buffer_for = [&](const std::string& name) -> Halide::Buffer<>& {
-    auto it = m.bufs.find(name);
-    if (it != m.bufs.end()) return it->second;
-    auto& info = m.graph.tensor(name);
-    Tensor* t;
-    if (info.value && !info.layout.blocked()) t = &*info.value;
-    else if (info.value) t = &m.storage.emplace(name, pack(info.layout, *info.value, fmt::format("weight '{}'", name))).first->second;
-    else t = &m.storage.emplace(name, Tensor(info.dtype, storage_shape(info.layout, info.shape))).first->second;
-    return m.bufs.emplace(name, tensor_buffer(*t, name)).first->second;
+  // Buffers: constants view the graph's values (packed ones are packed here, once); model
+  // inputs are the caller's; everything else is an activation the executor allocates.
+  std::map<std::string, int> index;
+  auto add = [&](const std::string& key, plan::Buffer b, const void* data) {
+    index[key] = static_cast<int>(p.buffers.size());
+    p.buffers.push_back(std::move(b));
+    m.constants.push_back(data);
+    return index[key];
   };
-  for (const auto& name : m.graph.inputs) buffer_for(name);
+  auto buffer_for = [&](const std::string& name) -> int {
+    if (auto it = index.find(name); it != index.end()) return it->second;
+    const TensorInfo& info = m.graph.tensor(name);
+    const Shape storage = storage_shape(info.layout, info.shape);
+    const void* data = nullptr;
+    if (info.value && info.layout.blocked())
+      data = m.packed.emplace(name, pack(info.layout, *info.value, fmt::format("weight '{}'", name))).first->second.bytes.data();
+    else if (info.value) data = info.value->bytes.data();
+    const plan::Role role = info.value ? plan::Role::Constant : plan::Role::Activation;
+    return add(name, plan_buffer(name, role, info.dtype, storage), data);
+  };
+  for (const auto& name : m.graph.inputs) {
+    const TensorInfo& info = m.graph.tensor(name);
+    p.inputs.push_back(add(name, plan_buffer(name, plan::Role::Input, info.dtype, storage_shape(info.layout, info.shape)), nullptr));
+  }
   for (const auto& step : m.partition.steps) {
-    std::vector<void*> a;
-    std::vector<Impl::RunPack> packs;
     const Workload& w = m.partition.workloads[step.workload];
+    plan::Step ps{static_cast<int>(step.workload), fmt::format("workload {} ({})", w.key_hash(), w.name), {}, {}};
     for (size_t k = 0; k < step.inputs.size(); k++) {
       const std::string& t = step.inputs[k];
       const InputLayout* l = find_layout(layouts[step.workload], w.graph.inputs[k]);
+      const int plain = buffer_for(t);
       if (!l) {
-        a.push_back(buffer_for(t).raw_buffer());
+        ps.args.push_back(plain);
         continue;
       }
+      // A schedule's packing of this input: constants once here, runtime tensors before each run.
       const std::string key = t + "#" + describe(*l);
-      auto it = m.packed.find(key);
-      if (it == m.packed.end()) {
+      if (!index.count(key)) {
         const TensorInfo& info = m.graph.tensor(t);
-        Tensor p = info.value ? pack_tensor(*l, *info.value) : Tensor(info.dtype, packed_shape(*l, info.shape));
-        it = m.packed.emplace(key, std::move(p)).first;
-        m.bufs.emplace(key, tensor_buffer(it->second, t));
-        if (!info.value) packs.push_back({t, *l, &it->second});
+        const plan::Role role = info.value ? plan::Role::Constant : plan::Role::Activation;
+        const void* data = info.value ? m.packed.emplace(key, pack_tensor(*l, *info.value)).first->second.bytes.data() : nullptr;
+        add(key, plan_buffer(key, role, info.dtype, packed_shape(*l, info.shape)), data);
+        if (!info.value)
+          ps.packs.push_back({plain, index[key], static_cast<int>(info.shape.size()) - 1 - l->dim, l->block});
       }
-      a.push_back(m.bufs.at(key).raw_buffer());
+      ps.args.push_back(index[key]);
     }
-    for (const auto& t : step.outputs) a.push_back(buffer_for(t).raw_buffer());
-    m.argv.push_back(std::move(a));
-    m.run_packs.push_back(std::move(packs));
+    for (const auto& t : step.outputs) ps.args.push_back(buffer_for(t));
+    p.steps.push_back(std::move(ps));
   }
-  for (const auto& o : m.graph.outputs) buffer_for(o);
+  for (const auto& o : m.graph.outputs) p.outputs.push_back(buffer_for(o));
+  assign_constant_offsets(p);
+  try {
+    m.executor = std::make_unique<plan::Executor>(std::move(p), std::move(entries), m.constants);
+  } catch (const std::runtime_error& e) {
+    throw Error(fmt::format("{}: {}", m.graph.path, e.what()));
+  }
   m.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -139,41 +177,44 @@ CompiledModel::~CompiledModel() = default;
 const Graph& CompiledModel::graph() const { return impl_->graph; }
 const Partition& CompiledModel::partition() const { return impl_->partition; }
 const CompileStats& CompiledModel::stats() const { return impl_->stats; }
-const std::vector<double>& CompiledModel::step_seconds() const { return impl_->step_seconds; }
+const std::vector<double>& CompiledModel::step_seconds() const { return impl_->executor->step_seconds(); }
+const plan::Plan& CompiledModel::plan() const { return impl_->executor->plan(); }
+const std::vector<const void*>& CompiledModel::constant_data() const { return impl_->constants; }
+const std::vector<std::string>& CompiledModel::object_files() const { return impl_->object_files; }
+const std::string& CompiledModel::runtime_object() const { return impl_->runtime_object; }
 
 void CompiledModel::set_threads(int threads) { set_halide_threads(threads); }
 
 std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inputs) {
   Impl& m = *impl_;
-  for (const auto& name : m.graph.inputs) {
-    auto it = inputs.find(name);
-    if (it == inputs.end()) throw Error(fmt::format("{}: no value given for input '{}'", m.graph.path, name));
-    Tensor& dst = m.storage.at(name);
-    if (it->second.shape != dst.shape || it->second.dtype != dst.dtype)
-      throw Error(fmt::format("{}: input '{}' is {} {}, the model expects {} {}", m.graph.path, name,
-                              dtype_name(it->second.dtype), shape_str(it->second.shape), dtype_name(dst.dtype),
-                              shape_str(dst.shape)));
-    std::memcpy(dst.bytes.data(), it->second.bytes.data(), dst.bytes.size());
+  const plan::Plan& p = m.executor->plan();
+  std::vector<const void*> in;
+  for (int b : p.inputs) {
+    const plan::Buffer& buf = p.buffers[b];
+    auto it = inputs.find(buf.name);
+    if (it == inputs.end()) throw Error(fmt::format("{}: no value given for input '{}'", m.graph.path, buf.name));
+    const TensorInfo& info = m.graph.tensor(buf.name);
+    if (it->second.shape != buf.shape || it->second.dtype != info.dtype)
+      throw Error(fmt::format("{}: input '{}' is {} {}, the model expects {} {}", m.graph.path, buf.name,
+                              dtype_name(it->second.dtype), shape_str(it->second.shape), dtype_name(info.dtype),
+                              shape_str(buf.shape)));
+    in.push_back(it->second.bytes.data());
   }
   for (const auto& [name, t] : inputs)
-    if (!m.storage.count(name) || m.graph.is_constant(name))
+    if (std::find(m.graph.inputs.begin(), m.graph.inputs.end(), name) == m.graph.inputs.end())
       throw Error(fmt::format("{}: '{}' is not a runtime input of the model", m.graph.path, name));
-  m.step_seconds.resize(m.partition.steps.size());
-  for (size_t s = 0; s < m.partition.steps.size(); s++) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (const auto& p : m.run_packs[s]) pack_into(p.layout, m.storage.at(p.from), *p.packed);
-    int rc = m.code[m.partition.steps[s].workload].call(m.argv[s].data());
-    m.step_seconds[s] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (rc != 0) {
-      const auto& w = m.partition.workloads[m.partition.steps[s].workload];
-      throw Error(fmt::format("{}: workload {} ({}) failed at run time (Halide error {})", m.graph.path,
-                              w.key_hash(), w.name, rc));
-    }
-  }
   std::vector<Tensor> outs;
-  for (const auto& o : m.graph.outputs) {
-    const auto& info = m.graph.tensor(o);
-    outs.push_back(info.value ? *info.value : m.storage.at(o));
+  std::vector<void*> out;
+  for (const auto& o : m.graph.outputs) outs.emplace_back(m.graph.tensor(o).dtype, m.graph.tensor(o).shape);
+  for (size_t k = 0; k < outs.size(); k++) {
+    if (outs[k].bytes.size() != p.buffers[p.outputs[k]].bytes())
+      throw Error(fmt::format("{}: output '{}' is not stored plain", m.graph.path, m.graph.outputs[k]));
+    out.push_back(outs[k].bytes.data());
+  }
+  try {
+    m.executor->run(in.data(), out.data(), true);
+  } catch (const std::runtime_error& e) {
+    throw Error(fmt::format("{}: {}", m.graph.path, e.what()));
   }
   return outs;
 }

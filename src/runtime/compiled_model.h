@@ -10,6 +10,7 @@
 
 #include "graph/workload.h"
 #include "measure/workload_compiler.h"
+#include "runtime/plan_executor.h"
 #include "schedule/schedule.h"
 
 namespace ts {
@@ -46,6 +47,14 @@ class CompiledModel {
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
   // Seconds each step took in the last run (same order as partition().steps).
   const std::vector<double>& step_seconds() const;
+
+  // What an artifact needs to run the same code (runtime/artifact.h): the execution plan (its
+  // constants laid out with offsets), per plan buffer a constant's bytes (null otherwise), per
+  // plan function its relocatable object in the code cache, and the Halide runtime's.
+  const plan::Plan& plan() const;
+  const std::vector<const void*>& constant_data() const;
+  const std::vector<std::string>& object_files() const;
+  const std::string& runtime_object() const;
 
  private:
   struct Impl;

@@ -1,0 +1,255 @@
+#include "runtime/plan_executor.h"
+
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+#include "graph/block_copy.h"
+
+namespace ts::plan {
+
+namespace {
+
+constexpr size_t kAlign = 64;  // activation alignment (a cache line, one AVX-512 vector)
+
+std::string escape(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    if (c <= ' ' || c == '%' || c >= 0x7f) out += {'%', hex[c >> 4], hex[c & 15]};
+    else out += static_cast<char>(c);
+  }
+  return out.empty() ? "%" : out;  // "%" alone: the empty string
+}
+
+std::string unescape(const std::string& s) {
+  if (s == "%") return "";
+  std::string out;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    auto digit = [&](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      throw std::runtime_error("model plan: bad escape in '" + s + "'");
+    };
+    if (i + 2 >= s.size()) digit('?');
+    out += static_cast<char>(digit(s[i + 1]) * 16 + digit(s[i + 2]));
+    i += 2;
+  }
+  return out;
+}
+
+// Reads whitespace-separated fields of one line; errors name the line.
+struct LineReader {
+  std::istringstream in;
+  size_t line;
+  template <typename T> T next(const char* what) {
+    T v;
+    if (!(in >> v)) throw std::runtime_error("model plan, line " + std::to_string(line) + ": expected " + what);
+    return v;
+  }
+  std::string name(const char* what) { return unescape(next<std::string>(what)); }
+};
+
+[[noreturn]] void fail(const std::string& why) { throw std::runtime_error("model plan: " + why); }
+
+}  // namespace
+
+int64_t Buffer::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string serialize(const Plan& p) {
+  std::ostringstream out;
+  out << "tensorsched-plan 1\n";
+  out << "constant_bytes " << p.constant_bytes << "\n";
+  for (const auto& f : p.functions) out << "function " << escape(f) << "\n";
+  for (const auto& b : p.buffers) {
+    out << "buffer " << escape(b.name) << " " << int(b.role) << " " << int(b.type_code) << " " << int(b.bits) << " "
+        << b.offset << " " << b.shape.size();
+    for (int64_t d : b.shape) out << " " << d;
+    out << "\n";
+  }
+  for (const auto& s : p.steps) {
+    out << "step " << s.function << " " << escape(s.label) << " " << s.args.size();
+    for (int a : s.args) out << " " << a;
+    out << " " << s.packs.size();
+    for (const auto& k : s.packs) out << " " << k.from << " " << k.to << " " << k.axis << " " << k.block;
+    out << "\n";
+  }
+  for (int i : p.inputs) out << "input " << i << "\n";
+  for (int o : p.outputs) out << "output " << o << "\n";
+  return out.str();
+}
+
+Plan parse(const std::string& text) {
+  Plan p;
+  std::istringstream in(text);
+  std::string line;
+  size_t n = 0;
+  bool header = false;
+  while (std::getline(in, line)) {
+    n++;
+    if (line.empty()) continue;
+    LineReader r{std::istringstream(line), n};
+    const std::string kind = r.next<std::string>("a record kind");
+    if (kind == "tensorsched-plan") {
+      if (r.next<int>("a version") != 1) fail("line " + std::to_string(n) + ": unsupported plan version");
+      header = true;
+    } else if (!header) {
+      fail("line " + std::to_string(n) + ": not a tensorsched plan (no header)");
+    } else if (kind == "constant_bytes") {
+      p.constant_bytes = r.next<uint64_t>("a byte count");
+    } else if (kind == "function") {
+      p.functions.push_back(r.name("a symbol"));
+    } else if (kind == "buffer") {
+      Buffer b;
+      b.name = r.name("a name");
+      b.role = static_cast<Role>(r.next<int>("a role"));
+      b.type_code = static_cast<uint8_t>(r.next<int>("a type code"));
+      b.bits = static_cast<uint8_t>(r.next<int>("bits"));
+      b.offset = r.next<uint64_t>("an offset");
+      b.shape.resize(r.next<size_t>("a rank"));
+      for (auto& d : b.shape) d = r.next<int64_t>("a dimension");
+      p.buffers.push_back(std::move(b));
+    } else if (kind == "step") {
+      Step s;
+      s.function = r.next<int>("a function index");
+      s.label = r.name("a label");
+      s.args.resize(r.next<size_t>("an argument count"));
+      for (auto& a : s.args) a = r.next<int>("a buffer index");
+      s.packs.resize(r.next<size_t>("a pack count"));
+      for (auto& k : s.packs) {
+        k.from = r.next<int>("a buffer index");
+        k.to = r.next<int>("a buffer index");
+        k.axis = r.next<int>("an axis");
+        k.block = r.next<int64_t>("a block");
+      }
+      p.steps.push_back(std::move(s));
+    } else if (kind == "input") {
+      p.inputs.push_back(r.next<int>("a buffer index"));
+    } else if (kind == "output") {
+      p.outputs.push_back(r.next<int>("a buffer index"));
+    } else {
+      fail("line " + std::to_string(n) + ": unknown record '" + kind + "'");
+    }
+  }
+  if (!header) fail("empty text");
+  validate(p);
+  return p;
+}
+
+void validate(const Plan& p) {
+  const int nb = static_cast<int>(p.buffers.size());
+  auto check_index = [&](int b, const std::string& where) {
+    if (b < 0 || b >= nb) fail(where + ": buffer index " + std::to_string(b) + " out of range");
+  };
+  for (const auto& b : p.buffers) {
+    for (int64_t d : b.shape)
+      if (d < 0) fail("buffer '" + b.name + "': negative dimension");
+    if (b.bits == 0 || b.bits % 8 != 0) fail("buffer '" + b.name + "': element bits " + std::to_string(b.bits));
+    if (b.role == Role::Constant && b.offset + b.bytes() > p.constant_bytes)
+      fail("buffer '" + b.name + "': constant bytes past the end of the blob");
+  }
+  for (const auto& s : p.steps) {
+    const std::string where = "step " + s.label;
+    if (s.function < 0 || s.function >= static_cast<int>(p.functions.size())) fail(where + ": function index out of range");
+    for (int a : s.args) check_index(a, where);
+    for (const auto& k : s.packs) {
+      check_index(k.from, where);
+      check_index(k.to, where);
+      const Buffer& from = p.buffers[k.from];
+      if (k.axis < 0 || k.axis >= static_cast<int>(from.shape.size()) || k.block < 1 ||
+          from.shape[k.axis] % k.block != 0 || from.bytes() != p.buffers[k.to].bytes())
+        fail(where + ": packing '" + from.name + "' does not fit '" + p.buffers[k.to].name + "'");
+    }
+  }
+  for (int i : p.inputs) {
+    check_index(i, "input");
+    if (p.buffers[i].role != Role::Input) fail("input '" + p.buffers[i].name + "' does not have the input role");
+  }
+  for (int o : p.outputs) check_index(o, "output");
+}
+
+Executor::Executor(Plan plan, std::vector<EntryFn> functions, std::vector<const void*> constants)
+    : plan_(std::move(plan)), functions_(std::move(functions)) {
+  validate(plan_);
+  if (functions_.size() != plan_.functions.size()) fail("function table size differs from the plan's");
+  for (size_t f = 0; f < functions_.size(); f++)
+    if (!functions_[f]) fail("no code for function " + plan_.functions[f]);
+  const size_t nb = plan_.buffers.size();
+  halide_buffers_.assign(nb, halide_buffer_t{});
+  dims_.resize(nb);
+  for (size_t i = 0; i < nb; i++) {
+    const Buffer& b = plan_.buffers[i];
+    halide_buffer_t& h = halide_buffers_[i];
+    h.type.code = static_cast<halide_type_code_t>(b.type_code);
+    h.type.bits = b.bits;
+    h.type.lanes = 1;
+    const int rank = static_cast<int>(b.shape.size());
+    dims_[i].resize(rank);
+    int64_t stride = 1;
+    for (int k = 0; k < rank; k++) {  // Halide's dim 0 is the innermost (last ONNX) axis
+      halide_dimension_t& d = dims_[i][k];
+      d.min = 0;
+      d.extent = static_cast<int32_t>(b.shape[rank - 1 - k]);
+      d.stride = static_cast<int32_t>(stride);
+      stride *= b.shape[rank - 1 - k];
+    }
+    h.dimensions = rank;
+    h.dim = dims_[i].data();
+    if (b.role == Role::Constant) {
+      if (i >= constants.size() || !constants[i]) fail("no bytes for constant '" + b.name + "'");
+      h.host = static_cast<uint8_t*>(const_cast<void*>(constants[i]));  // Halide never writes its inputs
+    } else if (b.role == Role::Activation) {
+      storage_.emplace_back(new uint8_t[b.bytes() + kAlign]());
+      uintptr_t p = reinterpret_cast<uintptr_t>(storage_.back().get());
+      h.host = reinterpret_cast<uint8_t*>((p + kAlign - 1) / kAlign * kAlign);
+    }
+  }
+  for (const auto& s : plan_.steps) {
+    std::vector<void*> a;
+    for (int b : s.args) a.push_back(&halide_buffers_[b]);
+    argv_.push_back(std::move(a));
+  }
+  step_seconds_.assign(plan_.steps.size(), 0);
+}
+
+Executor::~Executor() = default;
+
+void Executor::run(const void* const* inputs, void* const* outputs, bool time_steps) {
+  for (size_t i = 0; i < plan_.inputs.size(); i++) {
+    if (!inputs[i]) fail("no data for input '" + plan_.buffers[plan_.inputs[i]].name + "'");
+    halide_buffers_[plan_.inputs[i]].host = static_cast<uint8_t*>(const_cast<void*>(inputs[i]));
+  }
+  using Clock = std::chrono::steady_clock;
+  for (size_t s = 0; s < plan_.steps.size(); s++) {
+    const Step& step = plan_.steps[s];
+    const auto t0 = time_steps ? Clock::now() : Clock::time_point{};
+    for (const Pack& k : step.packs) {
+      const Buffer& from = plan_.buffers[k.from];
+      int64_t outer = 1, inner = 1;
+      for (int a = 0; a < k.axis; a++) outer *= from.shape[a];
+      for (size_t a = k.axis + 1; a < from.shape.size(); a++) inner *= from.shape[a];
+      block_copy(outer, from.shape[k.axis], inner, k.block, halide_buffers_[k.from].host, halide_buffers_[k.to].host,
+                 (from.bits + 7) / 8, true);
+    }
+    const int rc = functions_[step.function](argv_[s].data());
+    if (time_steps) step_seconds_[s] = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (rc != 0) throw std::runtime_error("step " + std::to_string(s) + " (" + step.label + ") failed at run time (Halide error " + std::to_string(rc) + ")");
+  }
+  for (size_t o = 0; o < plan_.outputs.size(); o++) {
+    const int b = plan_.outputs[o];
+    if (!outputs[o]) fail("no storage for output '" + plan_.buffers[b].name + "'");
+    std::memcpy(outputs[o], halide_buffers_[b].host, plan_.buffers[b].bytes());
+  }
+  for (int i : plan_.inputs) halide_buffers_[i].host = nullptr;  // the caller's memory is not kept
+}
+
+}  // namespace ts::plan
