@@ -1,12 +1,15 @@
 // Subcommands about one model: `info` (the imported graph) and `ops` (what tensorsched lowers).
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "graph/layout_plan.h"
+#include "graph/npy.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "lower/lower.h"
@@ -79,6 +82,19 @@ void add_model_commands(CLI::App& app) {
   auto* ops = app.add_subcommand("ops", "List the ONNX ops tensorsched lowers to Halide");
   on_command(ops, [] {
     for (const auto& op : supported_ops()) std::cout << op << "\n";
+    return 0;
+  });
+
+  auto files = std::make_shared<std::pair<std::string, std::string>>();
+  auto* convert = app.add_subcommand("convert", "Convert a tensor file between .pb (ONNX TensorProto) and .npy");
+  convert->add_option("IN", files->first, "Tensor file (.npy or .pb)")->required();
+  convert->add_option("OUT", files->second, "Tensor file to write (.npy or .pb, by extension)")->required();
+  on_command(convert, [files] {
+    Tensor t = read_tensor_file(files->first);
+    const std::string& out = files->second;
+    if (out.size() >= 4 && out.compare(out.size() - 4, 4, ".npy") == 0) write_tensor_npy(t, out);
+    else write_tensor_pb(t, std::filesystem::path(files->first).stem().string(), out);
+    std::cout << fmt::format("{} {}: {} -> {}\n", dtype_name(t.dtype), shape_str(t.shape), files->first, out);
     return 0;
   });
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "graph/npy.h"
 #include "graph/workload.h"
 #include "runtime/compiled_model.h"
 #include "runtime/conformance.h"
@@ -27,7 +28,8 @@ struct RunArgs {
   ModelArgs model;
   int iters = 10;
   int threads = 0;
-  std::vector<std::string> input_files;  // NAME=FILE.pb
+  std::vector<std::string> input_files;  // NAME=FILE.pb or NAME=FILE.npy
+  std::string output_dir;                // --output: each output as <name>.npy and <name>.pb
   std::string check_dir;
   std::string cache_dir;
   std::string db_path;                   // --db: tuning records to take the best schedule per workload from
@@ -58,10 +60,10 @@ int run_command(const RunArgs& a) {
   std::map<std::string, Tensor> inputs = random_inputs(graph, 1);
   for (const auto& spec : a.input_files) {
     auto eq = spec.find('=');
-    if (eq == std::string::npos) throw Error(fmt::format("--input '{}': expected NAME=FILE.pb", spec));
+    if (eq == std::string::npos) throw Error(fmt::format("--input '{}': expected NAME=FILE.pb or NAME=FILE.npy", spec));
     std::string name = spec.substr(0, eq);
     if (!inputs.count(name)) throw Error(fmt::format("--input '{}': the model has no runtime input '{}'", spec, name));
-    inputs[name] = read_tensor_pb(spec.substr(eq + 1));
+    inputs[name] = read_tensor_file(spec.substr(eq + 1));
   }
 
   nlohmann::json j = {{"model", graph.path},
@@ -109,6 +111,24 @@ int run_command(const RunArgs& a) {
     j["check_ok"] = check_ok;
   }
 
+  if (!a.output_dir.empty()) {
+    auto outs = model.run(inputs);
+    fs::create_directories(a.output_dir);
+    nlohmann::json files = nlohmann::json::array();
+    for (size_t k = 0; k < outs.size(); k++) {
+      const std::string& name = graph.outputs[k];
+      std::string file = name;  // a tensor name may hold characters a file name cannot
+      for (char& c : file)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+      const fs::path base = fs::path(a.output_dir) / file;
+      write_tensor_npy(outs[k], base.string() + ".npy");
+      write_tensor_pb(outs[k], name, base.string() + ".pb");
+      files.push_back({{"name", name}, {"npy", base.string() + ".npy"}, {"pb", base.string() + ".pb"}});
+      if (!a.json) std::cout << fmt::format("output '{}' {} {}: {}.npy, .pb\n", name, dtype_name(outs[k].dtype),
+                                            shape_str(outs[k].shape), base.string());
+    }
+    j["outputs"] = files;
+  }
   model.run(inputs);  // warm-up
   std::vector<double> ms;
   for (int i = 0; i < a.iters; i++) {
@@ -163,7 +183,8 @@ void add_run_commands(CLI::App& app) {
   add_model_args(run, args->model);
   run->add_option("--iters", args->iters, "Timed runs after one warm-up")->check(CLI::NonNegativeNumber);
   run->add_option("--threads", args->threads, "Halide threads (default: all cores)")->check(CLI::NonNegativeNumber);
-  run->add_option("--input", args->input_files, "Input value from a TensorProto file: NAME=FILE.pb (others random)");
+  run->add_option("--input", args->input_files, "Input value from a file: NAME=FILE.npy or NAME=FILE.pb (others random)");
+  run->add_option("--output", args->output_dir, "Write each output to DIR as <name>.npy and <name>.pb");
   run->add_option("--check", args->check_dir, "Compare with ONNX test data: DIR/test_data_set_*/{input,output}_i.pb");
   run->add_option("--cache-dir", args->cache_dir, "Compiled-code cache root (default ~/.cache/tensorsched)");
   run->add_option("--db", args->db_path, "Tuning records database: run each workload's fastest measured schedule");

@@ -21,28 +21,7 @@ namespace {
 
 using test::OnnxBuilder;
 
-Graph small_cnn() {
-  OnnxBuilder b(13);
-  b.input("x", DType::Float32, {1, 3, 12, 12})
-      .initializer("w", test::rand_f32({8, 3, 3, 3}, 1))
-      .initializer("bias", test::rand_f32({8}, 2))
-      .initializer("scale", random_tensor(DType::Float32, {8}, 3, 0.5, 1.5))
-      .initializer("beta", test::rand_f32({8}, 4))
-      .initializer("mean", test::rand_f32({8}, 5))
-      .initializer("var", random_tensor(DType::Float32, {8}, 6, 0.5, 1.5))
-      .initializer("fc", test::rand_f32({5, 8 * 6 * 6}, 7))
-      .initializer("shape", Tensor::from_i64({1, -1}, {2}))
-      .node("Conv", {"x", "w", "bias"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
-      .node("BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"bn"})
-      .node("Relu", {"bn"}, {"r"})
-      .node("MaxPool", {"r"}, {"p"}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}})
-      .node("Reshape", {"p", "shape"}, {"f"})
-      .node("Gemm", {"f", "fc"}, {"logits"}, {{"transB", int64_t{1}}})
-      .node("Softmax", {"logits"}, {"y"})
-      .output("y");
-  Graph g = test::import_model(b.save("cnn.onnx"));
-  return g;
-}
+using test::small_cnn;
 
 TEST(CompiledModel, MatchesWholeGraphJitAndCachesCode) {
   CompileOptions opts;

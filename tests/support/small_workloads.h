@@ -30,6 +30,10 @@ std::vector<Workload> zoo_workloads(const std::string& file);
 // update over r in [0, 20)) -> out = max(acc, 0); out and acc are 40 x 33, a 20 x 33, b 40 x 20.
 std::vector<Halide::Func> scaled_matmul_pipeline();
 
+// A real ONNX model (saved under temp_dir(), imported with the default passes): Conv 3->8 3x3 +
+// BatchNormalization + Relu + MaxPool 2x2 + Reshape + Gemm (transB) + Softmax on x[1,3,12,12].
+Graph small_cnn();
+
 // A valid record of schedule `s` of `w` measured at `seconds`, for RecordsDB::add.
 Record measured_record(const Workload& w, const Schedule& s, double seconds);
 

@@ -1,0 +1,113 @@
+// The plan executor: text round-trip of any names, malformed plans named by line or step, and
+// runs over real halide_buffer_t arguments: inputs by pointer, constants in place, a runtime
+// packing before its step, outputs copied, a failing step named.
+#include "runtime/plan_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace ts::plan {
+namespace {
+
+float* host(void* b) { return reinterpret_cast<float*>(static_cast<halide_buffer_t*>(b)->host); }
+int64_t count(void* b) {
+  auto* h = static_cast<halide_buffer_t*>(b);
+  int64_t n = 1;
+  for (int d = 0; d < h->dimensions; d++) n *= h->dim[d].extent;
+  return n;
+}
+
+// out = a + b (same size); args: a, b, out.
+int add_fn(void** args) {
+  for (int64_t i = 0; i < count(args[2]); i++) host(args[2])[i] = host(args[0])[i] + host(args[1])[i];
+  return 0;
+}
+// out = in copied (its Halide dims must be [4, 2] innermost first, i.e. shape [2][4]); args: in, out.
+int copy_fn(void** args) {
+  auto* in = static_cast<halide_buffer_t*>(args[0]);
+  if (in->dimensions != 2 || in->dim[0].extent != 4 || in->dim[0].stride != 1 || in->dim[1].stride != 4) return 7;
+  for (int64_t i = 0; i < count(args[1]); i++) host(args[1])[i] = host(args[0])[i];
+  return 0;
+}
+int fail_fn(void**) { return -3; }
+
+Buffer f32(const std::string& name, Role role, std::vector<int64_t> shape, uint64_t offset = 0) {
+  return Buffer{name, role, 2, 32, std::move(shape), offset};
+}
+
+// x [1, 8] (input) + c [1, 8] (constant) -> s; s packed by 4 along axis 1 -> sp [1, 2, 4];
+// copy sp -> y [1, 2, 4] (output).
+Plan two_step_plan() {
+  Plan p;
+  p.functions = {"add_argv", "copy_argv"};
+  p.buffers = {f32("x", Role::Input, {1, 8}), f32("c w/ space%", Role::Constant, {1, 8}),
+               f32("s", Role::Activation, {1, 8}), f32("s#packed", Role::Activation, {2, 4}),
+               f32("y", Role::Activation, {2, 4})};
+  p.steps = {Step{0, "add step", {0, 1, 2}, {}}, Step{1, "copy step", {3, 4}, {Pack{2, 3, 1, 4}}}};
+  p.inputs = {0};
+  p.outputs = {4};
+  p.constant_bytes = 64;
+  return p;
+}
+
+TEST(PlanExecutor, TextRoundTripsAnyName) {
+  Plan p = two_step_plan();
+  p.buffers[0].name = "in put\t%20\n";
+  p.buffers[4].name = "";
+  Plan q = parse(serialize(p));
+  EXPECT_EQ(serialize(q), serialize(p));
+  EXPECT_EQ(q.buffers[0].name, "in put\t%20\n");
+  EXPECT_EQ(q.buffers[1].name, "c w/ space%");
+  EXPECT_EQ(q.buffers[4].name, "");
+  EXPECT_EQ(q.steps[1].packs[0].block, 4);
+  EXPECT_EQ(q.steps[0].label, "add step");
+}
+
+TEST(PlanExecutor, MalformedPlansAreNamed) {
+  auto message = [](const std::string& text) {
+    try {
+      parse(text);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  EXPECT_NE(message("").find("empty"), std::string::npos);
+  EXPECT_NE(message("buffer x 0 2 32 0 0\n").find("no header"), std::string::npos);
+  EXPECT_NE(message("tensorsched-plan 1\nbuffer x 0 2 32\n").find("line 2"), std::string::npos);
+  EXPECT_NE(message("tensorsched-plan 1\nfrobnicate\n").find("unknown record"), std::string::npos);
+  Plan p = two_step_plan();
+  p.steps[0].args.push_back(9);
+  EXPECT_NE(message(serialize(p)).find("step add step: buffer index 9"), std::string::npos);
+  p = two_step_plan();
+  p.buffers[1].offset = 48;  // 32 bytes at 48 end past 64
+  EXPECT_NE(message(serialize(p)).find("past the end"), std::string::npos);
+}
+
+TEST(PlanExecutor, RunsStepsWithPackingAndNamesAFailingStep) {
+  alignas(64) float constant[16] = {10, 20, 30, 40, 50, 60, 70, 80};
+  Executor e(two_step_plan(), {add_fn, copy_fn}, {nullptr, constant, nullptr, nullptr, nullptr});
+  const float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  float y[8] = {};
+  const void* in[] = {x};
+  void* out[] = {y};
+  e.run(in, out, true);
+  // s = x + c = 11 22 ... 88; packed by 4 along axis 1 of [1, 8] it is the same bytes as [2, 4].
+  for (int i = 0; i < 8; i++) EXPECT_EQ(y[i], 11 * (i + 1)) << i;
+  EXPECT_EQ(e.step_seconds().size(), 2u);
+
+  Executor bad(two_step_plan(), {add_fn, fail_fn}, {nullptr, constant, nullptr, nullptr, nullptr});
+  try {
+    bad.run(in, out);
+    FAIL() << "expected a failure";
+  } catch (const std::runtime_error& err) {
+    EXPECT_NE(std::string(err.what()).find("copy step"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("-3"), std::string::npos) << err.what();
+  }
+  EXPECT_THROW(Executor(two_step_plan(), {add_fn}, {}), std::runtime_error);                  // no code for a function
+  EXPECT_THROW(Executor(two_step_plan(), {add_fn, copy_fn}, {nullptr}), std::runtime_error);  // no constant bytes
+}
+
+}  // namespace
+}  // namespace ts::plan
