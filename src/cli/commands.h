@@ -5,12 +5,10 @@
 
 #include <functional>
 
-#include <map>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
-#include "schedule/schedule.h"
 
 namespace ts {
 
@@ -37,10 +35,5 @@ void add_model_args(CLI::App* sub, ModelArgs& m);
 // Imports the model (graph-only models get generated weights), runs the default passes and
 // plans the layouts of its tensors (blocked by the host's float32 vector lanes unless m.layout is "plain").
 Graph load_model(const ModelArgs& m);
-
-// The fastest valid record's schedule of every workload of g that has one in the records
-// database at db_path (which must exist); why a record was passed over goes to `warnings`.
-std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
-                                                  std::vector<std::string>& warnings);
 
 }  // namespace ts

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "api/compile_model.h"
 #include "cli/commands.h"
 #include "graph/layout_plan.h"
 #include "graph/npy.h"
@@ -40,15 +41,7 @@ void add_model_args(CLI::App* sub, ModelArgs& m) {
       ->check(CLI::IsMember({"blocked", "plain"}));
 }
 
-Graph load_model(const ModelArgs& m) {
-  ImportOptions opts;
-  opts.op_supported = op_supported;
-  for (const auto& s : m.shapes) opts.shape_overrides.insert(parse_shape_override(s));
-  Graph g = import_onnx(m.path, opts);
-  run_default_passes(g);
-  if (m.layout == "blocked") plan_layouts(g, Halide::get_host_target().natural_vector_size(Halide::Float(32)));
-  return g;
-}
+Graph load_model(const ModelArgs& m) { return load_model(m.path, LoadOptions{m.shapes, m.layout}); }
 
 void add_model_commands(CLI::App& app) {
   auto info = std::make_shared<ModelArgs>();

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "api/compile_model.h"
 #include "cli/commands.h"
 #include "graph/npy.h"
 #include "graph/workload.h"
@@ -168,14 +169,6 @@ int run_command(const RunArgs& a) {
 }
 
 }  // namespace
-
-std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
-                                                  std::vector<std::string>& warnings) {
-  // RecordsDB creates a missing file; a run only reads one.
-  if (!fs::exists(db_path)) throw Error(fmt::format("{}: no such records database", db_path));
-  RecordsDB db(db_path);
-  return best_schedules(partition_graph(g), db, warnings);
-}
 
 void add_run_commands(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();

@@ -101,10 +101,10 @@ Artifact write_artifact(const CompiledModel& model, const ArtifactOptions& opts)
 
   const std::vector<std::string> cxx = cxx_command();
   std::vector<std::string> objects;
-  for (const char* src : {"src/runtime/plan_executor.cpp", "src/api/model_api.cpp", "entry.cpp"}) {
+  for (const char* src : {"src/runtime/plan_executor.cpp", "src/api/c/model_api.cpp", "entry.cpp"}) {
     const std::string obj = fs::path(src).stem().string() + ".o";
     std::vector<std::string> argv = cxx;
-    argv.insert(argv.end(), {"-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-Isrc", "-Isrc/api", "-Ihalide",
+    argv.insert(argv.end(), {"-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-Isrc", "-Isrc/api/c", "-Ihalide",
                              "-c", src, "-o", obj});
     run_step(argv, build, fmt::format("compiling {}", src));
     objects.push_back((build / obj).string());
@@ -130,7 +130,7 @@ Artifact write_artifact(const CompiledModel& model, const ArtifactOptions& opts)
     run_step(ar, build, "archiving the static library");
   }
   a.header = (out / "tensorsched_model.h").string();
-  fs::copy_file(build / "src/api/tensorsched_model.h", a.header, fs::copy_options::overwrite_existing);
+  fs::copy_file(build / "src/api/c/tensorsched_model.h", a.header, fs::copy_options::overwrite_existing);
   if (opts.constants_file) fs::copy_file(build / "constants.bin", out / "constants.bin", fs::copy_options::overwrite_existing);
 
   nlohmann::json j = opts.manifest;

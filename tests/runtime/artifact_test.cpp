@@ -9,7 +9,7 @@
 
 #include <filesystem>
 
-#include "../../src/api/tensorsched_model.h"
+#include "../../src/api/c/tensorsched_model.h"
 #include "graph/layout_plan.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"

@@ -1,0 +1,88 @@
+#include "api/compile_model.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+
+#include "graph/layout_plan.h"
+#include "graph/onnx_import.h"
+#include "graph/passes.h"
+#include "graph/workload.h"
+#include "lower/lower.h"
+#include "measure/workload_compiler.h"
+#include "runtime/compiled_model.h"
+#include "tune/records_db.h"
+#include "tune/tuner.h"
+
+namespace fs = std::filesystem;
+
+namespace ts {
+
+Graph load_model(const std::string& path, const LoadOptions& o) {
+  if (o.layout != "blocked" && o.layout != "plain")
+    throw Error(fmt::format("{}: layout '{}' is neither 'blocked' nor 'plain'", path, o.layout));
+  ImportOptions opts;
+  opts.op_supported = op_supported;
+  for (const auto& s : o.shapes) opts.shape_overrides.insert(parse_shape_override(s));
+  Graph g = import_onnx(path, opts);
+  run_default_passes(g);
+  if (o.layout == "blocked") plan_layouts(g, Halide::get_host_target().natural_vector_size(Halide::Float(32)));
+  return g;
+}
+
+std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
+                                                  std::vector<std::string>& warnings) {
+  // RecordsDB creates a missing file; reading records must not.
+  if (!fs::exists(db_path)) throw Error(fmt::format("{}: no such records database", db_path));
+  RecordsDB db(db_path);
+  return best_schedules(partition_graph(g), db, warnings);
+}
+
+CompileResult compile_model(const CompileRequest& req) {
+  if (!std::regex_match(req.name, std::regex("[A-Za-z0-9_-]+")))
+    throw Error(fmt::format("compile: library name '{}' must be letters, digits, '_' or '-'", req.name));
+  if (req.out_dir.empty()) throw Error("compile: no output directory");
+  Graph g = load_model(req.model, req.load);
+  CompileOptions copts;
+  copts.cache_root = req.cache_dir;
+  CompileResult r;
+  if (!req.db_path.empty()) copts.schedules = best_schedules_of(g, req.db_path, r.warnings);
+  CompiledModel model(std::move(g), copts);
+  const CompileStats& st = model.stats();
+  r.warnings.insert(r.warnings.end(), st.warnings.begin(), st.warnings.end());
+  r.workloads = st.workloads;
+  r.tuned = st.tuned;
+  r.steps = st.steps;
+
+  ArtifactOptions ao;
+  ao.out_dir = req.out_dir;
+  ao.name = req.name;
+  ao.static_library = req.static_library;
+  ao.constants_file = req.constants_file;
+  std::ifstream f(req.model, std::ios::binary);
+  ao.manifest = {{"model", req.model},
+                 {"model_fnv1a", fnv1a_hex(std::string(std::istreambuf_iterator<char>(f), {}))},
+                 {"layout", req.load.layout},
+                 {"shapes", req.load.shapes},
+                 {"records_db", req.db_path},
+                 {"target", Halide::get_host_target().to_string()},
+                 {"tuned_workloads", st.tuned}};
+  nlohmann::json workloads = nlohmann::json::array();
+  const Partition& p = model.partition();
+  for (size_t i = 0; i < p.workloads.size(); i++) {
+    const Workload& w = p.workloads[i];
+    const std::string& fn = model.plan().functions[i];  // "ts_<key>_<schedule hash>_argv"
+    const std::string prefix = workload_function_name(w, "");
+    workloads.push_back({{"key", w.key_hash()}, {"name", w.name}, {"count", w.count},
+                         {"schedule", fn.substr(prefix.size(), fn.size() - prefix.size() - 5)}, {"function", fn}});
+  }
+  ao.manifest["workloads"] = workloads;
+  if (!r.warnings.empty()) ao.manifest["warnings"] = r.warnings;
+  r.artifact = write_artifact(model, ao);
+  return r;
+}
+
+}  // namespace ts

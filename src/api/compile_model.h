@@ -1,0 +1,52 @@
+#pragma once
+// The user-facing entry points the `tensorsched` command and the Python module share: load a
+// model as every command sees it, pick each workload's schedule from a records database, and
+// compile a model into an artifact (runtime/artifact.h) with a manifest of what it holds.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "runtime/artifact.h"
+#include "schedule/schedule.h"
+
+namespace ts {
+
+struct LoadOptions {
+  std::vector<std::string> shapes;   // "NAME=D1,D2,..." overrides of input shapes
+  std::string layout = "blocked";    // "blocked": the layout plan (graph/layout_plan.h); "plain": as declared
+};
+
+// Imports the model (graph-only models get generated weights), runs the default passes and
+// plans tensor layouts (blocked by the host's float32 vector lanes unless layout is "plain").
+// Throws Error naming the file, node or op.
+Graph load_model(const std::string& path, const LoadOptions& opts = {});
+
+// The fastest valid record's schedule of every workload of g that has one in the records
+// database at db_path (which must exist); why a record was passed over goes to `warnings`.
+std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
+                                                  std::vector<std::string>& warnings);
+
+struct CompileRequest {
+  std::string model;                 // ONNX file
+  LoadOptions load;                  // how to load it
+  std::string out_dir;               // artifact directory
+  std::string name = "model";        // lib<name>.so: letters, digits, '_' and '-'
+  std::string db_path;               // records database ("" = default schedules only)
+  std::string cache_dir;             // code cache root ("" = default)
+  bool static_library = true;        // also lib<name>.a
+  bool constants_file = false;       // also constants.bin
+};
+
+struct CompileResult {
+  Artifact artifact;                 // the files written and the manifest
+  int workloads = 0;                 // distinct workloads
+  int tuned = 0;                     // of them, running a tuned schedule from the database
+  int steps = 0;                     // workload calls per inference
+  std::vector<std::string> warnings; // records passed over, tuned schedules that did not compile
+};
+
+// Loads, compiles (with the database's best schedules) and writes the artifact.
+CompileResult compile_model(const CompileRequest& req);
+
+}  // namespace ts
