@@ -10,6 +10,7 @@ PACKAGES=(
   libsqlite3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libxgboost-dev
+  pybind11-dev python3-dev  # the Python module
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-matplotlib
   libopenblas0-pthread  # PyTorch baselines: Debian's torch uses whichever libblas.so.3 is installed
 )
