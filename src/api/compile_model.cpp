@@ -34,10 +34,11 @@ Graph load_model(const std::string& path, const LoadOptions& o) {
 }
 
 std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
-                                                  std::vector<std::string>& warnings) {
+                                                  std::vector<std::string>& warnings, bool allow_foreign) {
   // RecordsDB creates a missing file; reading records must not.
   if (!fs::exists(db_path)) throw Error(fmt::format("{}: no such records database", db_path));
   RecordsDB db(db_path);
+  db.set_allow_foreign(allow_foreign);
   return best_schedules(partition_graph(g), db, warnings);
 }
 
@@ -49,7 +50,7 @@ CompileResult compile_model(const CompileRequest& req) {
   CompileOptions copts;
   copts.cache_root = req.cache_dir;
   CompileResult r;
-  if (!req.db_path.empty()) copts.schedules = best_schedules_of(g, req.db_path, r.warnings);
+  if (!req.db_path.empty()) copts.schedules = best_schedules_of(g, req.db_path, r.warnings, req.allow_foreign_records);
   CompiledModel model(std::move(g), copts);
   const CompileStats& st = model.stats();
   r.warnings.insert(r.warnings.end(), st.warnings.begin(), st.warnings.end());

@@ -23,9 +23,11 @@ struct LoadOptions {
 Graph load_model(const std::string& path, const LoadOptions& opts = {});
 
 // The fastest valid record's schedule of every workload of g that has one in the records
-// database at db_path (which must exist); why a record was passed over goes to `warnings`.
+// database at db_path (which must exist), of this machine and build unless allow_foreign; why a
+// record was passed over (and how many foreign ones were) goes to `warnings`. The default's own
+// record is not a tuned schedule.
 std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
-                                                  std::vector<std::string>& warnings);
+                                                  std::vector<std::string>& warnings, bool allow_foreign = false);
 
 struct CompileRequest {
   std::string model;                 // ONNX file
@@ -34,6 +36,7 @@ struct CompileRequest {
   std::string name = "model";        // lib<name>.so: letters, digits, '_' and '-'
   std::string db_path;               // records database ("" = default schedules only)
   std::string cache_dir;             // code cache root ("" = default)
+  bool allow_foreign_records = false;  // use records of other machines and builds too
   bool static_library = true;        // also lib<name>.a
   bool constants_file = false;       // also constants.bin
 };

@@ -1,6 +1,7 @@
 // `tensorsched compile MODEL -o DIR`: the model with the best schedule known per workload
 // (records of --db, else the default rule) as a self-contained library (api/compile_model.h).
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <iostream>
@@ -36,7 +37,7 @@ int compile_command(CompileArgs a) {
               << "\n";
     return 0;
   }
-  for (const auto& w : r.warnings) std::cerr << "tensorsched: warning: " << w << "\n";
+  for (const auto& w : r.warnings) spdlog::warn("{}", w);
   std::cout << fmt::format("{}: {} workloads ({} tuned, {} default), {} steps\n", a.model.path, r.workloads, r.tuned,
                            r.workloads - r.tuned, r.steps);
   std::cout << fmt::format("wrote {} ({:.1f} MB)\n", art.shared_library, fs::file_size(art.shared_library) / 1e6);
@@ -55,6 +56,8 @@ void add_compile_command(CLI::App& app) {
   sub->add_option("--name", args->req.name, "Library name: lib<NAME>.so, lib<NAME>.a")->capture_default_str();
   sub->add_option("--db", args->req.db_path, "Tuning records database: each workload's fastest measured schedule");
   sub->add_option("--cache-dir", args->req.cache_dir, "Compiled-code cache root (default ~/.cache/tensorsched)");
+  sub->add_flag("--allow-foreign-records", args->req.allow_foreign_records,
+                "Also use records measured on another machine or by another build");
   sub->add_flag("--no-static", args->no_static, "Do not write the static library");
   sub->add_flag("--constants-file", args->req.constants_file, "Also write constants.bin (for ts_model_create(path))");
   sub->add_flag("--json", args->json, "One JSON object");

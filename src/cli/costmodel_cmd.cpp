@@ -2,6 +2,7 @@
 // database on workloads it has not seen (leave-workloads-out cross validation), and optionally
 // train it on every record and save it.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -102,8 +103,8 @@ int eval_command(const EvalArgs& a) {
   if (a.folds == 1) throw Error("costmodel eval: --folds must be 0 (no evaluation) or at least 2");
   if (a.folds == 0 && a.save.empty()) throw Error("costmodel eval: --folds 0 evaluates nothing; add --save PATH");
   if (d.features_version != kFeaturesVersion)
-    std::cerr << fmt::format("tensorsched: warning: {}: features version {} (this tensorsched extracts version {})\n",
-                             a.db, d.features_version, kFeaturesVersion);
+    spdlog::warn("{}: features version {} (this tensorsched extracts version {})", a.db, d.features_version,
+                 kFeaturesVersion);
 
   const size_t k = std::min(static_cast<size_t>(std::max(a.folds, 0)), keys.size());
   std::shuffle(keys.begin(), keys.end(), std::mt19937_64(a.seed));

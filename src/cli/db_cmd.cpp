@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "graph/error.h"
@@ -45,10 +46,27 @@ int import_command(const DbArgs& a) {
   return 0;
 }
 
+// One line per machine fingerprint: which CPU, cores, build, and how many records.
+int machines_command(const std::string& path, bool json_out) {
+  RecordsDB db(path);
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& m : db.machines()) {
+    nlohmann::json fp = nlohmann::json::parse(m.machine, nullptr, false);
+    if (fp.is_discarded() || !fp.is_object()) fp = nlohmann::json::object();
+    all.push_back({{"machine", fp}, {"records", m.records}, {"this_machine", m.this_one}});
+    if (!json_out)
+      std::cout << fmt::format("{:>7} records  {}{}, {} cores, tensorsched {}, code generator {}\n", m.records,
+                               m.this_one ? "[this machine] " : "", fp.value("cpu", "?"), fp.value("cores", 0),
+                               fp.value("tensorsched_version", "?"), fp.value("code_generator", "(none recorded)"));
+  }
+  if (json_out) std::cout << all.dump() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 void add_db_commands(CLI::App& app) {
-  auto* db = app.add_subcommand("db", "Tuning records database: export or import records as JSONL");
+  auto* db = app.add_subcommand("db", "Tuning records database: export, import, machines");
   db->require_subcommand(1);
   auto ex = std::make_shared<DbArgs>(), im = std::make_shared<DbArgs>();
   auto* e = db->add_subcommand("export", "Write every record as one JSON object per line");
@@ -59,6 +77,12 @@ void add_db_commands(CLI::App& app) {
   i->add_option("--db", im->db, "Records database (SQLite), created if absent")->required();
   i->add_option("--jsonl", im->jsonl, "Input file, - for stdin")->required();
   on_command(i, [im] { return import_command(*im); });
+  auto mdb = std::make_shared<std::string>();
+  auto mjson = std::make_shared<bool>(false);
+  auto* m = db->add_subcommand("machines", "The machines and builds the records were measured on, with counts");
+  m->add_option("--db", *mdb, "Records database (SQLite)")->required()->check(CLI::ExistingFile);
+  m->add_flag("--json", *mjson, "One JSON array");
+  on_command(m, [mdb, mjson] { return machines_command(*mdb, *mjson); });
 }
 
 }  // namespace ts

@@ -3,19 +3,45 @@
 #include <fmt/format.h>
 
 #include <Halide.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "graph/error.h"
+#include "measure/workload_compiler.h"
+
+namespace {
+
+// Log lines go to stderr as "tensorsched: <level>: <text>"; the level comes from
+// $TENSORSCHED_LOG (trace, debug, info, warn, error, off), else --verbose / --quiet, else info.
+void set_up_logging(bool quiet, bool verbose) {
+  auto logger = spdlog::stderr_color_mt("tensorsched");
+  logger->set_pattern("tensorsched: %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::level::level_enum level = quiet ? spdlog::level::warn : verbose ? spdlog::level::debug : spdlog::level::info;
+  if (const char* env = std::getenv("TENSORSCHED_LOG"); env && *env) level = spdlog::level::from_str(env);
+  spdlog::set_level(level);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tensorsched: an auto-scheduler for deep neural networks (ONNX -> Halide)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("tensorsched ") + TENSORSCHED_VERSION);
+  app.set_version_flag("--version", fmt::format("tensorsched {} (build {}: version and code generator hash)",
+                                               TENSORSCHED_VERSION, ts::code_cache_build_dir()));
+  bool quiet = false, verbose = false;
+  app.add_flag("-q,--quiet", quiet, "Log warnings and errors only");
+  app.add_flag("-v,--verbose", verbose, "Log debug detail too ($TENSORSCHED_LOG=trace|debug|info|warn|error|off overrides)");
+  app.fallthrough();  // --quiet / --verbose after the subcommand too
   ts::add_conformance_command(app);
   ts::add_model_commands(app);
   ts::add_run_commands(app);
   ts::add_compile_command(app);
+  ts::add_cache_command(app);
   ts::add_db_commands(app);
   ts::add_space_command(app);
   ts::add_tune_command(app);
@@ -26,6 +52,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  set_up_logging(quiet, verbose);
   try {
     return ts::run_selected_command(app);
   } catch (const ts::Error& e) {

@@ -1,6 +1,7 @@
 // `tensorsched workloads MODEL` (the partition) and `tensorsched run MODEL` (compile, run,
 // time, check against ONNX test data).
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +37,7 @@ struct RunArgs {
   std::string db_path;                   // --db: tuning records to take the best schedule per workload from
   bool json = false;
   bool profile = false;
+  bool allow_foreign = false;            // --allow-foreign-records
 };
 
 std::map<std::string, Tensor> inputs_from_set(const Graph& g, const std::string& set) {
@@ -52,7 +54,7 @@ int run_command(const RunArgs& a) {
   CompileOptions copts;
   copts.cache_root = a.cache_dir;
   std::vector<std::string> db_warnings;
-  if (!a.db_path.empty()) copts.schedules = best_schedules_of(g, a.db_path, db_warnings);
+  if (!a.db_path.empty()) copts.schedules = best_schedules_of(g, a.db_path, db_warnings, a.allow_foreign);
   CompiledModel model(std::move(g), copts);
   const Graph& graph = model.graph();
   if (a.threads > 0) model.set_threads(a.threads);
@@ -82,7 +84,7 @@ int run_command(const RunArgs& a) {
                              st.workloads, st.steps, st.compiled, st.cache_hits, st.seconds);
     if (!a.db_path.empty())
       std::cout << fmt::format("tuned schedules: {} of {} workloads ({})\n", st.tuned, st.workloads, a.db_path);
-    for (const auto& w : warnings) std::cerr << "tensorsched: warning: " << w << "\n";
+    for (const auto& w : warnings) spdlog::warn("{}", w);
   }
 
   bool check_ok = true;
@@ -181,6 +183,8 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--check", args->check_dir, "Compare with ONNX test data: DIR/test_data_set_*/{input,output}_i.pb");
   run->add_option("--cache-dir", args->cache_dir, "Compiled-code cache root (default ~/.cache/tensorsched)");
   run->add_option("--db", args->db_path, "Tuning records database: run each workload's fastest measured schedule");
+  run->add_flag("--allow-foreign-records", args->allow_foreign,
+                 "With --db: also use records measured on another machine or by another build");
   run->add_flag("--json", args->json, "One JSON object");
   run->add_flag("--profile", args->profile, "Time per workload in the last run");
   on_command(run, [args] { return run_command(*args); });

@@ -1,6 +1,7 @@
 // `tensorsched tune MODEL --db FILE`: tune every workload with a search policy, record every
 // measurement, and compare the model end to end with its best schedules vs the defaults.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -30,6 +31,7 @@ struct TuneArgs {
   bool transfer = false;        // gbt-sa with a global model on the database's other workloads
   std::vector<std::string> workloads;  // key hashes to tune (empty = all)
   std::string sampling = "sketch";  // ScheduleSpace sampling
+  bool allow_foreign = false;       // resume from and transfer with other machines' records
 };
 
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -43,6 +45,11 @@ int tune_command(const TuneArgs& a) {
   if ((a.trials > 0) == (a.seconds > 0)) throw Error("tune: give exactly one budget, --trials N or --time SECONDS");
   Graph g = load_model(a.model);
   RecordsDB db(a.db_path);
+  db.set_allow_foreign(a.allow_foreign);
+  if (!a.allow_foreign && db.foreign_count() > 0 && !a.json)
+    spdlog::warn("{}: {} records were measured on another machine or by another build; they are neither resumed nor "
+                 "used for transfer (--allow-foreign-records)",
+                 a.db_path, db.foreign_count());
   GbtSaOptions gbt = a.gbt;
   if (a.transfer) {
     if (a.policy != "gbt-sa") throw Error(fmt::format("tune: --transfer needs --policy gbt-sa (not '{}')", a.policy));
@@ -74,7 +81,9 @@ int tune_command(const TuneArgs& a) {
   for (const auto& t : s.tasks)
     tasks.push_back({{"key", t.key_hash}, {"name", t.name}, {"count", t.count}, {"default_ms", t.default_s * 1e3},
                      {"best_ms", t.best_s * 1e3}, {"best_policy", t.best_policy}, {"trials", t.trials},
-                     {"measured_now", t.measured_now}, {"errors", t.errors}, {"error", t.error}});
+                     {"measured_now", t.measured_now}, {"errors", t.errors}, {"error", t.error},
+                     {"confirmed", t.confirmed}, {"faster", t.faster}, {"default_noise", t.default_noise},
+                     {"best_noise", t.best_noise}});
   const double ratio = s.e2e_tuned_s > 0 ? s.e2e_default_s / s.e2e_tuned_s : 0;
   nlohmann::json j = {{"model", g.path}, {"db", a.db_path}, {"policy", s.policy}, {"tasks", tasks},
                       {"measured_now", s.measured_now}, {"seconds", s.seconds}, {"tuned_workloads", s.tuned_workloads},
@@ -84,18 +93,23 @@ int tune_command(const TuneArgs& a) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("{:<16} {:<24} {:>5} {:>11} {:>11} {:>7} {:>7}  {}\n", "workload", "name", "count", "default ms",
-                           "best ms", "speedup", "trials", "errors");
+  std::cout << fmt::format("{:<16} {:<24} {:>5} {:>11} {:>11} {:>7} {:>6} {:>7}  {}\n", "workload", "name", "count",
+                           "default ms", "best ms", "speedup", "noise", "trials", "errors");
   for (const auto& t : s.tasks) {
     std::string errs;
     for (const auto& [k, n] : t.errors) errs += fmt::format("{}{} {}", errs.empty() ? "" : ", ", n, k);
     if (t.error == "not selected") continue;
     if (!t.error.empty()) errs = "not tuned: " + t.error;
-    std::cout << fmt::format("{:<16} {:<24} {:>5} {:>11} {:>11} {:>7.2f} {:>7}  {}\n", t.key_hash, t.name.substr(0, 24),
-                             t.count, ms(t.default_s), ms(t.best_s), t.best_s > 0 ? t.default_s / t.best_s : 0.0, t.trials,
-                             errs);
+    // A winner not re-measured is marked "?"; noise above 20% is flagged.
+    const double noise = std::max(t.default_noise, t.best_noise);
+    if (!t.confirmed && t.best_s > 0 && t.best_s < t.default_s) errs = "unconfirmed" + (errs.empty() ? "" : ", " + errs);
+    if (noise > 0.2) errs = "noisy" + (errs.empty() ? "" : ", " + errs);
+    std::cout << fmt::format("{:<16} {:<24} {:>5} {:>11} {:>11} {:>7.2f} {:>5.0f}% {:>7}  {}\n", t.key_hash,
+                             t.name.substr(0, 24), t.count, ms(t.default_s), ms(t.best_s),
+                             t.best_s > 0 ? t.default_s / t.best_s : 0.0, noise * 100, t.trials, errs);
   }
-  std::cout << fmt::format("{}: policy {}, measured {} schedules in {}; {} of {} workloads beat the default\n", g.path,
+  std::cout << fmt::format("{}: policy {}, measured {} schedules in {}; {} of {} workloads beat the default "
+                           "(re-measured against it, interleaved)\n", g.path,
                            s.policy, s.measured_now, duration(s.seconds), s.tuned_workloads, s.tasks.size());
   if (s.e2e_tuned_s > 0)
     std::cout << fmt::format("end to end (median of {} runs, same process): default {} ms, tuned {} ms, speedup {:.3f}x\n",
@@ -120,6 +134,8 @@ void add_tune_command(CLI::App& app) {
   sub->add_option("--jobs", a->jobs, "Parallel compiles (0 = hardware threads)");
   sub->add_option("--e2e-iters", a->e2e_iters, "End-to-end runs of each model version in the summary (0 = skip)");
   sub->add_option("--cache-dir", a->cache_dir, "Code cache root");
+  sub->add_flag("--allow-foreign-records", a->allow_foreign,
+                "Resume from and transfer with records of other machines and builds too");
   sub->add_flag("--json", a->json, "Print the summary as JSON");
   sub->add_option("--workloads", a->workloads, "Tune only these workloads (key hashes, see `tensorsched workloads`)")
       ->delimiter(',');

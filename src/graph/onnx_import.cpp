@@ -1,6 +1,7 @@
 #include "graph/onnx_import.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -225,8 +226,8 @@ class Importer {
       generated++;
     }
     if (generated && !opts_.quiet)
-      std::cerr << fmt::format("notice: {} has no weights; generated deterministic random values for {} "
-                               "parameter inputs (seed {})\n", path_, generated, opts_.weight_seed);
+      spdlog::info("{} has no weights; generated deterministic random values for {} parameter inputs (seed {})", path_,
+                   generated, opts_.weight_seed);
   }
 
   void infer_shapes() {

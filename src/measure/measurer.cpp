@@ -278,4 +278,43 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
   return results;
 }
 
+Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, int rounds) {
+  Impl& m = *impl_;
+  Remeasurement out;
+  out.default_result.schedule_hash = kDefaultScheduleHash;
+  out.candidate.schedule_hash = s.hash();
+  const std::string& hash = out.candidate.schedule_hash;
+  const std::vector<std::string> code = {m.cache.object_path(w_, hash), m.cache.relocatable_path(w_, hash)};
+  const bool created = !fs::exists(code[0]) && hash != kDefaultScheduleHash;
+  CompileOutcome compiled = m.compile({{&w_, schedule_fn(s), hash, s.layouts}}, opts_)[0];
+  if (!compiled.error.empty()) {
+    out.candidate.error_kind = "compile_error";
+    out.candidate.error_message = compiled.error;
+    return out;
+  }
+  for (int r = 0; r < rounds && out.candidate.valid() && out.default_result.valid(); r++)
+    for (int k = 0; k < 2; k++) {
+      const bool candidate = (k == 0) == (r % 2 == 1);  // default first in even rounds
+      MeasureResult& into = candidate ? out.candidate : out.default_result;
+      MeasureResult x = candidate ? m.run(w_, hash, s.layouts, opts_, InjectedFault::None, nullptr)
+                                  : m.run(w_, kDefaultScheduleHash, {}, opts_, InjectedFault::None, nullptr);
+      if (!x.valid()) {
+        x.schedule_hash = into.schedule_hash;
+        into = x;
+        break;
+      }
+      into.times.insert(into.times.end(), x.times.begin(), x.times.end());
+    }
+  for (MeasureResult* r : {&out.default_result, &out.candidate}) {
+    if (!r->valid()) r->times.clear();
+    summarize_times(*r);
+  }
+  if (created && !opts_.keep_code)
+    for (const auto& f : code) {
+      std::error_code ec;
+      fs::remove(f, ec);
+    }
+  return out;
+}
+
 }  // namespace ts

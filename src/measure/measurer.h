@@ -72,6 +72,16 @@ class Measurer {
   // Measures a batch; results in the batch's order.
   std::vector<MeasureResult> measure_batch(const std::vector<Schedule>& batch);
 
+  // A winner re-measured against the default before it is reported or used: `rounds` rounds,
+  // each running the default and `s` (compiled once) in fresh workers, alternating which goes
+  // first, so that both see the same machine state; each result pools the times of its rounds
+  // (its noise says how much they agree). A failure of `s` (any error kind) ends the rounds.
+  struct Remeasurement {
+    MeasureResult default_result;    // the default's pooled times (schedule_hash kDefaultScheduleHash)
+    MeasureResult candidate;         // the candidate's
+  };
+  Remeasurement remeasure_against_default(const Schedule& s, int rounds);
+
  private:
   struct Impl;
   Workload w_;

@@ -40,17 +40,21 @@ constexpr size_t kMessageChars = 2000;  // compiler / Halide text kept in an err
 
 }  // namespace
 
+std::string code_cache_root(const std::string& root) {
+  if (!root.empty()) return fs::absolute(root).string();
+  if (const char* d = std::getenv("TENSORSCHED_CACHE_DIR"); d && *d) return fs::absolute(d).string();
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fmt::format("{}/tensorsched", x);
+  return fmt::format("{}/.cache/tensorsched", std::getenv("HOME") ? std::getenv("HOME") : "/tmp");
+}
+
+std::string code_cache_build_dir() { return std::string(TENSORSCHED_VERSION) + "-" + TENSORSCHED_CODEGEN_HASH; }
+
 CodeCache CodeCache::open_default(const Halide::Target& target, const std::string& root_in) {
-  std::string root = root_in;
-  if (root.empty()) {
-    if (const char* d = std::getenv("TENSORSCHED_CACHE_DIR"); d && *d) root = d;
-    else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) root = fmt::format("{}/tensorsched", x);
-    else root = fmt::format("{}/.cache/tensorsched", std::getenv("HOME") ? std::getenv("HOME") : "/tmp");
-  }
+  const std::string root = code_cache_root(root_in);
   CodeCache c;
   c.target = target;
   // The generator's source hash: code compiled by another lowering or default schedule is never reused.
-  c.dir = (fs::absolute(root) / (std::string(TENSORSCHED_VERSION) + "-" + TENSORSCHED_CODEGEN_HASH) / target.to_string()).string();
+  c.dir = (fs::path(root) / code_cache_build_dir() / target.to_string()).string();
   std::error_code ec;
   fs::create_directories(c.dir, ec);
   if (ec) throw Error(fmt::format("{}: cannot create the code cache directory: {}", c.dir, ec.message()));

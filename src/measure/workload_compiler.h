@@ -16,6 +16,12 @@
 namespace ts {
 
 
+// The code cache root: `root` when given, else $TENSORSCHED_CACHE_DIR, else
+// $XDG_CACHE_HOME/tensorsched, else ~/.cache/tensorsched (absolute).
+std::string code_cache_root(const std::string& root = "");
+// This build's folder under the root: "<tensorsched version>-<code generator source hash>".
+std::string code_cache_build_dir();
+
 struct CodeCache {
   std::string dir;          // <root>/<tensorsched version>-<code generator source hash>/<target string>
   Halide::Target target;    // what the code is compiled for

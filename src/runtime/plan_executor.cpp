@@ -153,7 +153,8 @@ void validate(const Plan& p) {
   for (const auto& b : p.buffers) {
     for (int64_t d : b.shape)
       if (d < 0) fail("buffer '" + b.name + "': negative dimension");
-    if (b.bits == 0 || b.bits % 8 != 0) fail("buffer '" + b.name + "': element bits " + std::to_string(b.bits));
+    if (b.bits == 0 || (b.bits % 8 != 0 && b.bits != 1))  // bool: 1 bit, stored in a byte
+      fail("buffer '" + b.name + "': element bits " + std::to_string(b.bits));
     if (b.role == Role::Constant && b.offset + b.bytes() > p.constant_bytes)
       fail("buffer '" + b.name + "': constant bytes past the end of the blob");
   }

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "codegen_hash.h"
 #include "graph/error.h"
 #include "graph/workload.h"
 
@@ -307,17 +308,33 @@ const json& machine_fingerprint() {
     std::istringstream in(flags);
     for (std::string flag; in >> flag;)
       if (wanted.count(flag) || flag.rfind("amx", 0) == 0) isa.insert(flag);
+    // Cache sizes as the kernel reports them ("48K"), by level and type.
+    json caches = json::object();
+    for (int i = 0; i < 8; i++) {
+      const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
+      auto read = [&](const char* f) {
+        std::ifstream in(dir + f);
+        std::string v;
+        std::getline(in, v);
+        return v;
+      };
+      const std::string level = read("level"), type = read("type"), size = read("size");
+      if (level.empty()) break;
+      caches[fmt::format("L{}{}", level, type == "Data" ? "d" : type == "Instruction" ? "i" : "")] = size;
+    }
     return json{{"cpu", cpu},
                 {"cores", std::thread::hardware_concurrency()},
                 {"isa", isa},
-                {"tensorsched_version", TENSORSCHED_VERSION}};
+                {"caches", caches},
+                {"tensorsched_version", TENSORSCHED_VERSION},
+                {"code_generator", TENSORSCHED_CODEGEN_HASH}};
   }();
   return fp;
 }
 
 void RecordsDB::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 
-RecordsDB::RecordsDB(std::string path) : path_(std::move(path)) {
+RecordsDB::RecordsDB(std::string path) : path_(std::move(path)), this_machine_(dump(machine_fingerprint())) {
   std::error_code ec;
   bool exists = fs::exists(path_, ec);
   if (exists && !fs::is_regular_file(path_, ec)) throw not_ours(path_, "not a regular file");
@@ -449,8 +466,16 @@ void RecordsDB::add(const std::vector<Record>& batch) {
   txn.commit();
 }
 
-std::vector<Record> RecordsDB::query(const std::string& where, const std::vector<std::string>& args) const {
-  Stmt s(db_.get(), path_, (std::string(kSelectRecords) + where).c_str());
+std::vector<Record> RecordsDB::query(const std::string& where, std::vector<std::string> args) const {
+  // The machine filter binds after the caller's parameters, before any ORDER BY.
+  std::string sql = std::string(kSelectRecords) + where;
+  if (!allow_foreign_) {
+    args.push_back(this_machine_);
+    const std::string clause = fmt::format(" AND m.machine = ?{} ", args.size());
+    const size_t order = sql.find("ORDER BY");
+    sql.insert(order == std::string::npos ? sql.size() : order, clause);
+  }
+  Stmt s(db_.get(), path_, sql.c_str());
   for (size_t i = 0; i < args.size(); ++i) s.bind(static_cast<int>(i + 1), args[i]);
   std::vector<Record> out;
   while (s.step()) out.push_back(read_record(s));
@@ -459,15 +484,11 @@ std::vector<Record> RecordsDB::query(const std::string& where, const std::vector
 
 std::vector<Record> RecordsDB::best(const std::string& exact_key, size_t n) const {
   std::lock_guard lock(mu_);
-  Stmt s(db_.get(), path_,
-         (std::string(kSelectRecords) +
-          "WHERE m.workload_key = ?1 AND m.error_kind = '' AND m.median IS NOT NULL ORDER BY m.median, m.id")
-             .c_str());
-  s.bind(1, exact_key);
   std::vector<Record> out;
   std::set<std::string> seen;  // a schedule measured twice takes one slot, with its best time
-  while (out.size() < n && s.step()) {
-    Record r = read_record(s);
+  for (Record& r : query("WHERE m.workload_key = ?1 AND m.error_kind = '' AND m.median IS NOT NULL ORDER BY m.median, m.id",
+                         {exact_key})) {
+    if (out.size() >= n) break;
     if (seen.insert(r.schedule_hash).second) out.push_back(std::move(r));
   }
   return out;
@@ -485,9 +506,26 @@ std::vector<Record> RecordsDB::records_of_class(const std::string& class_key) co
 
 bool RecordsDB::has(const std::string& exact_key, const std::string& schedule_hash) const {
   std::lock_guard lock(mu_);
-  Stmt s(db_.get(), path_, "SELECT 1 FROM measurements WHERE workload_key = ?1 AND schedule_hash = ?2 LIMIT 1");
-  s.bind(1, exact_key).bind(2, schedule_hash);
+  Stmt s(db_.get(), path_,
+         "SELECT 1 FROM measurements WHERE workload_key = ?1 AND schedule_hash = ?2 AND (?3 OR machine = ?4) LIMIT 1");
+  s.bind(1, exact_key).bind(2, schedule_hash).bind(3, int64_t{allow_foreign_}).bind(4, this_machine_);
   return s.step();
+}
+
+std::vector<RecordsDB::MachineRecords> RecordsDB::machines() const {
+  std::lock_guard lock(mu_);
+  Stmt s(db_.get(), path_, "SELECT machine, count(*) FROM measurements GROUP BY machine ORDER BY min(id)");
+  std::vector<MachineRecords> out;
+  while (s.step()) out.push_back({s.text(0), s.integer(1), s.text(0) == this_machine_});
+  return out;
+}
+
+int64_t RecordsDB::foreign_count(const std::string& exact_key) const {
+  std::lock_guard lock(mu_);
+  Stmt s(db_.get(), path_, "SELECT count(*) FROM measurements WHERE machine != ?1 AND (?2 = '' OR workload_key = ?2)");
+  s.bind(1, this_machine_).bind(2, exact_key);
+  s.step();
+  return s.integer(0);
 }
 
 int64_t RecordsDB::count() const {

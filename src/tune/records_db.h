@@ -58,8 +58,9 @@ struct Record {
   bool valid() const { return error_kind.empty(); }
 };
 
-// This machine as a JSON object: {"cpu", "cores", "isa": [flags of interest], "tensorsched_version"}.
-// Times are only comparable between records with the same fingerprint.
+// This machine and this build as a JSON object: {"cpu", "cores", "isa": [flags of interest],
+// "caches": {"L1d": "48K", ...}, "tensorsched_version", "code_generator": hash of the code
+// generator's sources}. Times are only comparable between records with the same fingerprint.
 const nlohmann::json& machine_fingerprint();
 
 // Not copyable; all methods may be called from several threads (they take a lock).
@@ -77,6 +78,22 @@ class RecordsDB {
   RecordsDB& operator=(const RecordsDB&) = delete;
 
   const std::string& path() const { return path_; }
+
+  // Which records the queries below (best, records, records_of_class, has) see: by default only
+  // those of this machine and build (machine_fingerprint() equal), so that run, compile, resume
+  // and transfer never act on times measured elsewhere; every record once allowed. export_jsonl,
+  // count, workloads and machines always see all.
+  void set_allow_foreign(bool allow) { allow_foreign_ = allow; }
+  bool allows_foreign() const { return allow_foreign_; }
+  // Records of another machine or build (of one workload, or of all when exact_key is "").
+  int64_t foreign_count(const std::string& exact_key = "") const;
+  struct MachineRecords {
+    std::string machine;   // the fingerprint as stored (JSON)
+    int64_t records = 0;   // how many records carry it
+    bool this_one = false; // whether it is this machine and build
+  };
+  // Every fingerprint in the database, in order of first record.
+  std::vector<MachineRecords> machines() const;
 
   // Commits one record and returns its id. Throws ts::Error for an invalid record (empty key or
   // hash, schedule that is not JSON, negative or non-finite time, unknown error kind, valid
@@ -113,10 +130,13 @@ class RecordsDB {
   void create_or_attach();
   void check_meta();
   int64_t insert(const Record& r);
-  std::vector<Record> query(const std::string& where, const std::vector<std::string>& args) const;
+  // Records matching `where` (binding `args` as ?1...), this machine's only unless allow_foreign_.
+  std::vector<Record> query(const std::string& where, std::vector<std::string> args) const;
 
   std::string path_;
   std::unique_ptr<sqlite3, Closer> db_;
+  std::string this_machine_;      // dump(machine_fingerprint()), as add() stores it
+  bool allow_foreign_ = false;    // queries see every machine's records
   mutable std::mutex mu_;
 };
 

@@ -59,7 +59,36 @@ struct Task {
 };
 
 
+// Re-measures the task's fastest record against the default (Measurer::remeasure_against_default)
+// and records both as kConfirmPolicy, unless the default is the fastest already.
+void confirm_winner(Task& t, RecordsDB& db, const Schedule& def, int rounds) {
+  if (rounds <= 0 || !t.measurer) return;
+  auto best = db.best(t.w->exact_key, 1);
+  if (best.empty() || best[0].schedule_hash == def.hash()) return;
+  Schedule winner;
+  try {
+    winner = Schedule::from_json(best[0].schedule_json);
+  } catch (const Error&) {
+    return;  // best_schedules skips it with a warning
+  }
+  Measurer::Remeasurement rm = t.measurer->remeasure_against_default(winner, rounds);
+  db.add({make_record(*t.w, def, rm.default_result, kConfirmPolicy),
+          make_record(*t.w, winner, rm.candidate, kConfirmPolicy, t.features.get())});
+}
+
 }  // namespace
+
+std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key) {
+  const std::string def = default_schedule_recipe().hash();
+  std::optional<Record> d, c;
+  for (const auto& r : db.records(exact_key)) {  // oldest first: the last pair wins
+    if (r.policy != kConfirmPolicy) continue;
+    if (r.schedule_hash == def) d = r;
+    else c = r;
+  }
+  if (!d || !c) return std::nullopt;
+  return Confirmation{*d, *c};
+}
 
 Schedule default_schedule_recipe() {
   Schedule s;
@@ -199,6 +228,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       sum.measured_now += static_cast<int>(proposals.size());
       report();
     }
+    confirm_winner(t, db, def, opts.confirm_rounds);
     if (opts.trials <= 0) carry = std::max(0.0, share - since(task_t0));
     t.measurer.reset();  // its reference outputs are no longer needed
   }
@@ -214,8 +244,19 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
         if (!r.valid()) ts.errors[r.error_kind]++;
       }
     auto best = db.best(t.w->exact_key, 1);
-    if (!best.empty()) {
+    if (auto c = latest_confirmation(db, t.w->exact_key)) {
+      ts.confirmed = true;
+      ts.faster = c->faster();
+      ts.default_s = c->default_record.median;
+      ts.default_noise = c->default_record.noise;
+      const Record& used = ts.faster ? c->candidate : c->default_record;
+      ts.best_s = used.median;
+      ts.best_noise = used.noise;
+      ts.best_policy = ts.faster && !best.empty() ? best[0].policy : "default";
+      sum.tuned_workloads += ts.faster;
+    } else if (!best.empty()) {
       ts.best_s = best[0].median;
+      ts.best_noise = best[0].noise;
       ts.best_policy = best[0].policy;
       if (best[0].schedule_hash != def.hash()) sum.tuned_workloads++;
     }
@@ -273,16 +314,30 @@ std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string&
 
 std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings) {
   std::map<std::string, Schedule> out;
+  int64_t foreign = 0;
   for (const auto& w : part.workloads) {
-    auto best = db.best(w.exact_key, 1);
+    if (!db.allows_foreign()) foreign += db.foreign_count(w.exact_key);
+    std::vector<Record> best;
+    if (auto c = latest_confirmation(db, w.exact_key)) {
+      if (c->faster()) best.push_back(c->candidate);
+    } else {
+      best = db.best(w.exact_key, 1);
+    }
     if (best.empty()) continue;
     try {
-      out.emplace(w.exact_key, Schedule::from_json(best[0].schedule_json));
+      Schedule s = Schedule::from_json(best[0].schedule_json);
+      // The default's record: the workload runs the default code, and is not counted as tuned.
+      if (s.autoscheduler && s.autoscheduler->name == kDefaultRecipeName) continue;
+      out.emplace(w.exact_key, std::move(s));
     } catch (const Error& e) {
       warnings.push_back(fmt::format("{}: record {} of workload {} ({}): {}", db.path(), best[0].id, w.key_hash(), w.name,
                                      e.what()));
     }
   }
+  if (foreign > 0)
+    warnings.push_back(fmt::format("{}: {} records of this model's workloads were measured on another machine or by "
+                                   "another build and are not used (--allow-foreign-records uses them)",
+                                   db.path(), foreign));
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@ struct TuneOptions {
   int e2e_threads = 0;            // Halide threads for them (0 = default)
   std::set<std::string> only;     // key hashes of the workloads to tune (empty = all)
   Sampling sampling = Sampling::Sketch;  // how the spaces draw schedules (random proposals, SA chains, mutations)
+  int confirm_rounds = 3;         // re-measurement rounds of each task's winner against the default (0 = none)
 };
 
 // What the tuner reports while it works (for a progress line).
@@ -63,6 +65,10 @@ struct TaskSummary {
   int measured_now = 0;           // measured by this run
   std::map<std::string, int> errors;  // error kind -> records of this policy
   std::string error;              // why the task could not be tuned ("" if it was)
+  bool confirmed = false;         // default_s and best_s come from a re-measurement of the winner against the default
+  bool faster = false;            // the winner was faster there (else the default runs: best_s = default_s)
+  double default_noise = 0;       // (max - min) / mean of the default's times behind default_s
+  double best_noise = 0;          // the same for best_s
 };
 
 struct TuneSummary {
@@ -91,7 +97,19 @@ namespace ts {
 // so a rank loss places them last.
 std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string& exclude_key);
 
-// The schedule of the fastest valid record of every workload of `part` that has one; records
-// whose schedule no longer parses are skipped with a warning.
+// The latest re-measurement of a workload's winner against its default (records of policy
+// kConfirmPolicy): the default's record and the candidate's, or nothing when none was made.
+inline constexpr const char* kConfirmPolicy = "confirm";
+struct Confirmation {
+  Record default_record;
+  Record candidate;
+  bool faster() const { return candidate.valid() && default_record.valid() && candidate.median < default_record.median; }
+};
+std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key);
+
+// The schedule each workload of `part` should run: where the winner was re-measured against
+// the default, the winner if it was faster there; else (older databases) the fastest valid
+// record. The default's own record is not a tuned schedule. Records whose schedule no longer
+// parses are skipped with a warning; so are other machines' (counted in a warning).
 std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings);
 }  // namespace ts

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "support/onnx_builder.h"
@@ -132,6 +133,49 @@ TEST(Cli, RunWithTunedSchedulesFromDb) {
   std::ofstream(text) << "not sqlite\n";
   expect_one_line_error(run_cli(run + " --db " + text), "not a tensorsched records database");
   expect_one_line_error(run_cli(run + " --db " + (test::temp_dir() / "missing.db").string()), "no such records database");
+}
+
+TEST(Cli, ForeignRecordsAreRefusedUnlessAllowed) {
+  const std::string model = test::save_matmul_relu_model();
+  const Workload w = test::matmul_relu_workload();
+  const std::string db_path = (test::temp_dir() / "foreign.db").string();
+  Record r = test::measured_record(w, test::matmul_relu_schedule(w, 8, true), 1e-3);
+  r.machine = R"({"cpu":"a faster machine","cores":128})";
+  RecordsDB(db_path).add(r);
+  const std::string run = "run " + model + " --iters 1 --cache-dir " + (test::temp_dir() / "cache").string() + " --db " + db_path;
+
+  Result refused = run_cli(run);
+  EXPECT_EQ(refused.code, 0) << refused.out;
+  EXPECT_NE(refused.out.find("tuned schedules: 0 of 1 workloads"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("tensorsched: warning: " + db_path + ": 1 records"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("--allow-foreign-records"), std::string::npos) << refused.out;
+  Result allowed = run_cli(run + " --allow-foreign-records");
+  EXPECT_NE(allowed.out.find("tuned schedules: 1 of 1 workloads"), std::string::npos) << allowed.out;
+  Result quiet = run_cli(run + " --quiet --json");  // warnings are logged on stderr; JSON keeps them too
+  EXPECT_NE(quiet.out.find(R"("warnings")"), std::string::npos) << quiet.out;
+
+  Result machines = run_cli("db machines --db " + db_path);
+  EXPECT_EQ(machines.code, 0) << machines.out;
+  EXPECT_NE(machines.out.find("a faster machine, 128 cores"), std::string::npos) << machines.out;
+}
+
+TEST(Cli, VersionAndCacheCommands) {
+  Result v = run_cli("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_NE(v.out.find("tensorsched " TENSORSCHED_VERSION " (build " TENSORSCHED_VERSION "-"), std::string::npos) << v.out;
+  const std::string cache = (test::temp_dir() / "cli-cache").string();
+  std::filesystem::create_directories(cache + "/0.0.1-stale/x86");
+  std::ofstream(cache + "/0.0.1-stale/x86/ts_old.so") << "old code";
+  const std::string model = test::save_matmul_relu_model();
+  ASSERT_EQ(run_cli("run " + model + " --iters 0 --cache-dir " + cache).code, 0);
+  Result info = run_cli("cache info --cache-dir " + cache);
+  EXPECT_EQ(info.code, 0) << info.out;
+  EXPECT_NE(info.out.find("0.0.1-stale"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("this build"), std::string::npos) << info.out;
+  Result clear = run_cli("cache clear --stale --cache-dir " + cache);
+  EXPECT_NE(clear.out.find("removed 1 build folder(s)"), std::string::npos) << clear.out;
+  EXPECT_FALSE(std::filesystem::exists(cache + "/0.0.1-stale"));
+  EXPECT_EQ(run_cli("run " + model + " --iters 0 --json --cache-dir " + cache).out.find(R"("compiled":0)") != std::string::npos, true);
 }
 
 }  // namespace

@@ -78,6 +78,28 @@ TEST(Measurer, ReferenceValidInvalidAndCompileTimeout) {
   EXPECT_NE(timed_out[0].error_message.find("timed out after 0.01 s"), std::string::npos) << timed_out[0].error_message;
 }
 
+TEST(Measurer, RemeasuresACandidateAgainstTheDefaultInRounds) {
+  const Workload w = test::matmul_relu_workload();
+  MeasureOptions opts = test_options();
+  opts.repeats = 3;
+  Measurer m(w, opts);
+  const Schedule good = test::matmul_relu_schedule(w, 8, false);
+  Measurer::Remeasurement r = m.remeasure_against_default(good, 2);
+  ASSERT_TRUE(r.candidate.valid()) << r.candidate.error_message;
+  ASSERT_TRUE(r.default_result.valid()) << r.default_result.error_message;
+  EXPECT_EQ(r.candidate.times.size(), 6u);  // 2 rounds x 3 repeats, pooled
+  EXPECT_EQ(r.default_result.times.size(), 6u);
+  EXPECT_EQ(r.candidate.schedule_hash, good.hash());
+  EXPECT_GT(r.candidate.median, 0);
+  EXPECT_FALSE(fs::exists(CodeCache::open_default(Halide::get_host_target(), opts.cache_root).object_path(w, good.hash())));
+
+  Schedule broken = good;
+  broken.stages.front().vectorize = "no_such_loop";
+  Measurer::Remeasurement bad = m.remeasure_against_default(broken, 2);
+  EXPECT_EQ(bad.candidate.error_kind, "compile_error");
+  EXPECT_TRUE(bad.candidate.times.empty());
+}
+
 TEST(Measurer, FaultsBecomeErrorsAndTuningContinues) {
   const Workload w = test::matmul_relu_workload();
   MeasureOptions opts = test_options();

@@ -129,6 +129,7 @@ TEST(RecordsDB, RoundTripsEveryField) {
   int64_t idb = db.add(b);
   EXPECT_LT(ida, idb);
 
+  db.set_allow_foreign(true);  // b was measured elsewhere
   auto got = db.records("conv@1x8x32x32");
   ASSERT_EQ(got.size(), 2u);
   Record ea = a;  // what add() computes and fills
@@ -219,6 +220,38 @@ TEST(RecordsDB, BestOrdersByMedianAndSkipsErrors) {
   EXPECT_EQ(top2[1].schedule_hash, "mid");
   EXPECT_TRUE(db.best("nothing", 5).empty());
   EXPECT_EQ(db.records("k").size(), 6u);
+}
+
+TEST(RecordsDB, OtherMachinesRecordsAreHiddenUnlessAllowed) {
+  RecordsDB db((test::temp_dir() / "m.db").string());
+  db.add(make_record("k", "mine", {2.0}));
+  Record foreign = make_record("k", "theirs", {1.0});
+  foreign.machine = R"({"cpu":"another CPU","cores":64})";
+  db.add(foreign);
+  Record old_build = make_record("k", "older", {0.5});
+  nlohmann::json fp = machine_fingerprint();
+  fp["code_generator"] = "000000000000";  // this machine, another build's code
+  old_build.machine = fp.dump();
+  db.add(old_build);
+
+  ASSERT_EQ(db.best("k", 5).size(), 1u);
+  EXPECT_EQ(db.best("k", 5)[0].schedule_hash, "mine");
+  EXPECT_EQ(db.records("k").size(), 1u);
+  EXPECT_FALSE(db.has("k", "theirs"));
+  EXPECT_EQ(db.foreign_count("k"), 2);
+  EXPECT_EQ(db.foreign_count(), 2);
+  EXPECT_EQ(db.count(), 3);
+  auto machines = db.machines();
+  ASSERT_EQ(machines.size(), 3u);
+  EXPECT_TRUE(machines[0].this_one);
+  EXPECT_FALSE(machines[1].this_one);
+  EXPECT_EQ(machines[1].records, 1);
+  EXPECT_TRUE(nlohmann::json::parse(machines[0].machine).contains("caches"));
+
+  db.set_allow_foreign(true);
+  EXPECT_EQ(db.best("k", 1)[0].schedule_hash, "older");
+  EXPECT_EQ(db.records("k").size(), 3u);
+  EXPECT_TRUE(db.has("k", "theirs"));
 }
 
 TEST(RecordsDB, HasFindsMeasuredSchedulesIncludingErrors) {

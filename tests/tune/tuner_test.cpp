@@ -47,6 +47,53 @@ TuneOptions quick_options(const std::string& cache) {
   return o;
 }
 
+TEST(Tuner, AWinnerIsUsedOnlyWhenARemeasurementAgainstTheDefaultConfirmsIt) {
+  const Workload w = test::matmul_relu_workload();
+  Partition part;
+  part.workloads.push_back(w);
+  RecordsDB db((test::temp_dir() / "confirm.db").string());
+  const Schedule def = default_schedule_recipe();
+  const Schedule lucky = test::matmul_relu_schedule(w, 8, false);
+  db.add(test::measured_record(w, def, 2e-3));
+  db.add(test::measured_record(w, lucky, 1e-3));  // measured once, under a lucky moment
+  std::vector<std::string> warnings;
+  EXPECT_EQ(best_schedules(part, db, warnings).count(w.exact_key), 1u);  // nothing re-measured yet: the fastest
+
+  auto confirm = [&](double default_s, double candidate_s) {
+    Record d = test::measured_record(w, def, default_s), c = test::measured_record(w, lucky, candidate_s);
+    d.policy = c.policy = kConfirmPolicy;
+    db.add({d, c});
+  };
+  confirm(2e-3, 2.5e-3);  // re-measured: slower than the default
+  ASSERT_TRUE(latest_confirmation(db, w.exact_key).has_value());
+  EXPECT_FALSE(latest_confirmation(db, w.exact_key)->faster());
+  EXPECT_TRUE(best_schedules(part, db, warnings).empty());  // the default runs
+  confirm(2e-3, 1.5e-3);  // a later re-measurement confirms it
+  EXPECT_EQ(best_schedules(part, db, warnings).at(w.exact_key).hash(), lucky.hash());
+  EXPECT_TRUE(warnings.empty());
+
+  // A real tune re-measures its winner: the summary and the records say so.
+  RecordsDB fresh((test::temp_dir() / "confirm2.db").string());
+  FixedPolicy policy({test::matmul_relu_schedule(w, 8, true), lucky});
+  TuneOptions o = quick_options((test::temp_dir() / "cache").string());
+  o.trials = 2;
+  o.confirm_rounds = 2;
+  TuneSummary s = tune_model(test::import_model(test::save_matmul_relu_model()), fresh, policy, o);
+  ASSERT_EQ(s.tasks.size(), 1u);
+  const TaskSummary& t = s.tasks[0];
+  auto c = latest_confirmation(fresh, w.exact_key);
+  if (t.confirmed) {
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->candidate.times.size(), 4u);  // 2 rounds x 2 repeats
+    EXPECT_EQ(t.default_s, c->default_record.median);
+    EXPECT_EQ(t.faster, c->faster());
+    EXPECT_EQ(s.tuned_workloads, t.faster ? 1 : 0);
+  } else {
+    EXPECT_FALSE(c.has_value());  // only when the default itself measured fastest
+    EXPECT_EQ(fresh.best(w.exact_key, 1)[0].schedule_hash, default_schedule_recipe().hash());
+  }
+}
+
 TEST(Tuner, InjectedFaultsAreRecordedAndTuningContinues) {
   const auto dir = test::temp_dir();
   Graph g = test::import_model(test::save_matmul_relu_model());

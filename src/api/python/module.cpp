@@ -168,7 +168,7 @@ py::object to_python(const nlohmann::json& j) { return py::module_::import("json
 
 py::object compile_py(const std::string& model, const std::string& out_dir, const std::string& db,
                       const std::string& name, const std::string& cache_dir, const std::string& layout,
-                      const std::vector<std::string>& shapes, bool static_library) {
+                      const std::vector<std::string>& shapes, bool static_library, bool allow_foreign_records) {
   CompileRequest req;
   req.model = model;
   req.load = LoadOptions{shapes, layout};
@@ -177,6 +177,7 @@ py::object compile_py(const std::string& model, const std::string& out_dir, cons
   req.db_path = db;
   req.cache_dir = cache_dir;
   req.static_library = static_library;
+  req.allow_foreign_records = allow_foreign_records;
   CompileResult r;
   {
     py::gil_scoped_release release;
@@ -241,7 +242,7 @@ PYBIND11_MODULE(tensorsched, m) {
 
   m.def("compile", &compile_py, py::arg("model"), py::arg("out_dir"), py::arg("db") = "", py::arg("name") = "model",
         py::arg("cache_dir") = "", py::arg("layout") = "blocked", py::arg("shapes") = std::vector<std::string>{},
-        py::arg("static_library") = true,
+        py::arg("static_library") = true, py::arg("allow_foreign_records") = false,
         "Compile an ONNX model (best schedules of the records database `db`, else the defaults) into out_dir; "
         "returns the manifest with the paths written");
   m.def("tune", &tune_py, py::arg("model"), py::arg("db"), py::arg("seconds") = py::none(),
