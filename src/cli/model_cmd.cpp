@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "api/compile_model.h"
 #include "cli/commands.h"
@@ -50,7 +51,23 @@ void add_model_commands(CLI::App& app) {
   add_model_args(sub, *info);
   sub->add_flag("--json", *info_json, "JSON output");
   on_command(sub, [info, info_json] {
-    Graph g = load_model(*info);
+    // A model with unsupported ops is still summarized (imported as it is, without passes),
+    // then the error lists every unsupported op.
+    Graph g;
+    std::string unsupported;
+    try {
+      g = load_model(*info);
+    } catch (const Unsupported& e) {
+      ImportOptions raw;
+      raw.quiet = true;
+      for (const auto& s : info->shapes) raw.shape_overrides.insert(parse_shape_override(s));
+      try {
+        g = import_onnx(info->path, raw);
+      } catch (const Error&) {
+        throw e;
+      }
+      unsupported = e.what();
+    }
     std::map<std::string, int> ops;
     for (const auto& n : g.nodes) ops[n.op]++;
     auto io = [&](const std::vector<std::string>& names) {
@@ -61,15 +78,19 @@ void add_model_commands(CLI::App& app) {
     };
     nlohmann::json j = {{"model", g.path}, {"opset", g.opset}, {"nodes", g.nodes.size()},
                         {"ops", ops}, {"inputs", io(g.inputs)}, {"outputs", io(g.outputs)}};
+    if (!unsupported.empty()) j["error"] = unsupported;
     if (*info_json) {
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << fmt::format("{}: opset {}, {} nodes\n", g.path, g.opset, g.nodes.size());
       for (const auto& n : g.inputs) std::cout << fmt::format("  input  {} {} {}\n", n, dtype_name(g.tensor(n).dtype), shape_str(g.tensor(n).shape));
       for (const auto& n : g.outputs) std::cout << fmt::format("  output {} {} {}\n", n, dtype_name(g.tensor(n).dtype), shape_str(g.tensor(n).shape));
-      for (const auto& [op, c] : ops) std::cout << fmt::format("  {:>4} x {}\n", c, op);
+      for (const auto& [op, c] : ops)
+        std::cout << fmt::format("  {:>4} x {}{}\n", c, op, op_supported(op) ? "" : "  (not supported)");
     }
-    return 0;
+    if (unsupported.empty()) return 0;
+    spdlog::error("{}", unsupported);
+    return 1;
   });
 
   auto* ops = app.add_subcommand("ops", "List the ONNX ops tensorsched lowers to Halide");

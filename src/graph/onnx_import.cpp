@@ -1,10 +1,11 @@
 #include "graph/onnx_import.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -140,15 +141,29 @@ class Importer {
     for (const auto& o : model_.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = static_cast<int>(o.version());
     const auto& g = model_.graph();
+    // Every unsupported op at once (in order of first use), with the nodes that use it.
+    std::vector<std::pair<std::string, std::vector<std::string>>> unsupported;
     for (int i = 0; i < g.node_size(); i++) {
       const auto& p = g.node(i);
       std::string name = p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name();
       bool default_domain = p.domain().empty() || p.domain() == "ai.onnx";
       bool folded_anyway = p.op_type() == "Constant" || p.op_type() == "Shape" || p.op_type() == "Size" ||
                            p.op_type() == "ConstantOfShape" || p.op_type() == "Range";
-      if (!default_domain || (opts_.op_supported && !folded_anyway && !opts_.op_supported(p.op_type())))
-        throw Unsupported(fmt::format("{}: node '{}': op {}{} (opset {}) is not supported", path_, name,
-                                      default_domain ? "" : p.domain() + ".", p.op_type(), opset_));
+      if (default_domain && (!opts_.op_supported || folded_anyway || opts_.op_supported(p.op_type()))) continue;
+      const std::string op = (default_domain ? "" : p.domain() + ".") + p.op_type();
+      auto it = std::find_if(unsupported.begin(), unsupported.end(), [&](const auto& u) { return u.first == op; });
+      if (it == unsupported.end()) unsupported.push_back({op, {name}});
+      else it->second.push_back(name);
+    }
+    if (unsupported.size() == 1 && unsupported[0].second.size() == 1)
+      throw Unsupported(fmt::format("{}: node '{}': op {} (opset {}) is not supported", path_, unsupported[0].second[0],
+                                    unsupported[0].first, opset_));
+    if (!unsupported.empty()) {
+      std::string list;
+      for (const auto& [op, nodes] : unsupported)
+        list += fmt::format("{}op {} (opset {}) at node '{}'{}", list.empty() ? "" : "; ", op, opset_, nodes[0],
+                            nodes.size() > 1 ? fmt::format(" and {} more", nodes.size() - 1) : "");
+      throw Unsupported(fmt::format("{}: {} ops are not supported: {}", path_, unsupported.size(), list));
     }
     // Only tensors: sequence, map and optional values are not lowered.
     for (const auto* list : {&g.input(), &g.output()})
@@ -171,8 +186,10 @@ class Importer {
     std::set<std::string> input_names;
     for (const auto& v : g->input()) input_names.insert(v.name());
     for (const auto& [name, shape] : opts_.shape_overrides) {
-      if (!input_names.count(name))
-        throw Error(fmt::format("{}: --shape names '{}', which is not a graph input", path_, name));
+      if (!input_names.count(name)) {
+        bind_symbolic_dimension(name, shape);
+        continue;
+      }
       for (auto& v : *g->mutable_input()) {
         if (v.name() != name) continue;
         auto* ts = v.mutable_type()->mutable_tensor_type()->mutable_shape();
@@ -190,6 +207,22 @@ class Importer {
     // Graph-only models: no initializer in the file, parameters are graph inputs with shapes.
     if (opts_.generate_weights && model_.graph().initializer_size() == static_cast<int>(opts_.constant_inputs.size()))
       generate_missing_weights(init_names);
+  }
+
+  // --shape NAME=D where NAME is a symbolic dimension (dim_param) of the graph inputs.
+  void bind_symbolic_dimension(const std::string& name, const Shape& value) {
+    int bound = 0;
+    for (auto& v : *model_.mutable_graph()->mutable_input())
+      for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+        if (d.has_dim_param() && d.dim_param() == name) {
+          if (value.size() != 1)
+            throw Error(fmt::format("{}: --shape {}=...: '{}' is a symbolic dimension; give one value", path_, name, name));
+          d.set_dim_value(value[0]);
+          bound++;
+        }
+    if (bound == 0)
+      throw Error(fmt::format("{}: --shape names '{}', which is neither a graph input nor a symbolic dimension of one",
+                              path_, name));
   }
 
   void generate_missing_weights(std::set<std::string>& init_names) {

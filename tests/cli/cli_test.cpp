@@ -53,7 +53,28 @@ TEST(Cli, NotOnnxAndTruncated) {
 
 TEST(Cli, UnsupportedOp) {
   std::string model = std::string(TENSORSCHED_TESTDATA_DIR) + "/node/test_lstm_defaults/model.onnx";
-  expect_one_line_error(run_cli("info " + model), "op LSTM (opset");
+  expect_one_line_error(run_cli("run " + model), "op LSTM (opset");
+  // `info` still shows what it read, then the error.
+  Result info = run_cli("info " + model);
+  EXPECT_EQ(info.code, 1) << info.out;
+  EXPECT_NE(info.out.find("1 x LSTM  (not supported)"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("output Y_h float32 [1,3,3]"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("tensorsched: error: " + model + ": node 'LSTM_0': op LSTM (opset 14)"), std::string::npos)
+      << info.out;
+
+  // Every unsupported op is reported at once, with a node using it.
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {4, 4})
+      .node("Det", {"x"}, {"d"}, {}, "det_a")
+      .node("Det", {"x"}, {"e"}, {}, "det_b")
+      .node("Relu", {"x"}, {"r"})
+      .node("NonZero", {"r"}, {"nz"}, {}, "nonzero")
+      .output("d")
+      .output("e")
+      .output("nz", DType::Int64);
+  expect_one_line_error(run_cli("workloads " + b.save("two_unsupported.onnx")),
+                        "2 ops are not supported: op Det (opset 13) at node 'det_a' and 1 more; op NonZero (opset 13) "
+                        "at node 'nonzero'");
 }
 
 TEST(Cli, DynamicDimensionAndShapeFlag) {
@@ -64,7 +85,11 @@ TEST(Cli, DynamicDimensionAndShapeFlag) {
   Result ok = run_cli("info " + path + " --shape image=2,3,8,8");
   EXPECT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find("output y float32 [2,3,8,8]"), std::string::npos) << ok.out;
-  expect_one_line_error(run_cli("info " + path + " --shape nothere=1"), "'nothere', which is not a graph input");
+  Result by_name = run_cli("info " + path + " --shape dyn0=5");  // the symbolic dimension, by its name
+  EXPECT_EQ(by_name.code, 0) << by_name.out;
+  EXPECT_NE(by_name.out.find("output y float32 [5,3,8,8]"), std::string::npos) << by_name.out;
+  expect_one_line_error(run_cli("info " + path + " --shape nothere=1"),
+                        "'nothere', which is neither a graph input nor a symbolic dimension");
   expect_one_line_error(run_cli("info " + path + " --shape image=a"), "not a positive integer");
 }
 
