@@ -49,6 +49,45 @@ std::map<std::string, Tensor> inputs_from_set(const Graph& g, const std::string&
   return r;
 }
 
+// Per step, over every timed run: mean ms, % of the mean latency, GFLOP/s, the workload and the
+// ONNX nodes it covers; largest first. The rest of the latency (between steps) is its own line.
+nlohmann::json print_profile(const CompiledModel& model, const std::vector<double>& step_total,
+                             const std::vector<double>& run_ms, bool json_only) {
+  const Partition& p = model.partition();
+  const Graph& g = model.graph();
+  const double runs = static_cast<double>(run_ms.size());
+  double mean_ms = 0;
+  for (double m : run_ms) mean_ms += m / runs;
+  std::vector<size_t> order(step_total.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return step_total[x] > step_total[y]; });
+  nlohmann::json prof = nlohmann::json::array();
+  double steps_ms = 0;
+  if (!json_only)
+    std::cout << fmt::format("profile over {} runs (mean {:.3f} ms):\n{:>4} {:>9} {:>6} {:>8}  {:<16} {:<22} {}\n", run_ms.size(),
+                             mean_ms, "step", "ms", "%", "GFLOP/s", "workload", "ops", "ONNX nodes");
+  for (size_t s : order) {
+    const WorkloadStep& st = p.steps[s];
+    const Workload& w = p.workloads[st.workload];
+    const double step_ms = step_total[s] / runs * 1e3;
+    steps_ms += step_ms;
+    const double gflops = step_ms > 0 ? w.flops / (step_ms * 1e-3) * 1e-9 : 0;
+    std::vector<std::string> nodes;
+    for (size_t n : st.nodes) nodes.push_back(g.nodes[n].name);
+    prof.push_back({{"step", s}, {"key", w.key_hash()}, {"name", w.name}, {"nodes", nodes}, {"ms", step_ms},
+                    {"percent", 100 * step_ms / mean_ms}, {"gflops", gflops}});
+    if (json_only) continue;
+    std::string node_text = nodes.empty() ? "" : nodes[0];
+    if (nodes.size() > 1) node_text += fmt::format(" +{}", nodes.size() - 1);
+    std::cout << fmt::format("{:>4} {:>9.3f} {:>5.1f}% {:>8.2f}  {:<16} {:<22} {}\n", s, step_ms, 100 * step_ms / mean_ms,
+                             gflops, w.key_hash(), w.name.substr(0, 22), node_text);
+  }
+  if (!json_only)
+    std::cout << fmt::format("     {:>9.3f} {:>5.1f}%           between steps (input binding, output copy, calls)\n",
+                             mean_ms - steps_ms, 100 * (mean_ms - steps_ms) / mean_ms);
+  return prof;
+}
+
 int run_command(const RunArgs& a) {
   Graph g = load_model(a.model);
   CompileOptions copts;
@@ -134,38 +173,24 @@ int run_command(const RunArgs& a) {
   }
   model.run(inputs);  // warm-up
   std::vector<double> ms;
+  std::vector<double> step_total(model.partition().steps.size(), 0.0);  // seconds over all timed runs
   for (int i = 0; i < a.iters; i++) {
     auto t0 = std::chrono::steady_clock::now();
     model.run(inputs);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    for (size_t s = 0; s < step_total.size(); s++) step_total[s] += model.step_seconds()[s];
   }
   if (!ms.empty()) {
-    std::sort(ms.begin(), ms.end());
-    double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
-    j["latency_ms"] = {{"median", median}, {"min", ms.front()}, {"max", ms.back()}, {"iters", a.iters}};
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    j["latency_ms"] = {{"median", median}, {"min", sorted.front()}, {"max", sorted.back()}, {"iters", a.iters}};
     if (!a.json)
       std::cout << fmt::format("latency over {} runs: median {:.3f} ms, min {:.3f} ms, max {:.3f} ms\n", a.iters,
-                               median, ms.front(), ms.back());
+                               median, sorted.front(), sorted.back());
   }
-  if (a.profile) {
-    // Time per distinct workload over the last run, largest first.
-    const auto& p = model.partition();
-    std::vector<double> per(p.workloads.size(), 0.0);
-    for (size_t s = 0; s < p.steps.size(); s++) per[p.steps[s].workload] += model.step_seconds()[s];
-    std::vector<size_t> order(per.size());
-    for (size_t i = 0; i < order.size(); i++) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return per[x] > per[y]; });
-    nlohmann::json prof = nlohmann::json::array();
-    for (size_t i : order) {
-      const auto& w = p.workloads[i];
-      double gflops = per[i] > 0 ? w.flops * w.count / per[i] * 1e-9 : 0;
-      prof.push_back({{"key", w.key_hash()}, {"name", w.name}, {"count", w.count}, {"ms", per[i] * 1e3}, {"gflops", gflops}});
-      if (!a.json)
-        std::cout << fmt::format("  {:>9.3f} ms {:>7.2f} GFLOP/s x{:<3} {} {}\n", per[i] * 1e3, gflops, w.count,
-                                 w.key_hash(), w.name);
-    }
-    j["profile"] = prof;
-  }
+  if (a.profile && !ms.empty()) j["profile"] = print_profile(model, step_total, ms, a.json);
   if (a.json) std::cout << j.dump() << "\n";
   return check_ok ? 0 : 3;
 }
@@ -186,7 +211,7 @@ void add_run_commands(CLI::App& app) {
   run->add_flag("--allow-foreign-records", args->allow_foreign,
                  "With --db: also use records measured on another machine or by another build");
   run->add_flag("--json", args->json, "One JSON object");
-  run->add_flag("--profile", args->profile, "Time per workload in the last run");
+  run->add_flag("--profile", args->profile, "Time per step over all timed runs: ONNX nodes, % of the latency, GFLOP/s");
   on_command(run, [args] { return run_command(*args); });
 
   auto wl = std::make_shared<ModelArgs>();
