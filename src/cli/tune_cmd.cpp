@@ -4,6 +4,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <sys/ioctl.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -41,6 +46,24 @@ std::string duration(double s) {
   return t >= 60 ? fmt::format("{}m{:02}s", t / 60, t % 60) : fmt::format("{}s", t);
 }
 
+// Ctrl-C asks the tuner to stop after the current batch (whose interrupted workers record
+// nothing); a second Ctrl-C ends the process at once.
+std::atomic<bool> g_stop{false};
+extern "C" void on_sigint(int) { g_stop.store(true); }
+
+void install_sigint_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND;  // the second one gets the default action
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+int terminal_columns() {
+  winsize w{};
+  return ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 20 ? w.ws_col : 100;
+}
+
 int tune_command(const TuneArgs& a) {
   if ((a.trials > 0) == (a.seconds > 0)) throw Error("tune: give exactly one budget, --trials N or --time SECONDS");
   Graph g = load_model(a.model);
@@ -66,16 +89,37 @@ int tune_command(const TuneArgs& a) {
   o.e2e_iters = a.e2e_iters;
   o.only.insert(a.workloads.begin(), a.workloads.end());
   o.sampling = a.sampling == "uniform" ? Sampling::Uniform : a.sampling == "stratified" ? Sampling::Stratified : Sampling::Sketch;
-  const bool tty = isatty(STDOUT_FILENO) && !a.json;
+  // Progress on stderr: one updating line fitted to a terminal, else a plain line per task and
+  // at most every 30 s (logs of a run in the background).
+  const bool tty = isatty(STDERR_FILENO);
+  auto last_line = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  size_t last_task = 0;
   auto progress = [&](const TuneProgress& p) {
-    if (!tty) return;
+    if (a.json) return;
     std::string trials = p.target > 0 ? fmt::format("{}/{}", p.trials, p.target) : std::to_string(p.trials);
-    std::cout << fmt::format("\r\033[K[{}/{}] {:<24} trials {:<7} best {} ms (default {} ms)  ETA {}", p.task, p.tasks,
-                             p.task_name.substr(0, 24), trials, ms(p.best_s), ms(p.default_s), duration(p.eta_s))
-              << std::flush;
+    std::string line = fmt::format("[{}/{}] {} trials {} best {} ms (default {} ms) ETA {}", p.task, p.tasks,
+                                   p.task_name, trials, ms(p.best_s), ms(p.default_s), duration(p.eta_s));
+    if (tty) {
+      const size_t width = static_cast<size_t>(terminal_columns() - 1);
+      if (line.size() > width) line = line.substr(0, width);
+      std::cerr << "\r\033[K" << line << std::flush;
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (p.task == last_task && now - last_line < std::chrono::seconds(30)) return;
+    last_task = p.task;
+    last_line = now;
+    spdlog::info("tune {}", line);
   };
+  o.stop = &g_stop;
+  install_sigint_handler();
   TuneSummary s = tune_model(g, db, *policy, o, progress);
-  if (tty) std::cout << "\r\033[K";
+  signal(SIGINT, SIG_DFL);
+  if (tty && !a.json) std::cerr << "\r\033[K" << std::flush;
+  if (s.stopped)
+    spdlog::warn("tune stopped by Ctrl-C after {} measurements; every finished one is in {}; run the same command "
+                 "again to resume (nothing recorded is measured again)",
+                 s.measured_now, a.db_path);
 
   nlohmann::json tasks = nlohmann::json::array();
   for (const auto& t : s.tasks)
@@ -88,17 +132,18 @@ int tune_command(const TuneArgs& a) {
   nlohmann::json j = {{"model", g.path}, {"db", a.db_path}, {"policy", s.policy}, {"tasks", tasks},
                       {"measured_now", s.measured_now}, {"seconds", s.seconds}, {"tuned_workloads", s.tuned_workloads},
                       {"e2e_default_ms", s.e2e_default_s * 1e3}, {"e2e_tuned_ms", s.e2e_tuned_s * 1e3},
-                      {"speedup", ratio}};
+                      {"speedup", ratio}, {"stopped", s.stopped}};
+  const int exit_code = s.stopped ? 130 : 0;  // 128 + SIGINT, as a shell reports it
   if (a.json) {
     std::cout << j.dump(2) << "\n";
-    return 0;
+    return exit_code;
   }
   std::cout << fmt::format("{:<16} {:<24} {:>5} {:>11} {:>11} {:>7} {:>6} {:>7}  {}\n", "workload", "name", "count",
                            "default ms", "best ms", "speedup", "noise", "trials", "errors");
   for (const auto& t : s.tasks) {
     std::string errs;
     for (const auto& [k, n] : t.errors) errs += fmt::format("{}{} {}", errs.empty() ? "" : ", ", n, k);
-    if (t.error == "not selected") continue;
+    if (t.error == "not selected" || t.error == "stopped") continue;
     if (!t.error.empty()) errs = "not tuned: " + t.error;
     // A winner not re-measured is marked "?"; noise above 20% is flagged.
     const double noise = std::max(t.default_noise, t.best_noise);
@@ -114,7 +159,7 @@ int tune_command(const TuneArgs& a) {
   if (s.e2e_tuned_s > 0)
     std::cout << fmt::format("end to end (median of {} runs, same process): default {} ms, tuned {} ms, speedup {:.3f}x\n",
                              a.e2e_iters, ms(s.e2e_default_s), ms(s.e2e_tuned_s), ratio);
-  return 0;
+  return exit_code;
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ struct Task {
 
 // Re-measures the task's fastest record against the default (Measurer::remeasure_against_default)
 // and records both as kConfirmPolicy, unless the default is the fastest already.
-void confirm_winner(Task& t, RecordsDB& db, const Schedule& def, int rounds) {
+void confirm_winner(Task& t, RecordsDB& db, const Schedule& def, int rounds, const std::atomic<bool>* stop) {
   if (rounds <= 0 || !t.measurer) return;
   auto best = db.best(t.w->exact_key, 1);
   if (best.empty() || best[0].schedule_hash == def.hash()) return;
@@ -72,6 +72,7 @@ void confirm_winner(Task& t, RecordsDB& db, const Schedule& def, int rounds) {
     return;  // best_schedules skips it with a warning
   }
   Measurer::Remeasurement rm = t.measurer->remeasure_against_default(winner, rounds);
+  if (stop && stop->load()) return;
   db.add({make_record(*t.w, def, rm.default_result, kConfirmPolicy),
           make_record(*t.w, winner, rm.candidate, kConfirmPolicy, t.features.get())});
 }
@@ -113,6 +114,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
 
   // Every task's default first: the reference of its checks and the weights of a time budget.
   std::vector<Task> tasks(part.workloads.size());
+  auto stopped = [&] { return opts.stop && opts.stop->load(); };
   for (size_t i = 0; i < tasks.size(); i++) {
     Task& t = tasks[i];
     t.w = &part.workloads[i];
@@ -123,11 +125,16 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       t.summary.error = "not selected";
       continue;
     }
+    if (stopped()) {
+      t.summary.error = "stopped";
+      continue;
+    }
     try {
       LoweredWorkload lw = lower_workload(*t.w);
       t.space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), space_options_for(*t.w, sopts));
       t.features = std::make_unique<FeatureExtractor>(*t.space);
       t.measurer = std::make_unique<Measurer>(*t.w, opts.measure);
+      if (stopped()) throw Error("stopped");  // its reference may have been cut short
       const MeasureResult& ref = t.measurer->reference();
       if (!ref.valid()) throw Error(fmt::format("default schedule: {}: {}", ref.error_kind, ref.error_message));
       t.default_s = ref.median;
@@ -210,7 +217,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       progress(p);
     };
     report();
-    while (true) {
+    while (!stopped()) {
       if (opts.trials > 0 && trials >= opts.trials) break;
       if (opts.trials <= 0 && since(task_t0) >= share) break;
       size_t n = batch;
@@ -218,6 +225,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       std::vector<Schedule> proposals = policy.propose(st, n, rng);
       if (proposals.empty()) break;  // the policy has nothing new for this task
       std::vector<MeasureResult> results = t.measurer->measure_batch(proposals);
+      if (stopped()) break;  // its workers were interrupted too: their results are not measurements
       std::vector<Record> batch_records;
       for (size_t k = 0; k < proposals.size(); k++)
         batch_records.push_back(make_record(*t.w, proposals[k], results[k], policy.name(), t.features.get()));
@@ -228,11 +236,12 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       sum.measured_now += static_cast<int>(proposals.size());
       report();
     }
-    confirm_winner(t, db, def, opts.confirm_rounds);
+    if (!stopped()) confirm_winner(t, db, def, opts.confirm_rounds, opts.stop);
     if (opts.trials <= 0) carry = std::max(0.0, share - since(task_t0));
     t.measurer.reset();  // its reference outputs are no longer needed
   }
   sum.seconds = since(t0);
+  sum.stopped = stopped();
 
   // Summary from the database (earlier runs included).
   for (auto& t : tasks) {
@@ -265,7 +274,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
 
   // End to end, in this process and run: default schedules vs the best record per workload,
   // run alternately so that both see the same machine state.
-  if (opts.e2e_iters > 0) {
+  if (opts.e2e_iters > 0 && !sum.stopped) {
     CompileOptions dopts, topts;
     dopts.cache_root = topts.cache_root = opts.measure.cache_root;
     std::vector<std::string> warnings;

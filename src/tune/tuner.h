@@ -12,6 +12,7 @@
 // use passes to the next. The default schedule of every task is measured first (and recorded
 // once, with policy "default"): it is the reference outputs are checked against and the
 // baseline of the summary.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -42,6 +43,7 @@ struct TuneOptions {
   std::set<std::string> only;     // key hashes of the workloads to tune (empty = all)
   Sampling sampling = Sampling::Sketch;  // how the spaces draw schedules (random proposals, SA chains, mutations)
   int confirm_rounds = 3;         // re-measurement rounds of each task's winner against the default (0 = none)
+  const std::atomic<bool>* stop = nullptr;  // when it turns true (Ctrl-C): stop, recording nothing measured after it
 };
 
 // What the tuner reports while it works (for a progress line).
@@ -79,6 +81,7 @@ struct TuneSummary {
   double e2e_default_s = 0;       // median model latency with default schedules (0 when skipped)
   double e2e_tuned_s = 0;         // with the best record per workload
   int tuned_workloads = 0;        // workloads whose best record is not the default
+  bool stopped = false;           // TuneOptions::stop ended the run early (nothing after it was recorded)
 };
 
 // Tunes every workload of g with `policy`, recording into db.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -250,10 +251,45 @@ TEST(Tuner, KilledTuneKeepsEveryCommittedRecordAndResumes) {
   std::set<std::string> hashes;
   int random_records = 0;
   for (const auto& r : after) {
+    if (r.policy == kConfirmPolicy) continue;  // re-measurements of a winner, by design
     EXPECT_TRUE(hashes.insert(r.schedule_hash).second) << "measured twice: " << r.schedule_hash;
     random_records += r.policy == "random";
   }
   EXPECT_EQ(random_records, target);
+}
+
+TEST(Tuner, CtrlCStopsAfterTheBatchRecordingNothingInterrupted) {
+  const auto dir = test::temp_dir();
+  const std::string model = test::save_matmul_relu_model(), db_path = (dir / "stop.db").string();
+  const std::string out_path = (dir / "stop.out").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    const std::string cache = (dir / "cache").string();
+    freopen(out_path.c_str(), "w", stdout);
+    dup2(fileno(stdout), STDERR_FILENO);
+    execl(TENSORSCHED_BINARY, TENSORSCHED_BINARY, "tune", model.c_str(), "--db", db_path.c_str(), "--trials", "200",
+          "--repeats", "1", "--e2e-iters", "0", "--cache-dir", cache.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int64_t seen = 0;
+  for (int k = 0; k < 1200 && seen < 3; k++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    seen = RecordsDB(db_path).count();
+  }
+  ASSERT_GE(seen, 3) << "tune committed too few records in 120 s";
+  kill(pid, SIGINT);  // as Ctrl-C would (the workers of this process group are not signalled here)
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  std::ifstream f(out_path);
+  const std::string out((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_NE(out.find("tune stopped by Ctrl-C after"), std::string::npos) << out;
+  EXPECT_NE(out.find("run the same command again to resume"), std::string::npos) << out;
+  RecordsDB db(db_path);
+  EXPECT_LT(db.count(), 200);
+  for (const auto& w : db.workloads())
+    for (const auto& r : db.records(w.exact_key)) EXPECT_NE(r.error_kind, "crash") << r.error_message;
 }
 
 }  // namespace
