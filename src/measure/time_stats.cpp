@@ -15,6 +15,12 @@ TimeStats time_stats(const std::vector<double>& times) {
   double mean = 0;
   for (double t : s) mean += t / static_cast<double>(n);
   st.noise = mean > 0 ? (s.back() - s.front()) / mean : 0;
+  auto quantile = [&](double q) {  // linear interpolation between order statistics
+    const double at = q * static_cast<double>(n - 1);
+    const size_t lo = static_cast<size_t>(at);
+    return lo + 1 < n ? s[lo] + (at - static_cast<double>(lo)) * (s[lo + 1] - s[lo]) : s[lo];
+  };
+  st.spread = st.median > 0 ? (quantile(0.75) - quantile(0.25)) / st.median : 0;
   return st;
 }
 

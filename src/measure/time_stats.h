@@ -9,6 +9,7 @@ struct TimeStats {
   double median = 0;  // median (mean of the middle two for an even count)
   double min = 0;     // fastest
   double noise = 0;   // (max - min) / mean
+  double spread = 0;  // (third quartile - first quartile) / median: unlike noise, one outlier does not move it
 };
 
 // All zero for an empty list.

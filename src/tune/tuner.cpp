@@ -237,7 +237,8 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       report();
     }
     if (!stopped()) confirm_winner(t, db, def, opts.confirm_rounds, opts.stop);
-    if (opts.trials <= 0) carry = std::max(0.0, share - since(task_t0));
+    // Time over the share (a long last batch, the re-measurement) is owed by the later tasks.
+    if (opts.trials <= 0) carry = share - since(task_t0);
     t.measurer.reset();  // its reference outputs are no longer needed
   }
   sum.seconds = since(t0);
@@ -257,15 +258,15 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       ts.confirmed = true;
       ts.faster = c->faster();
       ts.default_s = c->default_record.median;
-      ts.default_noise = c->default_record.noise;
+      ts.default_noise = time_stats(c->default_record.times).spread;
       const Record& used = ts.faster ? c->candidate : c->default_record;
       ts.best_s = used.median;
-      ts.best_noise = used.noise;
+      ts.best_noise = time_stats(used.times).spread;
       ts.best_policy = ts.faster && !best.empty() ? best[0].policy : "default";
       sum.tuned_workloads += ts.faster;
     } else if (!best.empty()) {
       ts.best_s = best[0].median;
-      ts.best_noise = best[0].noise;
+      ts.best_noise = time_stats(best[0].times).spread;
       ts.best_policy = best[0].policy;
       if (best[0].schedule_hash != def.hash()) sum.tuned_workloads++;
     }

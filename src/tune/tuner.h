@@ -69,7 +69,7 @@ struct TaskSummary {
   std::string error;              // why the task could not be tuned ("" if it was)
   bool confirmed = false;         // default_s and best_s come from a re-measurement of the winner against the default
   bool faster = false;            // the winner was faster there (else the default runs: best_s = default_s)
-  double default_noise = 0;       // (max - min) / mean of the default's times behind default_s
+  double default_noise = 0;       // spread (time_stats.h: interquartile range / median) of the times behind default_s
   double best_noise = 0;          // the same for best_s
 };
 

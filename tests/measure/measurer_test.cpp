@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "measure/time_stats.h"
 #include "measure/workload_compiler.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
@@ -37,6 +38,14 @@ TEST(Measurer, SummarizeTimes) {
   summarize_times(r);
   EXPECT_EQ(r.median, 0);
   EXPECT_EQ(r.noise, 0);
+}
+
+TEST(Measurer, SpreadIgnoresASingleOutlier) {
+  TimeStats st = time_stats({1.0, 1.0, 1.1, 1.0, 1.1, 1.0, 9.0, 1.0});
+  EXPECT_GT(st.noise, 3.0);    // (9 - 1) / mean
+  EXPECT_NEAR(st.spread, 0.1, 1e-9);  // quartiles 1.0 and 1.1 around a median of 1.0
+  EXPECT_EQ(time_stats({2.0}).spread, 0);
+  EXPECT_EQ(time_stats({}).spread, 0);
 }
 
 TEST(Measurer, ReferenceValidInvalidAndCompileTimeout) {
