@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libxgboost-dev
   pybind11-dev python3-dev  # the Python module
+  chromium  # the report test renders the HTML page headless
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-matplotlib
   libopenblas0-pthread  # PyTorch baselines: Debian's torch uses whichever libblas.so.3 is installed
 )

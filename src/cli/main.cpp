@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   ts::add_run_commands(app);
   ts::add_compile_command(app);
   ts::add_cache_command(app);
+  ts::add_report_command(app);
   ts::add_db_commands(app);
   ts::add_space_command(app);
   ts::add_tune_command(app);
