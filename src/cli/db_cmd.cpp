@@ -2,6 +2,7 @@
 // (and machines) as one JSON object per line.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,29 +11,42 @@
 #include "graph/error.h"
 #include "tune/records_db.h"
 
+namespace fs = std::filesystem;
+
 namespace ts {
 
 namespace {
 
 struct DbArgs {
-  std::string db;     // the records database (SQLite)
-  std::string jsonl;  // the JSONL file ("-" = stdout/stdin)
+  std::string db;            // the records database (SQLite)
+  std::string jsonl;         // the JSONL file ("-" = stdout/stdin)
+  bool this_machine = false; // export: only this machine's and build's records
 };
 
+// A command reading `db` must not create it, nor write over it.
+void check_paths(const DbArgs& a, bool must_exist) {
+  std::error_code ec;
+  if (must_exist && !fs::is_regular_file(a.db, ec)) throw Error(fmt::format("{}: no such records database", a.db));
+  if (a.jsonl != "-" && fs::exists(a.jsonl, ec) && fs::equivalent(a.db, a.jsonl, ec))
+    throw Error(fmt::format("{}: the JSONL file is the database itself", a.jsonl));
+}
+
 int export_command(const DbArgs& a) {
+  check_paths(a, true);
   RecordsDB db(a.db);
   if (a.jsonl == "-") {
-    db.export_jsonl(std::cout);
+    db.export_jsonl(std::cout, a.this_machine);
   } else {
     std::ofstream out(a.jsonl);
     if (!out) throw Error(fmt::format("{}: cannot write", a.jsonl));
-    db.export_jsonl(out);
+    db.export_jsonl(out, a.this_machine);
     std::cerr << fmt::format("{}: exported {} records to {}\n", a.db, db.count(), a.jsonl);
   }
   return 0;
 }
 
 int import_command(const DbArgs& a) {
+  check_paths(a, false);
   RecordsDB db(a.db);
   size_t added = 0;
   if (a.jsonl == "-") {
@@ -72,6 +86,7 @@ void add_db_commands(CLI::App& app) {
   auto* e = db->add_subcommand("export", "Write every record as one JSON object per line");
   e->add_option("--db", ex->db, "Records database (SQLite)")->required();
   e->add_option("--jsonl", ex->jsonl, "Output file, - for stdout")->default_val("-");
+  e->add_flag("--this-machine", ex->this_machine, "Only records of this machine and build (see `db machines`)");
   on_command(e, [ex] { return export_command(*ex); });
   auto* i = db->add_subcommand("import", "Add the records of a JSONL export that are not already present");
   i->add_option("--db", im->db, "Records database (SQLite), created if absent")->required();

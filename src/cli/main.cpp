@@ -31,6 +31,7 @@ void set_up_logging(bool quiet, bool verbose) {
 int main(int argc, char** argv) {
   CLI::App app{"tensorsched: an auto-scheduler for deep neural networks (ONNX -> Halide)"};
   app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // every option's default shows in --help
   app.set_version_flag("--version", fmt::format("tensorsched {} (build {}: version and code generator hash)",
                                                TENSORSCHED_VERSION, ts::code_cache_build_dir()));
   bool quiet = false, verbose = false;

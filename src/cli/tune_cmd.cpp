@@ -37,6 +37,7 @@ struct TuneArgs {
   std::vector<std::string> workloads;  // key hashes to tune (empty = all)
   std::string sampling = "sketch";  // ScheduleSpace sampling
   bool allow_foreign = false;       // resume from and transfer with other machines' records
+  int threads = 0;                  // Halide threads for measurements and the end-to-end runs (0 = all cores)
 };
 
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -85,6 +86,8 @@ int tune_command(const TuneArgs& a) {
   o.seed = a.seed;
   o.measure.repeats = a.repeats;
   o.measure.compile_jobs = a.jobs;
+  o.measure.threads = a.threads;
+  o.e2e_threads = a.threads;
   o.measure.cache_root = a.cache_dir;
   o.e2e_iters = a.e2e_iters;
   o.only.insert(a.workloads.begin(), a.workloads.end());
@@ -177,6 +180,7 @@ void add_tune_command(CLI::App& app) {
   sub->add_option("--seed", a->seed, "Seed of the search");
   sub->add_option("--repeats", a->repeats, "Timed runs per measurement")->check(CLI::PositiveNumber);
   sub->add_option("--jobs", a->jobs, "Parallel compiles (0 = hardware threads)");
+  sub->add_option("--threads", a->threads, "Threads the measured code runs with (0 = all cores)")->check(CLI::NonNegativeNumber);
   sub->add_option("--e2e-iters", a->e2e_iters, "End-to-end runs of each model version in the summary (0 = skip)");
   sub->add_option("--cache-dir", a->cache_dir, "Code cache root");
   sub->add_flag("--allow-foreign-records", a->allow_foreign,

@@ -544,9 +544,10 @@ std::vector<WorkloadEntry> RecordsDB::workloads() const {
   return out;
 }
 
-void RecordsDB::export_jsonl(std::ostream& out) const {
+void RecordsDB::export_jsonl(std::ostream& out, bool this_machine_only) const {
   std::lock_guard lock(mu_);
-  Stmt s(db_.get(), path_, (std::string(kSelectRecords) + "ORDER BY m.id").c_str());
+  Stmt s(db_.get(), path_, (std::string(kSelectRecords) + "WHERE ?1 = 0 OR m.machine = ?2 ORDER BY m.id").c_str());
+  s.bind(1, int64_t{this_machine_only}).bind(2, this_machine_);
   while (s.step()) out << dump(to_json(read_record(s))) << '\n';
   if (!out) throw Error(fmt::format("{}: export failed: cannot write the output", path_));
 }

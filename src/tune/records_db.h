@@ -81,8 +81,8 @@ class RecordsDB {
 
   // Which records the queries below (best, records, records_of_class, has) see: by default only
   // those of this machine and build (machine_fingerprint() equal), so that run, compile, resume
-  // and transfer never act on times measured elsewhere; every record once allowed. export_jsonl,
-  // count, workloads and machines always see all.
+  // and transfer never act on times measured elsewhere; every record once allowed. count,
+  // workloads and machines always see all; export_jsonl says which it writes.
   void set_allow_foreign(bool allow) { allow_foreign_ = allow; }
   bool allows_foreign() const { return allow_foreign_; }
   // Records of another machine or build (of one workload, or of all when exact_key is "").
@@ -115,8 +115,9 @@ class RecordsDB {
   // Every workload with records, in order of first record.
   std::vector<WorkloadEntry> workloads() const;
 
-  // One JSON object per line per record (workload fields included), oldest first.
-  void export_jsonl(std::ostream& out) const;
+  // One JSON object per line per record (workload fields included), oldest first; every
+  // machine's records, or this machine's and build's only.
+  void export_jsonl(std::ostream& out, bool this_machine_only = false) const;
   // Adds the records of an export_jsonl() stream, skipping those already present (same workload
   // key, schedule hash and timestamp); returns how many were added. All or nothing: a bad line
   // throws ts::Error naming `source` and the line, and nothing is stored.

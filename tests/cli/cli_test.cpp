@@ -132,6 +132,14 @@ TEST(Cli, DbExportImportRoundTrip) {
                 "in0:float32[1,8,6,6];Relu(in0)->t0;out t0[1,8,6,6];", 1)
                 .size(),
             1u);
+  // The database is never its own output, and reading a missing one creates nothing.
+  const auto size = std::filesystem::file_size(src);
+  expect_one_line_error(run_cli("db export --db " + src + " --jsonl " + src), "the JSONL file is the database itself");
+  EXPECT_EQ(std::filesystem::file_size(src), size);
+  EXPECT_EQ(RecordsDB(src).count(), 1);
+  const std::string missing = (test::temp_dir() / "mistyped.db").string();
+  expect_one_line_error(run_cli("db export --db " + missing), "no such records database");
+  EXPECT_FALSE(std::filesystem::exists(missing));
   // A file that is not a records database: one-line error, exit 1.
   std::string text = (test::temp_dir() / "notes.db").string();
   std::ofstream(text) << "not sqlite\n";

@@ -1,0 +1,120 @@
+"""Per-layer benchmark: every distinct conv / matmul workload of at least --min-mflop in the given
+zoo networks, tensorsched (its step inside the whole network, `run --profile`, default schedule or
+--db's) vs ONNX Runtime running the same single node (an ONNX file of just that node, same shapes
+and weights, its own fusions allowed), with the % of this machine's measured FMA peak.
+
+    /usr/bin/python3 bench/per_layer.py [--zoo build/zoo] [--models resnet18,...] [--threads 1,2]
+        [--iters 30] [--db records.db] [--out docs/bench]
+
+Writes OUT/per_layer.csv and .md. Ratios are ort_over_tensorsched (above 1: tensorsched faster).
+Nothing else may run meanwhile: two cores, shared.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import onnx
+from onnx import helper, shape_inference
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_util  # noqa: E402
+
+TS = os.path.join(bench_util.REPO, "build", "tensorsched")
+ANCHORS = ("Conv", "MatMul", "Gemm")
+
+
+def profile(model, threads, iters, db):
+    """tensorsched's per-step profile of the whole network: [{step, key, name, nodes, ms, gflops}]."""
+    cmd = [TS, "run", model, "--iters", str(iters), "--threads", str(threads), "--profile", "--json", "-q",
+           "--cache-dir", os.path.join(bench_util.REPO, "build", "zoo", "cache")]
+    if db:
+        cmd += ["--db", db]
+    p = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(p.stdout.strip().splitlines()[-1])["profile"]
+
+
+def single_node_model(model, node_name, path):
+    """Writes an ONNX model of the one node named node_name of `model` (shapes inferred, its
+    constant inputs copied as initializers, the others graph inputs) to path; False if absent."""
+    node = next((n for n in model.graph.node if n.name == node_name), None)
+    if node is None:
+        return False
+    types = {v.name: v.type for v in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
+    inits = {t.name: t for t in model.graph.initializer}
+    inputs, initializers = [], []
+    for name in node.input:
+        if not name:
+            continue
+        if name in inits:
+            initializers.append(inits[name])
+        else:
+            inputs.append(helper.make_value_info(name, types[name]))
+    outputs = [helper.make_value_info(o, types[o]) for o in node.output]
+    g = helper.make_graph([node], "layer", inputs, outputs, initializers)
+    m = helper.make_model(g, opset_imports=model.opset_import)
+    m.ir_version = model.ir_version
+    onnx.save(m, path)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zoo", default=os.path.join(bench_util.REPO, "build", "zoo"))
+    ap.add_argument("--models", default="resnet18,resnet50,mobilenet_v2,efficientnet_b0,transformer")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--min-mflop", type=float, default=20)
+    ap.add_argument("--db", default="", help="records database: tensorsched runs its tuned schedules")
+    ap.add_argument("--out", default=os.path.join(bench_util.REPO, "docs", "bench"))
+    a = ap.parse_args()
+
+    peak = bench_util.fma_peak_gflops()
+    print(f"FMA peak: {peak['gflops_1t']:.1f} GFLOP/s on 1 thread, {peak['gflops_all']:.1f} on {peak['threads']}")
+    rows = []
+    tmp = tempfile.mkdtemp(prefix="per_layer_")
+    for name in a.models.split(","):
+        path = os.path.join(a.zoo, name, "model.onnx")
+        model = shape_inference.infer_shapes(onnx.load(path))
+        for threads in [int(t) for t in a.threads.split(",")]:
+            seen = set()
+            for st in profile(path, threads, a.iters, a.db):
+                mflop = st["gflops"] * st["ms"]  # GFLOP/s x ms = MFLOP
+                if st["key"] in seen or not st["nodes"] or mflop < a.min_mflop:
+                    continue
+                anchor = st["nodes"][0]
+                op = next((n.op_type for n in model.graph.node if n.name == anchor), "")
+                if op not in ANCHORS:
+                    continue
+                seen.add(st["key"])
+                layer = os.path.join(tmp, f"{name}_{st['key']}.onnx")
+                if not single_node_model(model, anchor, layer):
+                    continue
+                ort_ms, ort_version = bench_util.ort_median_ms(layer, threads, a.iters)
+                peak_t = peak["gflops_1t"] * (1 if threads == 1 else min(threads, peak["threads"]))
+                row = {"model": name, "threads": threads, "workload": st["key"], "ops": st["name"], "node": anchor,
+                       "mflop": round(mflop, 1), "tensorsched_ms": round(st["ms"], 4), "ort_ms": round(ort_ms, 4),
+                       "ort_over_tensorsched": round(ort_ms / st["ms"], 3),
+                       "tensorsched_gflops": round(st["gflops"], 1),
+                       "tensorsched_pct_peak": round(100 * st["gflops"] / peak_t, 1),
+                       "ort_pct_peak": round(100 * mflop / ort_ms / peak_t, 1)}
+                rows.append(row)
+                print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    summary = []
+    for threads in sorted({r["threads"] for r in rows}):
+        rs = [r for r in rows if r["threads"] == threads]
+        summary.append({"threads": threads, "layers": len(rs),
+                        "geomean_ort_over_tensorsched": round(bench_util.geomean(r["ort_over_tensorsched"] for r in rs), 3),
+                        "layers_at_or_above_ort": sum(r["ort_over_tensorsched"] >= 1 for r in rs),
+                        "layers_100mflop_at_75pct_peak": sum(r["tensorsched_pct_peak"] >= 75 for r in rs if r["mflop"] >= 100),
+                        "layers_100mflop": sum(r["mflop"] >= 100 for r in rs),
+                        "ort_version": ort_version})
+    for s in summary:
+        print(s)
+    bench_util.write_tables(rows, a.out, "per_layer", summary)
+
+
+if __name__ == "__main__":
+    main()
