@@ -124,6 +124,28 @@ int fold_batchnorm_into_conv(Graph& g) {
   return folds;
 }
 
+int pretranspose_gemm_weights(Graph& g) {
+  int done = 0;
+  for (Node& n : g.nodes) {
+    if (n.op != "Gemm" || n.attr_int("transB", 0) != 1 || n.inputs.size() < 2 || !g.is_constant(n.inputs[1])) continue;
+    const TensorInfo& a = g.tensor(n.inputs[0]);
+    const Tensor& b = *g.tensor(n.inputs[1]).value;
+    if (b.dtype != DType::Float32 || b.shape.size() != 2 || a.shape.size() != 2) continue;
+    const int64_t m = n.attr_int("transA", 0) ? a.shape[1] : a.shape[0];
+    if (m <= 4) continue;  // matrix-vector products read B's rows along k as they are (lower/gemm.cpp)
+    const int64_t rows = b.shape[0], cols = b.shape[1];  // B is [N, K]
+    Tensor t(DType::Float32, {cols, rows});
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t k = 0; k < cols; k++) t.data<float>()[k * rows + i] = b.data<float>()[i * cols + k];
+    const std::string name = n.name + "::b_transposed";
+    g.tensors[name] = TensorInfo{name, DType::Float32, t.shape, t};
+    n.inputs[1] = name;
+    n.attrs["transB"] = Attribute{int64_t{0}};
+    done++;
+  }
+  return done;
+}
+
 int remove_dead_nodes(Graph& g) {
   std::set<std::string> live(g.outputs.begin(), g.outputs.end());
   std::vector<bool> keep(g.nodes.size(), false);
@@ -146,6 +168,7 @@ void run_default_passes(Graph& g) {
   fold_constants(g);
   remove_identity_ops(g);
   fold_batchnorm_into_conv(g);
+  pretranspose_gemm_weights(g);
   remove_dead_nodes(g);
 }
 

@@ -11,6 +11,10 @@ int remove_identity_ops(Graph& g);
 // Folds BatchNormalization into the Conv that feeds it when the Conv has no other consumer and
 // both have constant parameters; other BatchNormalizations stay as their own op. Returns folds.
 int fold_batchnorm_into_conv(Graph& g);
+// Gemm with transB = 1 and a constant B over more than 4 rows of A: B is transposed once here
+// and transB cleared, so the product reads B's rows along the output columns (dense vectors)
+// instead of gathering a column per vector. Returns the Gemms rewritten.
+int pretranspose_gemm_weights(Graph& g);
 // Removes nodes whose outputs nothing reads; returns nodes removed.
 int remove_dead_nodes(Graph& g);
 

@@ -57,6 +57,29 @@ TEST(Passes, KeepsBatchNormWhenConvOutputIsShared) {
   EXPECT_EQ(bns, 1);
 }
 
+TEST(Passes, PretransposesGemmWeightsOfMatrixProductsOnly) {
+  auto model = [](int64_t rows, const std::string& file) {
+    OnnxBuilder b(13);
+    b.input("x", DType::Float32, {rows, 24})
+        .initializer("w", test::rand_f32({40, 24}, 1))
+        .initializer("bias", test::rand_f32({40}, 2))
+        .node("Gemm", {"x", "w", "bias"}, {"y"}, {{"transB", int64_t{1}}, {"alpha", 0.5}})
+        .output("y");
+    return import_raw(b.save(file));
+  };
+  Graph before = model(16, "gemm16.onnx");
+  Graph after = before;
+  EXPECT_EQ(pretranspose_gemm_weights(after), 1);
+  EXPECT_EQ(after.nodes[0].attr_int("transB", 1), 0);
+  EXPECT_EQ(after.tensor(after.nodes[0].inputs[1]).shape, (Shape{24, 40}));
+  EXPECT_EQ(pretranspose_gemm_weights(after), 0);  // idempotent
+  std::map<std::string, Tensor> in = {{"x", test::rand_f32({16, 24}, 9)}};
+  auto cmp = compare_tensors(GraphRunner(after).run(in)[0], GraphRunner(before).run(in)[0], 1e-6, 1e-6);
+  EXPECT_TRUE(cmp.ok) << cmp.message;
+  Graph vector_product = model(1, "gemm1.onnx");  // keeps transB: its lowering reads rows of B along k
+  EXPECT_EQ(pretranspose_gemm_weights(vector_product), 0);
+}
+
 TEST(Passes, RemovesDropoutAndDeadNodes) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {4})
