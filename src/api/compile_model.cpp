@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <regex>
 
 #include "graph/layout_plan.h"
@@ -73,12 +74,27 @@ CompileResult compile_model(const CompileRequest& req) {
                  {"tuned_workloads", st.tuned}};
   nlohmann::json workloads = nlohmann::json::array();
   const Partition& p = model.partition();
+  std::unique_ptr<RecordsDB> db;
+  if (!req.db_path.empty()) {
+    db = std::make_unique<RecordsDB>(req.db_path);
+    db->set_allow_foreign(req.allow_foreign_records);
+  }
   for (size_t i = 0; i < p.workloads.size(); i++) {
     const Workload& w = p.workloads[i];
     const std::string& fn = model.plan().functions[i];  // "ts_<key>_<schedule hash>_argv"
     const std::string prefix = workload_function_name(w, "");
-    workloads.push_back({{"key", w.key_hash()}, {"name", w.name}, {"count", w.count},
-                         {"schedule", fn.substr(prefix.size(), fn.size() - prefix.size() - 5)}, {"function", fn}});
+    const std::string schedule = fn.substr(prefix.size(), fn.size() - prefix.size() - 5);
+    nlohmann::json entry = {{"key", w.key_hash()}, {"name", w.name}, {"count", w.count}, {"schedule", schedule},
+                            {"function", fn}};
+    // The measurement that chose a tuned schedule: its re-measurement against the default.
+    if (db && schedule != kDefaultScheduleHash)
+      if (auto c = latest_confirmation(*db, w.exact_key); c && c->candidate.schedule_hash == schedule)
+        entry["record"] = {{"id", c->candidate.id},
+                           {"median_ms", c->candidate.median * 1e3},
+                           {"default_median_ms", c->default_record.median * 1e3},
+                           {"policy", c->candidate.policy},
+                           {"timestamp_us", c->candidate.timestamp_us}};
+    workloads.push_back(entry);
   }
   ao.manifest["workloads"] = workloads;
   if (!r.warnings.empty()) ao.manifest["warnings"] = r.warnings;

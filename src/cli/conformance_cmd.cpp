@@ -1,5 +1,7 @@
 // `tensorsched conformance [DIR...] [--json]`: ONNX backend tests, and the README's op table.
 #include <fmt/format.h>
+
+#include <cstdlib>
 #include <unistd.h>
 
 #include <fstream>
@@ -25,6 +27,7 @@ struct ConformanceArgs {
   std::string ops_markdown;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double timeout = 120;
+  int threads = 0;  // Halide threads per case (0 = the JIT runtime's default)
 };
 
 bool all_ops_supported(const ConformanceResult& r) {
@@ -67,6 +70,8 @@ int run_conformance_command(const ConformanceArgs& a) {
       if (c.name.find(a.filter) != std::string::npos) kept.push_back(c);
     cases = kept;
   }
+  // The JIT runtime of every case (forked workers included) reads its thread count from here.
+  if (a.threads > 0) setenv("HL_NUM_THREADS", std::to_string(a.threads).c_str(), 1);
   ConformanceOptions opts;
   opts.jobs = a.jobs;
   opts.timeout_s = a.timeout;
@@ -109,6 +114,7 @@ void add_conformance_command(CLI::App& app) {
   sub->add_flag("--json", args->json, "One JSON object per case, then a summary line");
   sub->add_option("--filter", args->filter, "Only cases whose name contains this");
   sub->add_option("-j,--jobs", args->jobs, "Cases run in parallel");
+  sub->add_option("--threads", args->threads, "Halide threads per case (0 = all cores)")->check(CLI::NonNegativeNumber);
   sub->add_option("--timeout", args->timeout, "Seconds per case before it counts as an error");
   sub->add_flag("--require-supported-pass", args->require_supported_pass,
                 "Exit 1 when a case whose ops are all supported fails or errors");
