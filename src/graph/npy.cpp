@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "graph/error.h"
+#include "graph/file_io.h"
 
 namespace ts {
 
@@ -45,9 +46,7 @@ DType dtype_of_descriptor(const std::string& d, const std::string& path) {
 }  // namespace
 
 Tensor read_tensor_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(fmt::format("{}: cannot open", path));
-  const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  const std::string bytes = read_regular_file(path, "a .npy file");
   if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0) throw Error(fmt::format("{}: not a .npy file", path));
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t header_len = 0, at = 0;

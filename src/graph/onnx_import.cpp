@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "graph/const_eval.h"
+#include "graph/file_io.h"
 
 namespace ts {
 
@@ -117,14 +118,7 @@ class Importer {
 
  private:
   void load() {
-    std::error_code ec;
-    if (!std::filesystem::exists(path_, ec)) throw Error(fmt::format("{}: no such file", path_));
-    if (std::filesystem::is_directory(path_, ec)) throw Error(fmt::format("{}: is a directory, not an ONNX file", path_));
-    std::ifstream f(path_, std::ios::binary);
-    if (!f) throw Error(fmt::format("{}: cannot open for reading", path_));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    std::string bytes = ss.str();
+    std::string bytes = read_regular_file(path_, "an ONNX file");
     if (bytes.empty()) throw Error(fmt::format("{}: file is empty", path_));
     if (!model_.ParseFromString(bytes))
       throw Error(fmt::format("{}: not an ONNX model (protobuf parse failed: truncated or another format)", path_));

@@ -1,4 +1,5 @@
 #include "graph/tensor.h"
+#include "graph/file_io.h"
 
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
@@ -235,12 +236,8 @@ void tensor_to_proto(const Tensor& t, onnx::TensorProto* p) {
 }
 
 Tensor read_tensor_pb(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(fmt::format("{}: cannot open tensor file", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
   onnx::TensorProto p;
-  if (!p.ParseFromString(ss.str())) throw Error(fmt::format("{}: not a serialized ONNX TensorProto", path));
+  if (!p.ParseFromString(read_regular_file(path, "a tensor file"))) throw Error(fmt::format("{}: not a serialized ONNX TensorProto", path));
   return tensor_from_proto(p, path, std::filesystem::path(path).parent_path().string());
 }
 

@@ -1,6 +1,7 @@
 #include "measure/workload_compiler.h"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,7 +45,13 @@ std::string code_cache_root(const std::string& root) {
   if (!root.empty()) return fs::absolute(root).string();
   if (const char* d = std::getenv("TENSORSCHED_CACHE_DIR"); d && *d) return fs::absolute(d).string();
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fmt::format("{}/tensorsched", x);
-  return fmt::format("{}/.cache/tensorsched", std::getenv("HOME") ? std::getenv("HOME") : "/tmp");
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) {
+    const passwd* pw = getpwuid(getuid());  // HOME unset: the account's home, never a shared /tmp
+    home = pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : nullptr;
+  }
+  if (!home) throw Error("code cache: no HOME and no home directory for this user; set TENSORSCHED_CACHE_DIR");
+  return fmt::format("{}/.cache/tensorsched", home);
 }
 
 std::string code_cache_build_dir() { return std::string(TENSORSCHED_VERSION) + "-" + TENSORSCHED_CODEGEN_HASH; }

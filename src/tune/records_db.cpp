@@ -336,6 +336,8 @@ void RecordsDB::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 
 RecordsDB::RecordsDB(std::string path) : path_(std::move(path)), this_machine_(dump(machine_fingerprint())) {
   std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(path_, ec)) && !fs::exists(path_, ec))
+    throw Error(fmt::format("{}: a symbolic link to nothing; refusing to create its target", path_));
   bool exists = fs::exists(path_, ec);
   if (exists && !fs::is_regular_file(path_, ec)) throw not_ours(path_, "not a regular file");
   uintmax_t size = exists ? fs::file_size(path_, ec) : 0;

@@ -104,6 +104,12 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   TuneSummary sum;
   sum.policy = policy.name();
   const Partition part = partition_graph(g);
+  for (const auto& key : opts.only) {
+    const bool known = std::any_of(part.workloads.begin(), part.workloads.end(),
+                                   [&](const Workload& w) { return w.key_hash() == key; });
+    if (!known)
+      throw Error(fmt::format("{}: tune: no workload has key '{}' (`tensorsched workloads` lists them)", g.path, key));
+  }
   const Schedule def = default_schedule_recipe();
   SpaceOptions sopts;
   sopts.vector_bytes = native_vector_bytes(Halide::get_host_target());

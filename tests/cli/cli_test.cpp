@@ -1,7 +1,9 @@
 // The `tensorsched` command on bad input: a one-line error naming the problem and a non-zero
 // exit code, never a crash.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -38,6 +40,21 @@ void expect_one_line_error(const Result& r, const std::string& needle) {
 }
 
 TEST(Cli, MissingFile) { expect_one_line_error(run_cli("info /nonexistent.onnx"), "/nonexistent.onnx: no such file"); }
+
+TEST(Cli, SpecialFilesAndDanglingLinksAreRefused) {
+  const std::string fifo = (test::temp_dir() / "model.fifo").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  expect_one_line_error(run_cli("info " + fifo), "is not a regular file (a FIFO, device or socket)");
+  expect_one_line_error(run_cli("convert /dev/zero " + (test::temp_dir() / "z.npy").string()), "/dev/zero: is not a regular file");
+  const std::string link = (test::temp_dir() / "records.db").string(), target = (test::temp_dir() / "nowhere.db").string();
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  const std::string model = test::save_matmul_relu_model();
+  expect_one_line_error(run_cli("tune " + model + " --db " + link + " --trials 1"), "a symbolic link to nothing");
+  EXPECT_FALSE(std::filesystem::exists(target));
+  expect_one_line_error(run_cli("tune " + model + " --db " + (test::temp_dir() / "t.db").string() +
+                                " --trials 1 --workloads 0123456789abcdef"),
+                        "no workload has key '0123456789abcdef'");
+}
 
 TEST(Cli, NotOnnxAndTruncated) {
   std::string text = (test::temp_dir() / "notes.onnx").string();

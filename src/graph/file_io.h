@@ -1,0 +1,16 @@
+#pragma once
+// Reading a user's file safely: it must be a regular file (a FIFO would block forever, a device
+// such as /dev/zero never ends) of at most `max_bytes`; every error names the file.
+#include <cstdint>
+#include <string>
+
+namespace ts {
+
+inline constexpr uint64_t kMaxInputFileBytes = uint64_t{2} << 30;  // protobuf's own 2 GiB message limit
+
+// The whole file. Throws Error "<path>: no such file" / "is a directory" / "is not a regular
+// file (a FIFO, device or socket)" / "is N bytes, more than the M a <what> may have" / "cannot open".
+std::string read_regular_file(const std::string& path, const std::string& what,
+                              uint64_t max_bytes = kMaxInputFileBytes);
+
+}  // namespace ts
