@@ -165,7 +165,12 @@ Expr clip_bound(const LowerContext& c, size_t input, const char* attr, Expr x, b
 }  // namespace
 
 void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
-  r["Relu"] = unary([](Expr x, auto&) { return Halide::max(x, Halide::cast(x.type(), 0)); });
+  // NaN passes through as ONNX Runtime lets it: max(NaN, 0) is 0, and Halide's simplifier turns
+  // select(x < 0, 0, x) into that max, so NaN is tested for explicitly.
+  r["Relu"] = unary([](Expr x, auto&) {
+    const Expr zero = Halide::cast(x.type(), 0);
+    return x.type().is_float() ? Halide::select(Halide::is_nan(x), x, Halide::max(x, zero)) : Halide::max(x, zero);
+  });
   r["LeakyRelu"] = unary_float([](Expr x, auto& c) { return Halide::select(x < 0, x * fconst(x, c.node.attr_float("alpha", 0.01)), x); });
   r["Elu"] = unary_float([](Expr x, auto& c) {
     return Halide::select(x < 0, fconst(x, c.node.attr_float("alpha", 1.0)) * (ts_exp(x) - fconst(x, 1)), x);
@@ -227,8 +232,9 @@ void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
   r["Clip"] = [](const LowerContext& c) {
     const LTensor& x = c.in(0);
     return std::vector<LTensor>{c.output([&](const Idx& i) {
-      Expr v = x.at(i);
-      return Halide::min(Halide::max(v, clip_bound(c, 1, "min", v, false)), clip_bound(c, 2, "max", v, true));
+      Expr v = x.at(i), lo = clip_bound(c, 1, "min", v, false), hi = clip_bound(c, 2, "max", v, true);
+      if (!v.type().is_float()) return Halide::min(Halide::max(v, lo), hi);
+      return Halide::select(v < lo, lo, Halide::select(v > hi, hi, v));  // NaN passes through
     })};
   };
 

@@ -199,7 +199,7 @@ Measurer::Measurer(const Workload& w, MeasureOptions opts) : w_(w), opts_(std::m
     m.unscheduled = lower_workload(w_);
 
     double seconds = 0;
-    if (!fs::exists(m.cache.object_path(w_, kDefaultScheduleHash))) {
+    if (!m.cache.has_entry(w_, kDefaultScheduleHash)) {
       CompileOutcome o = m.compile({{&w_, apply_default_schedule, kDefaultScheduleHash, {}}}, opts_)[0];
       if (!o.error.empty())
         throw Error(fmt::format("{}: the default schedule (the reference) does not compile: {}", m.what, o.error));
@@ -251,7 +251,7 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
     const std::string& hash = results[i].schedule_hash;
     jobs.push_back({&w_, schedule_fn(batch[i]), hash, batch[i].layouts});
     if (!fs::exists(m.cache.object_path(w_, hash)) && hash != kDefaultScheduleHash)
-      created.insert(created.end(), {m.cache.object_path(w_, hash), m.cache.relocatable_path(w_, hash)});
+      for (const auto& f : m.cache.entry_files(w_, hash)) created.push_back(f);
   }
   std::vector<CompileOutcome> compiled = m.compile(jobs, opts_);
 
@@ -284,7 +284,7 @@ Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, i
   out.default_result.schedule_hash = kDefaultScheduleHash;
   out.candidate.schedule_hash = s.hash();
   const std::string& hash = out.candidate.schedule_hash;
-  const std::vector<std::string> code = {m.cache.object_path(w_, hash), m.cache.relocatable_path(w_, hash)};
+  const std::vector<std::string> code = m.cache.entry_files(w_, hash);
   const bool created = !fs::exists(code[0]) && hash != kDefaultScheduleHash;
   CompileOutcome compiled = m.compile({{&w_, schedule_fn(s), hash, s.layouts}}, opts_)[0];
   if (!compiled.error.empty()) {

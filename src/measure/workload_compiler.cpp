@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <spdlog/spdlog.h>
 #include <thread>
 
 #include "codegen_hash.h"
 #include "lower/lower.h"
+#include "graph/file_io.h"
 #include "measure/subprocess.h"
 #include "measure/worker_pool.h"
 #include "measure/workload_code.h"
@@ -21,7 +24,35 @@ namespace ts {
 
 namespace {
 
-// Links `obj` into the shared object `so` with the system compiler; atomic via rename.
+// The digest a cache entry's shared object is checked against before it is loaded.
+std::string digest_path(const std::string& so) { return so + ".fnv"; }
+std::string file_digest(const std::string& path) { return fnv1a_hex(read_regular_file(path, "a shared object")); }
+
+// Whether `so` is intact: its digest file matches its bytes. An entry that is not (truncated,
+// overwritten, planted, or left half-written by a kill) is removed with a warning, so that it is
+// compiled again instead of loaded.
+bool intact(const std::string& so, const std::vector<std::string>& companions) {
+  std::error_code ec;
+  if (!fs::exists(so, ec)) return false;
+  std::ifstream f(digest_path(so));
+  std::string recorded;
+  std::getline(f, recorded);
+  bool ok = false;
+  try {
+    ok = !recorded.empty() && recorded == file_digest(so);
+    for (const auto& c : companions) ok = ok && fs::exists(c, ec);
+  } catch (const Error&) {
+    ok = false;
+  }
+  if (ok) return true;
+  spdlog::warn("{}: damaged or incomplete code cache entry; compiling it again", so);
+  for (const auto& p : std::vector<std::string>{so, digest_path(so)}) fs::remove(p, ec);
+  for (const auto& c : companions) fs::remove(c, ec);
+  return false;
+}
+
+// Links `obj` into the shared object `so` with the system compiler, then records its digest;
+// atomic via rename (a kill leaves no entry that passes intact()).
 void link_shared(const std::string& obj, const std::string& so, const std::string& what) {
   std::string tmp = so + fmt::format(".tmp{}", getpid());
   std::vector<std::string> argv = cxx_command();
@@ -34,7 +65,11 @@ void link_shared(const std::string& obj, const std::string& so, const std::strin
                             r.signal ? fmt::format("signal {}", r.signal) : fmt::format("exit status {}", r.exit_code),
                             r.output));
   }
+  const std::string digest = file_digest(tmp);
+  const std::string digest_tmp = digest_path(so) + fmt::format(".tmp{}", getpid());
+  std::ofstream(digest_tmp) << digest << "\n";
   fs::rename(tmp, so);
+  fs::rename(digest_tmp, digest_path(so));
 }
 
 constexpr size_t kMessageChars = 2000;  // compiler / Halide text kept in an error message
@@ -80,16 +115,25 @@ std::string CodeCache::relocatable_path(const Workload& w, const std::string& sc
   return (fs::path(dir) / (workload_function_name(w, schedule_hash) + ".o")).string();
 }
 
+std::vector<std::string> CodeCache::entry_files(const Workload& w, const std::string& schedule_hash) const {
+  const std::string so = object_path(w, schedule_hash);
+  return {so, digest_path(so), relocatable_path(w, schedule_hash)};
+}
+
+bool CodeCache::has_entry(const Workload& w, const std::string& schedule_hash) const {
+  return intact(object_path(w, schedule_hash), {relocatable_path(w, schedule_hash)});
+}
+
 std::string CodeCache::runtime_object_path() const { return (fs::path(dir) / "halide_runtime.o").string(); }
 
 std::string CodeCache::ensure_runtime() const {
   std::string so = (fs::path(dir) / "halide_runtime.so").string();
   const std::string obj = runtime_object_path();
-  if (fs::exists(so) && fs::exists(obj)) return so;
+  if (intact(so, {obj})) return so;
   std::string tmp = obj + fmt::format(".tmp{}.o", getpid());
   Halide::compile_standalone_runtime(tmp, target.without_feature(Halide::Target::NoRuntime));
   fs::rename(tmp, obj);
-  if (!fs::exists(so)) link_shared(obj, so, "Halide runtime");
+  link_shared(obj, so, "Halide runtime");
   return so;
 }
 
@@ -146,7 +190,7 @@ void compile_workload(const Workload& w, const ScheduleFn& schedule, const std::
                       const CodeCache& cache, const std::vector<InputLayout>& layouts) {
   const std::string so = cache.object_path(w, schedule_hash);
   const std::string kept = cache.relocatable_path(w, schedule_hash);
-  if (fs::exists(so) && fs::exists(kept)) return;
+  if (cache.has_entry(w, schedule_hash)) return;
   const std::string what = fmt::format("workload {} ({})", w.key_hash(), w.name);
   try {
     LoweredWorkload lw = lower_workload(w, layouts);

@@ -30,6 +30,12 @@ struct CodeCache {
   static CodeCache open_default(const Halide::Target& target, const std::string& root = "");
   // Path of the shared object of (workload, schedule).
   std::string object_path(const Workload& w, const std::string& schedule_hash) const;
+  // Whether (workload, schedule) has an intact entry: the shared object matches the digest
+  // recorded when it was linked, and the relocatable object exists. A damaged entry is removed
+  // (with a warning), so the caller compiles it again.
+  bool has_entry(const Workload& w, const std::string& schedule_hash) const;
+  // Every file of an entry (shared object, its digest, relocatable object), to remove it.
+  std::vector<std::string> entry_files(const Workload& w, const std::string& schedule_hash) const;
   // Path of the same code as a relocatable object (kept for artifacts).
   std::string relocatable_path(const Workload& w, const std::string& schedule_hash) const;
   // The shared runtime's shared object, built on first use (with its relocatable object).

@@ -74,7 +74,7 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
                          : CompileJob{&w, schedule_fn(tuned->second), tuned->second.hash(), tuned->second.layouts};
     hashes.push_back(job.hash);
     layouts.push_back(job.layouts);
-    if (fs::exists(cache.object_path(w, job.hash)) && fs::exists(cache.relocatable_path(w, job.hash))) continue;
+    if (cache.has_entry(w, job.hash)) continue;
     to_compile.push_back(std::move(job));
     compile_index.push_back(i);
   }
@@ -93,7 +93,7 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
                                            w.key_hash(), w.name, to_compile[k].hash, errors[k].substr(0, 500)));
     hashes[compile_index[k]] = kDefaultScheduleHash;
     layouts[compile_index[k]].clear();
-    if (!fs::exists(cache.object_path(w, kDefaultScheduleHash)))
+    if (!cache.has_entry(w, kDefaultScheduleHash))
       fallback.push_back({&w, apply_default_schedule, kDefaultScheduleHash, {}});
   }
   for (const auto& o : compile_batch(fallback, cache, {jobs, 0}))

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -54,6 +55,24 @@ TEST(Cli, SpecialFilesAndDanglingLinksAreRefused) {
   expect_one_line_error(run_cli("tune " + model + " --db " + (test::temp_dir() / "t.db").string() +
                                 " --trials 1 --workloads 0123456789abcdef"),
                         "no workload has key '0123456789abcdef'");
+}
+
+TEST(Cli, CheckIsNotFooledByAnInfiniteReference) {
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {3}).node("Relu", {"x"}, {"y"}).output("y");
+  const std::string model = b.save("relu_inf.onnx");
+  const auto set = test::temp_dir() / "inf_case" / "test_data_set_0";
+  std::filesystem::create_directories(set);
+  Tensor x = Tensor::from_i64({1, 1, 2}, {3}).cast(DType::Float32);
+  x.set_f64(0, INFINITY);
+  Tensor wrong = Tensor::from_i64({1, 100, 200}, {3}).cast(DType::Float32);
+  wrong.set_f64(0, INFINITY);  // the model produces +Inf there too; the rest is far off
+  write_tensor_pb(x, "x", (set / "input_0.pb").string());
+  write_tensor_pb(wrong, "y", (set / "output_0.pb").string());
+  Result r = run_cli("run " + model + " --iters 0 --check " + (test::temp_dir() / "inf_case").string() +
+                     " --cache-dir " + (test::temp_dir() / "cache").string());
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("MISMATCH"), std::string::npos) << r.out;
 }
 
 TEST(Cli, NotOnnxAndTruncated) {

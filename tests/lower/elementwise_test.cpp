@@ -33,6 +33,26 @@ TEST(LowerElementwise, Activations) {
   test::expect_close(unary("Elu", x, {{"alpha", 0.5}}), map_ref(x, [](double v) { return v < 0 ? 0.5 * (std::exp(v) - 1) : v; }));
 }
 
+TEST(LowerElementwise, ReluAndClipLetNaNThrough) {
+  // ONNX Runtime's Relu and Clip propagate NaN; max(NaN, 0) would give 0.
+  Tensor x = Tensor::from_i64({-2, 0, 3, 7}, {4}).cast(DType::Float32);
+  x.set_f64(1, std::nan(""));
+  Tensor relu = unary("Relu", x);
+  EXPECT_EQ(relu.get_f64(0), 0);
+  EXPECT_TRUE(std::isnan(relu.get_f64(1)));
+  EXPECT_EQ(relu.get_f64(2), 3);
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {4})
+      .initializer("lo", Tensor::scalar_f32(-1))
+      .initializer("hi", Tensor::scalar_f32(5))
+      .node("Clip", {"x", "lo", "hi"}, {"y"})
+      .output("y");
+  Tensor clip = test::run_model(b.save("clip_nan.onnx"), {{"x", x}})[0];
+  EXPECT_EQ(clip.get_f64(0), -1);
+  EXPECT_TRUE(std::isnan(clip.get_f64(1)));
+  EXPECT_EQ(clip.get_f64(3), 5);
+}
+
 TEST(LowerElementwise, BroadcastingBinary) {
   Tensor a = test::rand_f32({2, 3, 4}, 1), b = test::rand_f32({3, 1}, 2);
   OnnxBuilder m(13);

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "lower/lower.h"
@@ -42,6 +45,30 @@ TEST(CompiledModel, MatchesWholeGraphJitAndCachesCode) {
   EXPECT_EQ(second.stats().cache_hits, 5);
   second.set_threads(1);
   c = compare_tensors(second.run(in)[0], want[0], 1e-5, 1e-6);
+  EXPECT_TRUE(c.ok) << c.message;
+}
+
+TEST(CompiledModel, DamagedCacheEntriesAreCompiledAgainNotLoaded) {
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  Graph g = small_cnn();
+  auto in = random_inputs(g, 3);
+  std::vector<Tensor> want;
+  {
+    CompiledModel first(g, opts);
+    want = first.run(in);
+  }
+  // Truncate one shared object and overwrite another with other bytes of the same size.
+  CodeCache cache = CodeCache::open_default(Halide::get_host_target(), opts.cache_root);
+  Partition p = partition_graph(g);
+  const std::string a = cache.object_path(p.workloads[0], kDefaultScheduleHash);
+  const std::string b = cache.object_path(p.workloads[1], kDefaultScheduleHash);
+  std::filesystem::resize_file(a, std::filesystem::file_size(a) / 2);
+  const auto size_b = std::filesystem::file_size(b);
+  std::ofstream(b, std::ios::binary | std::ios::trunc) << std::string(size_b, '\x90');
+  CompiledModel second(g, opts);
+  EXPECT_EQ(second.stats().compiled, 2);  // the two damaged entries, nothing else
+  auto c = compare_tensors(second.run(in)[0], want[0], 0, 0);
   EXPECT_TRUE(c.ok) << c.message;
 }
 
