@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -37,10 +39,18 @@ Attribute convert_attr(const onnx::AttributeProto& a, const std::string& where) 
   throw Unsupported(fmt::format("{}: attribute '{}' has a type tensorsched does not read (graph/sparse)", where, a.name()));
 }
 
+// A name as it may appear in a message: control characters (terminal escapes) become '?'.
+std::string printable(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
 Node convert_node(const onnx::NodeProto& p, size_t index) {
   Node n;
   n.op = p.op_type();
-  n.name = p.name().empty() ? fmt::format("{}_{}", p.op_type(), index) : p.name();
+  n.name = printable(p.name().empty() ? fmt::format("{}_{}", p.op_type(), index) : p.name());
   n.inputs.assign(p.input().begin(), p.input().end());
   n.outputs.assign(p.output().begin(), p.output().end());
   for (const auto& a : p.attribute()) n.attrs[a.name()] = convert_attr(a, n.describe());
@@ -139,12 +149,12 @@ class Importer {
     std::vector<std::pair<std::string, std::vector<std::string>>> unsupported;
     for (int i = 0; i < g.node_size(); i++) {
       const auto& p = g.node(i);
-      std::string name = p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name();
+      std::string name = printable(p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name());
       bool default_domain = p.domain().empty() || p.domain() == "ai.onnx";
       bool folded_anyway = p.op_type() == "Constant" || p.op_type() == "Shape" || p.op_type() == "Size" ||
                            p.op_type() == "ConstantOfShape" || p.op_type() == "Range";
       if (default_domain && (!opts_.op_supported || folded_anyway || opts_.op_supported(p.op_type()))) continue;
-      const std::string op = (default_domain ? "" : p.domain() + ".") + p.op_type();
+      const std::string op = printable((default_domain ? "" : p.domain() + ".") + p.op_type());
       auto it = std::find_if(unsupported.begin(), unsupported.end(), [&](const auto& u) { return u.first == op; });
       if (it == unsupported.end()) unsupported.push_back({op, {name}});
       else it->second.push_back(name);
@@ -351,6 +361,12 @@ class Importer {
       if (!s)
         throw Unsupported(fmt::format("{}: {}: {} after shape inference (a data-dependent shape)", path_, role,
                                       dim_description(v)));
+      // Generated code indexes with 32-bit integers (Halide's buffer extents and strides).
+      const double elements = std::accumulate(s->begin(), s->end(), 1.0, std::multiplies<double>());
+      if (elements * static_cast<double>(dtype_size(t)) >= 2147483648.0)
+        throw Unsupported(fmt::format("{}: {}: shape {} ({:.3g} elements of {}) is 2 GiB or more; tensorsched's code "
+                                      "addresses less (a --shape too large?)",
+                                      path_, printable(role), shape_str(*s), elements, dtype_name(t)));
       graph.tensors[name] = TensorInfo{name, t, *s, std::nullopt};
     };
     for (const auto& v : g.input()) {

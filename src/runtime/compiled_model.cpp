@@ -84,7 +84,7 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
   // A tuned schedule that does not compile (e.g. from another Halide version) falls back to the default.
   std::vector<CompileJob> fallback;
   std::vector<std::string> errors;
-  for (const auto& o : compile_batch(to_compile, cache, {jobs, 0})) errors.push_back(o.error);
+  for (const auto& o : compile_batch(to_compile, cache, {jobs, opts.compile_timeout_s})) errors.push_back(o.error);
   for (size_t k = 0; k < errors.size(); k++) {
     if (errors[k].empty()) continue;
     if (to_compile[k].hash == kDefaultScheduleHash) throw Error(errors[k]);
@@ -96,7 +96,7 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
     if (!cache.has_entry(w, kDefaultScheduleHash))
       fallback.push_back({&w, apply_default_schedule, kDefaultScheduleHash, {}});
   }
-  for (const auto& o : compile_batch(fallback, cache, {jobs, 0}))
+  for (const auto& o : compile_batch(fallback, cache, {jobs, opts.compile_timeout_s}))
     if (!o.error.empty()) throw Error(o.error);
   for (const auto& h : hashes) m.stats.tuned += h != kDefaultScheduleHash;
 

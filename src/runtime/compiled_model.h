@@ -18,6 +18,7 @@ namespace ts {
 struct CompileOptions {
   std::string cache_root;  // code cache root ("" = default, see CodeCache::open_default)
   int jobs = 0;            // parallel compiles (worker processes); 0 = hardware threads
+  double compile_timeout_s = 600;  // per workload compile; a worker past it is killed and named in the error
   std::map<std::string, Schedule> schedules;  // by Workload::exact_key: tuned schedule (others use the default)
 };
 

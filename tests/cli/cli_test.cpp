@@ -113,6 +113,14 @@ TEST(Cli, UnsupportedOp) {
                         "at node 'nonzero'");
 }
 
+TEST(Cli, NamesWithTerminalEscapesArePrintedHarmless) {
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {4, 4}).node("Det", {"x"}, {"d"}, {}, "evil\x1b[2J\x1b[31mnode").output("d");
+  Result r = run_cli("run " + b.save("escapes.onnx"));
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  expect_one_line_error(r, "node 'evil?[2J?[31mnode'");
+}
+
 TEST(Cli, DynamicDimensionAndShapeFlag) {
   test::OnnxBuilder b(13);
   b.dynamic_input("image", DType::Float32, {-1, 3, 8, 8}).node("Relu", {"image"}, {"y"}).output("y");
@@ -127,6 +135,7 @@ TEST(Cli, DynamicDimensionAndShapeFlag) {
   expect_one_line_error(run_cli("info " + path + " --shape nothere=1"),
                         "'nothere', which is neither a graph input nor a symbolic dimension");
   expect_one_line_error(run_cli("info " + path + " --shape image=a"), "not a positive integer");
+  expect_one_line_error(run_cli("info " + path + " --shape image=100000,3,1000,1000"), "is 2 GiB or more");
 }
 
 TEST(Cli, UnsupportedType) {

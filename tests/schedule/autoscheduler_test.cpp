@@ -18,6 +18,7 @@
 #include "schedule/default_schedule.h"
 #include "schedule/schedule.h"
 #include "support/onnx_builder.h"
+#include "support/small_workloads.h"
 
 namespace ts {
 namespace {
@@ -239,16 +240,19 @@ TEST(Autoscheduler, Adams2019Replays) {
   auto source = [&](const char* seed) {
     return adams_source(w, {{"beam_size", "8"}, {"random_dropout", "50"}, {"random_dropout_seed", seed}});
   };
-  const std::string a = source("1"), again = source("1"), b = source("2");
-  std::cerr << (a == again ? "REPLAYS" : "DOES NOT REPLAY") << " " << (a == b ? "SAME" : "DIFFERENT") << std::endl;
+  const std::string a = source("1"), again = source("1");
+  // Two seeds may happen to keep the same choices on a small pipeline: some other seed must differ.
+  bool differs = false;
+  for (const char* seed : {"2", "3", "4", "5", "6"}) differs = differs || source(seed) != a;
+  std::cerr << (a == again ? "REPLAYS" : "DOES NOT REPLAY") << " " << (differs ? "DIFFERENT" : "SAME") << std::endl;
   std::exit(0);
 }
 
 // In a fresh process (the plugin reads the dropout once per process): the same seed replays,
-// and two seeds give different schedules.
+// and other seeds give other schedules.
 TEST(Autoscheduler, Adams2019DropoutSeeds) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const Workload w = cnn_workloads()[0];
+  const Workload w = test::zoo_workloads("resnet18.onnx")[1];  // a 3x3 conv: enough choices for seeds to matter
   EXPECT_EXIT(report_dropout_seeds(w), ::testing::ExitedWithCode(0), "REPLAYS DIFFERENT");
 }
 
