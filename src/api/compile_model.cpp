@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <regex>
 
+#include "graph/file_io.h"
 #include "graph/layout_plan.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
@@ -64,9 +63,8 @@ CompileResult compile_model(const CompileRequest& req) {
   ao.name = req.name;
   ao.static_library = req.static_library;
   ao.constants_file = req.constants_file;
-  std::ifstream f(req.model, std::ios::binary);
   ao.manifest = {{"model", req.model},
-                 {"model_fnv1a", fnv1a_hex(std::string(std::istreambuf_iterator<char>(f), {}))},
+                 {"model_fnv1a", fnv1a_hex(read_regular_file(req.model, "an ONNX file"))},
                  {"layout", req.load.layout},
                  {"shapes", req.load.shapes},
                  {"records_db", req.db_path},
@@ -81,11 +79,9 @@ CompileResult compile_model(const CompileRequest& req) {
   }
   for (size_t i = 0; i < p.workloads.size(); i++) {
     const Workload& w = p.workloads[i];
-    const std::string& fn = model.plan().functions[i];  // "ts_<key>_<schedule hash>_argv"
-    const std::string prefix = workload_function_name(w, "");
-    const std::string schedule = fn.substr(prefix.size(), fn.size() - prefix.size() - 5);
+    const std::string& schedule = model.schedule_hashes()[i];
     nlohmann::json entry = {{"key", w.key_hash()}, {"name", w.name}, {"count", w.count}, {"schedule", schedule},
-                            {"function", fn}};
+                            {"function", model.plan().functions[i]}};
     // The measurement that chose a tuned schedule: its re-measurement against the default.
     if (db && schedule != kDefaultScheduleHash)
       if (auto c = latest_confirmation(*db, w.exact_key); c && c->candidate.schedule_hash == schedule)

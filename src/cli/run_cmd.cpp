@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "graph/npy.h"
 #include "graph/workload.h"
+#include "measure/time_stats.h"
 #include "runtime/compiled_model.h"
 #include "runtime/conformance.h"
 #include "runtime/graph_runner.h"
@@ -185,14 +186,12 @@ int run_command(const RunArgs& a) {
     for (size_t s = 0; s < step_total.size(); s++) step_total[s] += model.step_seconds()[s];
   }
   if (!ms.empty()) {
-    std::vector<double> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    const size_t n = sorted.size();
-    double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    j["latency_ms"] = {{"median", median}, {"min", sorted.front()}, {"max", sorted.back()}, {"iters", a.iters}};
+    const TimeStats st = time_stats(ms);
+    const double max = *std::max_element(ms.begin(), ms.end());
+    j["latency_ms"] = {{"median", st.median}, {"min", st.min}, {"max", max}, {"iters", a.iters}};
     if (!a.json)
       std::cout << fmt::format("latency over {} runs: median {:.3f} ms, min {:.3f} ms, max {:.3f} ms\n", a.iters,
-                               median, sorted.front(), sorted.back());
+                               st.median, st.min, max);
   }
   if (a.profile && !ms.empty()) j["profile"] = print_profile(model, step_total, ms, a.json);
   if (a.json) std::cout << j.dump() << "\n";

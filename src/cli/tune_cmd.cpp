@@ -124,18 +124,10 @@ int tune_command(const TuneArgs& a) {
                  "again to resume (nothing recorded is measured again)",
                  s.measured_now, a.db_path);
 
-  nlohmann::json tasks = nlohmann::json::array();
-  for (const auto& t : s.tasks)
-    tasks.push_back({{"key", t.key_hash}, {"name", t.name}, {"count", t.count}, {"default_ms", t.default_s * 1e3},
-                     {"best_ms", t.best_s * 1e3}, {"best_policy", t.best_policy}, {"trials", t.trials},
-                     {"measured_now", t.measured_now}, {"errors", t.errors}, {"error", t.error},
-                     {"confirmed", t.confirmed}, {"faster", t.faster}, {"default_noise", t.default_noise},
-                     {"best_noise", t.best_noise}});
-  const double ratio = s.e2e_tuned_s > 0 ? s.e2e_default_s / s.e2e_tuned_s : 0;
-  nlohmann::json j = {{"model", g.path}, {"db", a.db_path}, {"policy", s.policy}, {"tasks", tasks},
-                      {"measured_now", s.measured_now}, {"seconds", s.seconds}, {"tuned_workloads", s.tuned_workloads},
-                      {"e2e_default_ms", s.e2e_default_s * 1e3}, {"e2e_tuned_ms", s.e2e_tuned_s * 1e3},
-                      {"speedup", ratio}, {"stopped", s.stopped}};
+  nlohmann::json j = summary_json(s);
+  j["model"] = g.path;
+  j["db"] = a.db_path;
+  const double ratio = j["speedup"];
   const int exit_code = s.stopped ? 130 : 0;  // 128 + SIGINT, as a shell reports it
   if (a.json) {
     std::cout << j.dump(2) << "\n";

@@ -24,4 +24,13 @@ inline void block_copy(int64_t outer, int64_t extent, int64_t inner, int64_t blo
     }
 }
 
+// block_copy with `axis` of a tensor of `rank` dims `shape` (outermost first) blocked by `block`.
+inline void block_copy_axis(const int64_t* shape, size_t rank, size_t axis, int64_t block, const uint8_t* src,
+                            uint8_t* dst, size_t elem_bytes, bool to_blocked) {
+  int64_t outer = 1, inner = 1;
+  for (size_t k = 0; k < axis; k++) outer *= shape[k];
+  for (size_t k = axis + 1; k < rank; k++) inner *= shape[k];
+  block_copy(outer, shape[axis], inner, block, src, dst, elem_bytes, to_blocked);
+}
+
 }  // namespace ts

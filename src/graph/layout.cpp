@@ -32,11 +32,7 @@ namespace {
 
 // block_copy around l's axis of `shape`.
 void convert(const Layout& l, const Shape& shape, const uint8_t* src, uint8_t* dst, size_t es, bool to_blocked) {
-  const size_t a = static_cast<size_t>(l.axis);
-  int64_t outer = 1, inner = 1;
-  for (size_t k = 0; k < a; k++) outer *= shape[k];
-  for (size_t k = a + 1; k < shape.size(); k++) inner *= shape[k];
-  block_copy(outer, shape[a], inner, l.block, src, dst, es, to_blocked);
+  block_copy_axis(shape.data(), shape.size(), static_cast<size_t>(l.axis), l.block, src, dst, es, to_blocked);
 }
 
 }  // namespace

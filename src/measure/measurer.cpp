@@ -24,13 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMessageChars = 2000;  // compiler / Halide text kept in an error message
-
-// The last `n` characters of s, marked when cut.
-std::string tail(const std::string& s, size_t n = kMessageChars) {
-  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
-}
-
 // What one run worker does with the workload's outputs after the timed runs.
 struct RunCheck {
   const std::vector<Tensor>* reference = nullptr;  // compare with these; null: send the outputs back
@@ -142,7 +135,7 @@ MeasureResult Measurer::Impl::run(const Workload& w, const std::string& hash, co
 
   MeasureResult m;
   m.schedule_hash = hash;
-  const std::string halide_text = r.stderr_tail.empty() ? "" : ": " + tail(r.stderr_tail);
+  const std::string halide_text = r.stderr_tail.empty() ? "" : ": " + message_tail(r.stderr_tail);
   if (r.timed_out) {
     m.error_kind = "timeout";
     m.error_message = fmt::format("{}: run worker timed out after {:g} s ({} warm-up + {} timed runs)", what,
@@ -160,7 +153,7 @@ MeasureResult Measurer::Impl::run(const Workload& w, const std::string& hash, co
     // The worker could not load or call the code (it threw): not a measurement.
     m.error_kind = "runtime_error";
     m.error_message = fmt::format("{}: run worker failed ({}): {}{}", what, r.describe_end(0),
-                                  tail(r.message, kMessageChars / 2), halide_text);
+                                  message_tail(r.message, kMessageChars / 2), halide_text);
     return m;
   }
   m.times = report.value("times", std::vector<double>{});

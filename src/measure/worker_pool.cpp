@@ -182,4 +182,8 @@ std::vector<WorkerResult> run_workers(size_t count, const WorkerJob& job, const 
   return results;
 }
 
+std::string message_tail(const std::string& s, size_t n) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
 }  // namespace ts

@@ -40,6 +40,11 @@ using WorkerJob = std::function<int(size_t index, int message_fd)>;
 std::vector<WorkerResult> run_workers(size_t count, const WorkerJob& job, const WorkerPoolOptions& opts,
                                       const std::function<void(size_t index, const WorkerResult&)>& on_done = {});
 
+// Worker text (compiler output, Halide's messages) kept in an error message.
+inline constexpr size_t kMessageChars = 2000;
+// The last `n` characters of s, marked "..." when cut.
+std::string message_tail(const std::string& s, size_t n = kMessageChars);
+
 // Writes all of `bytes` to fd (retrying short writes); false when the pipe is gone.
 bool write_all(int fd, const std::string& bytes);
 

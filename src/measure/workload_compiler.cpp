@@ -72,7 +72,6 @@ void link_shared(const std::string& obj, const std::string& so, const std::strin
   fs::rename(digest_tmp, digest_path(so));
 }
 
-constexpr size_t kMessageChars = 2000;  // compiler / Halide text kept in an error message
 
 }  // namespace
 
@@ -233,10 +232,8 @@ std::vector<CompileOutcome> compile_batch(const std::vector<CompileJob>& jobs, c
                           ? fmt::format("workload {} ({}): compiler worker {}", w.key_hash(), w.name,
                                         r.describe_end(pool.timeout_s))
                           : r.message;
-    if (!r.stderr_tail.empty() && (r.timed_out || r.signal || r.message.empty())) {
-      const std::string& e = r.stderr_tail;
-      why += ": " + (e.size() <= kMessageChars / 2 ? e : "..." + e.substr(e.size() - kMessageChars / 2));
-    }
+    if (!r.stderr_tail.empty() && (r.timed_out || r.signal || r.message.empty()))
+      why += ": " + message_tail(r.stderr_tail, kMessageChars / 2);
     out[i].error = why.substr(0, kMessageChars);
   }
   return out;

@@ -22,6 +22,7 @@ struct CompiledModel::Impl {
   Partition partition;
   CompileStats stats;
   std::vector<WorkloadCode> code;                // loaded code per distinct workload
+  std::vector<std::string> schedule_hashes;      // per workload: the schedule its code was compiled with
   std::vector<std::string> object_files;         // per plan function: its relocatable object
   std::string runtime_object;                    // the Halide runtime's relocatable object
   std::map<std::string, Tensor> packed;          // constants packed at load (by the plan or a schedule)
@@ -99,6 +100,7 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
   for (const auto& o : compile_batch(fallback, cache, {jobs, opts.compile_timeout_s}))
     if (!o.error.empty()) throw Error(o.error);
   for (const auto& h : hashes) m.stats.tuned += h != kDefaultScheduleHash;
+  m.schedule_hashes = hashes;
 
   load_halide_runtime(runtime_so);  // workload code calls into it (allocation, thread pool)
   m.runtime_object = cache.runtime_object_path();
@@ -181,6 +183,7 @@ const std::vector<double>& CompiledModel::step_seconds() const { return impl_->e
 const plan::Plan& CompiledModel::plan() const { return impl_->executor->plan(); }
 const std::vector<const void*>& CompiledModel::constant_data() const { return impl_->constants; }
 const std::vector<std::string>& CompiledModel::object_files() const { return impl_->object_files; }
+const std::vector<std::string>& CompiledModel::schedule_hashes() const { return impl_->schedule_hashes; }
 const std::string& CompiledModel::runtime_object() const { return impl_->runtime_object; }
 
 void CompiledModel::set_threads(int threads) { set_halide_threads(threads); }

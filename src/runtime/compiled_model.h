@@ -55,6 +55,9 @@ class CompiledModel {
   const plan::Plan& plan() const;
   const std::vector<const void*>& constant_data() const;
   const std::vector<std::string>& object_files() const;
+  // Per workload (partition order): the hash of the schedule its code runs (kDefaultScheduleHash
+  // or a tuned Schedule's).
+  const std::vector<std::string>& schedule_hashes() const;
   const std::string& runtime_object() const;
 
  private:

@@ -235,11 +235,8 @@ void Executor::run(const void* const* inputs, void* const* outputs, bool time_st
     const auto t0 = time_steps ? Clock::now() : Clock::time_point{};
     for (const Pack& k : step.packs) {
       const Buffer& from = plan_.buffers[k.from];
-      int64_t outer = 1, inner = 1;
-      for (int a = 0; a < k.axis; a++) outer *= from.shape[a];
-      for (size_t a = k.axis + 1; a < from.shape.size(); a++) inner *= from.shape[a];
-      block_copy(outer, from.shape[k.axis], inner, k.block, halide_buffers_[k.from].host, halide_buffers_[k.to].host,
-                 (from.bits + 7) / 8, true);
+      block_copy_axis(from.shape.data(), from.shape.size(), static_cast<size_t>(k.axis), k.block,
+                      halide_buffers_[k.from].host, halide_buffers_[k.to].host, (from.bits + 7) / 8, true);
     }
     const int rc = functions_[step.function](argv_[s].data());
     if (time_steps) step_seconds_[s] = std::chrono::duration<double>(Clock::now() - t0).count();

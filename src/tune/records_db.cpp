@@ -468,7 +468,8 @@ void RecordsDB::add(const std::vector<Record>& batch) {
   txn.commit();
 }
 
-std::vector<Record> RecordsDB::query(const std::string& where, std::vector<std::string> args) const {
+void RecordsDB::each(const std::string& where, std::vector<std::string> args,
+                     const std::function<bool(Record)>& visit) const {
   // The machine filter binds after the caller's parameters, before any ORDER BY.
   std::string sql = std::string(kSelectRecords) + where;
   if (!allow_foreign_) {
@@ -479,8 +480,16 @@ std::vector<Record> RecordsDB::query(const std::string& where, std::vector<std::
   }
   Stmt s(db_.get(), path_, sql.c_str());
   for (size_t i = 0; i < args.size(); ++i) s.bind(static_cast<int>(i + 1), args[i]);
+  while (s.step())
+    if (!visit(read_record(s))) return;
+}
+
+std::vector<Record> RecordsDB::query(const std::string& where, std::vector<std::string> args) const {
   std::vector<Record> out;
-  while (s.step()) out.push_back(read_record(s));
+  each(where, std::move(args), [&](Record r) {
+    out.push_back(std::move(r));
+    return true;
+  });
   return out;
 }
 
@@ -488,11 +497,13 @@ std::vector<Record> RecordsDB::best(const std::string& exact_key, size_t n) cons
   std::lock_guard lock(mu_);
   std::vector<Record> out;
   std::set<std::string> seen;  // a schedule measured twice takes one slot, with its best time
-  for (Record& r : query("WHERE m.workload_key = ?1 AND m.error_kind = '' AND m.median IS NOT NULL ORDER BY m.median, m.id",
-                         {exact_key})) {
-    if (out.size() >= n) break;
-    if (seen.insert(r.schedule_hash).second) out.push_back(std::move(r));
-  }
+  if (n == 0) return out;
+  // Stops reading at the n-th distinct schedule (the tuner asks for the best after every batch).
+  each("WHERE m.workload_key = ?1 AND m.error_kind = '' AND m.median IS NOT NULL ORDER BY m.median, m.id", {exact_key},
+       [&](Record r) {
+         if (seen.insert(r.schedule_hash).second) out.push_back(std::move(r));
+         return out.size() < n;
+       });
   return out;
 }
 

@@ -5,6 +5,7 @@
 // mode, busy timeout). A file that is not ours is never written to: opening it throws ts::Error.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <mutex>
@@ -131,7 +132,9 @@ class RecordsDB {
   void create_or_attach();
   void check_meta();
   int64_t insert(const Record& r);
-  // Records matching `where` (binding `args` as ?1...), this machine's only unless allow_foreign_.
+  // Calls `visit` on each record matching `where` (binding `args` as ?1...), this machine's only
+  // unless allow_foreign_, until it returns false. query() collects them all.
+  void each(const std::string& where, std::vector<std::string> args, const std::function<bool(Record)>& visit) const;
   std::vector<Record> query(const std::string& where, std::vector<std::string> args) const;
 
   std::string path_;

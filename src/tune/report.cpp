@@ -44,7 +44,10 @@ struct WorkloadRow {
 };
 
 WorkloadRow summarize(const RecordsDB& db, const WorkloadEntry& e, int count) {
-  WorkloadRow r{e, count, db.records(e.exact_key)};
+  WorkloadRow r;
+  r.entry = e;
+  r.count = count;
+  r.records = db.records(e.exact_key);
   const std::string def = default_schedule_recipe().hash();
   for (const auto& rec : r.records) {
     if (!rec.valid()) r.errors[rec.error_kind]++;

@@ -79,6 +79,25 @@ void confirm_winner(Task& t, RecordsDB& db, const Schedule& def, int rounds, con
 
 }  // namespace
 
+nlohmann::json summary_json(const TuneSummary& s) {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const auto& t : s.tasks)
+    tasks.push_back({{"key", t.key_hash}, {"name", t.name}, {"count", t.count}, {"default_ms", t.default_s * 1e3},
+                     {"best_ms", t.best_s * 1e3}, {"best_policy", t.best_policy}, {"trials", t.trials},
+                     {"measured_now", t.measured_now}, {"errors", t.errors}, {"error", t.error},
+                     {"confirmed", t.confirmed}, {"faster", t.faster}, {"default_noise", t.default_noise},
+                     {"best_noise", t.best_noise}});
+  return {{"policy", s.policy},
+          {"tasks", tasks},
+          {"measured_now", s.measured_now},
+          {"seconds", s.seconds},
+          {"tuned_workloads", s.tuned_workloads},
+          {"e2e_default_ms", s.e2e_default_s * 1e3},
+          {"e2e_tuned_ms", s.e2e_tuned_s * 1e3},
+          {"speedup", s.e2e_tuned_s > 0 ? s.e2e_default_s / s.e2e_tuned_s : 0},
+          {"stopped", s.stopped}};
+}
+
 std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key) {
   const std::string def = default_schedule_recipe().hash();
   std::optional<Record> d, c;

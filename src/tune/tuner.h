@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -83,6 +84,11 @@ struct TuneSummary {
   int tuned_workloads = 0;        // workloads whose best record is not the default
   bool stopped = false;           // TuneOptions::stop ended the run early (nothing after it was recorded)
 };
+
+// The summary as the `tune --json` output and Python's tensorsched.tune return it (docs/cli.md):
+// {"policy", "tasks": [...], "measured_now", "seconds", "tuned_workloads", "e2e_default_ms",
+// "e2e_tuned_ms", "speedup", "stopped"}.
+nlohmann::json summary_json(const TuneSummary& s);
 
 // Tunes every workload of g with `policy`, recording into db.
 TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, const TuneOptions& opts,

@@ -208,14 +208,7 @@ py::object tune_py(const std::string& model, const std::string& db_path, std::op
     o.measure.cache_root = cache_dir;
     s = tune_model(g, db, *policy, o);
   }
-  nlohmann::json tasks = nlohmann::json::array();
-  for (const auto& t : s.tasks)
-    tasks.push_back({{"key", t.key_hash}, {"name", t.name}, {"count", t.count}, {"default_ms", t.default_s * 1e3},
-                     {"best_ms", t.best_s * 1e3}, {"trials", t.trials}, {"measured_now", t.measured_now},
-                     {"error", t.error}});
-  return to_python({{"policy", s.policy}, {"tasks", tasks}, {"measured_now", s.measured_now}, {"seconds", s.seconds},
-                    {"e2e_default_ms", s.e2e_default_s * 1e3}, {"e2e_tuned_ms", s.e2e_tuned_s * 1e3},
-                    {"tuned_workloads", s.tuned_workloads}});
+  return to_python(summary_json(s));
 }
 
 }  // namespace
