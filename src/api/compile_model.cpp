@@ -27,6 +27,7 @@ Graph load_model(const std::string& path, const LoadOptions& o) {
   ImportOptions opts;
   opts.op_supported = op_supported;
   for (const auto& s : o.shapes) opts.shape_overrides.insert(parse_shape_override(s));
+  opts.max_memory_bytes = o.max_memory_bytes;
   Graph g = import_onnx(path, opts);
   run_default_passes(g);
   if (o.layout == "blocked") plan_layouts(g, Halide::get_host_target().natural_vector_size(Halide::Float(32)));
@@ -37,7 +38,7 @@ std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::str
                                                   std::vector<std::string>& warnings, bool allow_foreign) {
   // RecordsDB creates a missing file; reading records must not.
   if (!fs::exists(db_path)) throw Error(fmt::format("{}: no such records database", db_path));
-  RecordsDB db(db_path);
+  RecordsDB db(db_path, RecordsDB::Open::MustExist);
   db.set_allow_foreign(allow_foreign);
   return best_schedules(partition_graph(g), db, warnings);
 }

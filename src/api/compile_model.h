@@ -15,6 +15,7 @@ namespace ts {
 struct LoadOptions {
   std::vector<std::string> shapes;   // "NAME=D1,D2,..." overrides of input shapes
   std::string layout = "blocked";    // "blocked": the layout plan (graph/layout_plan.h); "plain": as declared
+  uint64_t max_memory_bytes = 0;     // ImportOptions::max_memory_bytes (0 = 3/4 of physical memory)
 };
 
 // Imports the model (graph-only models get generated weights), runs the default passes and

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "api/compile_model.h"
 #include "graph/graph.h"
 
 namespace ts {
@@ -32,7 +33,10 @@ struct ModelArgs {
   std::string path;
   std::vector<std::string> shapes;
   std::string layout = "blocked";  // "blocked": the layout plan (graph/layout_plan.h); "plain": every tensor as declared
+  std::string max_memory;          // --max-memory: "" = 3/4 of physical memory
 };
+// The LoadOptions these arguments stand for (parses --shape and --max-memory later, at import).
+LoadOptions load_options(const ModelArgs& m);
 void add_model_args(CLI::App* sub, ModelArgs& m);
 // Imports the model (graph-only models get generated weights), runs the default passes and
 // plans the layouts of its tensors (blocked by the host's float32 vector lanes unless m.layout is "plain").

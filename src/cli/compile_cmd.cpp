@@ -25,7 +25,7 @@ struct CompileArgs {
 
 int compile_command(CompileArgs a) {
   a.req.model = a.model.path;
-  a.req.load = LoadOptions{a.model.shapes, a.model.layout};
+  a.req.load = load_options(a.model);
   a.req.static_library = !a.no_static;
   CompileResult r = compile_model(a.req);
   const Artifact& art = r.artifact;

@@ -92,7 +92,7 @@ std::vector<T> pick(const std::vector<T>& v, const std::vector<size_t>& idx) {
 }
 
 int eval_command(const EvalArgs& a) {
-  RecordsDB db(a.db);
+  RecordsDB db(a.db, RecordsDB::Open::MustExist);
   Dataset d = load_dataset(db);
   std::vector<std::string> keys;
   for (const auto& [k, n] : d.names) keys.push_back(k);  // sorted: the split depends only on the seed

@@ -1,6 +1,7 @@
 // `tensorsched db export|import --db FILE --jsonl FILE`: move tuning records between databases
 // (and machines) as one JSON object per line.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
@@ -33,7 +34,7 @@ void check_paths(const DbArgs& a, bool must_exist) {
 
 int export_command(const DbArgs& a) {
   check_paths(a, true);
-  RecordsDB db(a.db);
+  RecordsDB db(a.db, RecordsDB::Open::MustExist);
   if (a.jsonl == "-") {
     db.export_jsonl(std::cout, a.this_machine);
   } else {
@@ -45,24 +46,32 @@ int export_command(const DbArgs& a) {
   return 0;
 }
 
+// Imports what is valid; each rejected line is reported with its number and reason, and makes
+// the exit status 1 (the valid lines are stored all the same).
 int import_command(const DbArgs& a) {
   check_paths(a, false);
   RecordsDB db(a.db);
-  size_t added = 0;
+  RecordsDB::ImportResult r;
   if (a.jsonl == "-") {
-    added = db.import_jsonl(std::cin, "<stdin>");
+    r = db.import_jsonl(std::cin, "<stdin>");
   } else {
     std::ifstream in(a.jsonl);
     if (!in) throw Error(fmt::format("{}: cannot open", a.jsonl));
-    added = db.import_jsonl(in, a.jsonl);
+    r = db.import_jsonl(in, a.jsonl);
   }
-  std::cout << fmt::format("{}: imported {} new records ({} in total)\n", a.db, added, db.count());
-  return 0;
+  const std::string source = a.jsonl == "-" ? "<stdin>" : a.jsonl;
+  constexpr size_t kShown = 20;
+  for (size_t k = 0; k < r.rejected.size() && k < kShown; k++)
+    spdlog::warn("{}: line {}: rejected: {}", source, r.rejected[k].first, r.rejected[k].second);
+  if (r.rejected.size() > kShown) spdlog::warn("{}: {} more lines rejected", source, r.rejected.size() - kShown);
+  std::cout << fmt::format("{}: imported {} new records ({} already present, {} lines rejected; {} in total)\n", a.db,
+                           r.added, r.present, r.rejected.size(), db.count());
+  return r.rejected.empty() ? 0 : 1;
 }
 
 // One line per machine fingerprint: which CPU, cores, build, and how many records.
 int machines_command(const std::string& path, bool json_out) {
-  RecordsDB db(path);
+  RecordsDB db(path, RecordsDB::Open::MustExist);
   nlohmann::json all = nlohmann::json::array();
   for (const auto& m : db.machines()) {
     nlohmann::json fp = nlohmann::json::parse(m.machine, nullptr, false);

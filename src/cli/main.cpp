@@ -6,7 +6,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <new>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -24,6 +26,28 @@ void set_up_logging(bool quiet, bool verbose) {
   spdlog::level::level_enum level = quiet ? spdlog::level::warn : verbose ? spdlog::level::debug : spdlog::level::info;
   if (const char* env = std::getenv("TENSORSCHED_LOG"); env && *env) level = spdlog::level::from_str(env);
   spdlog::set_level(level);
+}
+
+// What the user asked for, for errors that do not say it themselves (a library's bare
+// std::bad_alloc or stoll): the selected (sub)commands and their positional arguments.
+std::string command_context(const CLI::App& app) {
+  std::string out;
+  const CLI::App* cur = &app;
+  while (true) {
+    auto subs = cur->get_subcommands();
+    if (subs.empty()) break;
+    cur = subs[0];
+    out += (out.empty() ? "" : " ") + cur->get_name();
+  }
+  for (const CLI::Option* opt : cur->get_options())
+    if (opt->get_positional() && opt->count() > 0)
+      for (const auto& v : opt->results()) out += " " + ts::printable_name(v);
+  return out;
+}
+
+std::string one_line(std::string m) {
+  std::replace(m.begin(), m.end(), '\n', ' ');
+  return m;
 }
 
 }  // namespace
@@ -58,15 +82,17 @@ int main(int argc, char** argv) {
   try {
     return ts::run_selected_command(app);
   } catch (const ts::Error& e) {
-    std::cerr << "tensorsched: error: " << e.what() << "\n";
+    std::cerr << "tensorsched: error: " << one_line(e.what()) << "\n";
     return 1;
   } catch (const Halide::Error& e) {
-    std::string m = e.what();
-    std::replace(m.begin(), m.end(), '\n', ' ');
-    std::cerr << "tensorsched: error: Halide: " << m << "\n";
+    std::cerr << "tensorsched: error: " << command_context(app) << ": Halide: " << one_line(e.what()) << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "tensorsched: error: " << command_context(app)
+              << ": out of memory (a smaller --shape or --max-memory may help)\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "tensorsched: error: " << e.what() << "\n";
+    std::cerr << "tensorsched: error: " << command_context(app) << ": " << one_line(e.what()) << "\n";
     return 1;
   }
 }

@@ -40,9 +40,17 @@ void add_model_args(CLI::App* sub, ModelArgs& m) {
   sub->add_option("--shape", m.shapes, "Fix a dynamic input shape: NAME=D0,D1,...");
   sub->add_option("--layout", m.layout, "Tensor layouts between workloads: blocked (NCHW[x]c where it pays) or plain")
       ->check(CLI::IsMember({"blocked", "plain"}));
+  sub->add_option("--max-memory", m.max_memory,
+                  "Most memory a run may hold (constants + activations), e.g. 8G (default: 3/4 of physical memory)");
 }
 
-Graph load_model(const ModelArgs& m) { return load_model(m.path, LoadOptions{m.shapes, m.layout}); }
+LoadOptions load_options(const ModelArgs& m) {
+  LoadOptions o{m.shapes, m.layout};
+  if (!m.max_memory.empty()) o.max_memory_bytes = parse_memory_size(m.max_memory);
+  return o;
+}
+
+Graph load_model(const ModelArgs& m) { return load_model(m.path, load_options(m)); }
 
 void add_model_commands(CLI::App& app) {
   auto info = std::make_shared<ModelArgs>();

@@ -25,7 +25,7 @@ struct ReportArgs {
 
 int report_command(const ReportArgs& a) {
   if (!fs::exists(a.db)) throw Error(fmt::format("{}: no such records database", a.db));
-  RecordsDB db(a.db);
+  RecordsDB db(a.db, RecordsDB::Open::MustExist);
   db.set_allow_foreign(a.allow_foreign);
   ReportOptions o;
   Partition part;

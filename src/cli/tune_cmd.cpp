@@ -144,6 +144,7 @@ int tune_command(const TuneArgs& a) {
     const double noise = std::max(t.default_noise, t.best_noise);
     if (!t.confirmed && t.best_s > 0 && t.best_s < t.default_s) errs = "unconfirmed" + (errs.empty() ? "" : ", " + errs);
     if (noise > 0.1) errs = "noisy" + (errs.empty() ? "" : ", " + errs);
+    if (t.exhausted) errs = fmt::format("space exhausted after {} trials", t.trials) + (errs.empty() ? "" : ", " + errs);
     std::cout << fmt::format("{:<16} {:<24} {:>5} {:>11} {:>11} {:>7.2f} {:>5.0f}% {:>7}  {}\n", t.key_hash,
                              t.name.substr(0, 24), t.count, ms(t.default_s), ms(t.best_s),
                              t.best_s > 0 ? t.default_s / t.best_s : 0.0, noise * 100, t.trials, errs);

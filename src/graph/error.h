@@ -16,4 +16,12 @@ struct Unsupported : Error {
   using Error::Error;
 };
 
+// A name from a user's file as it may appear in a message: control characters (terminal escapes)
+// become '?'.
+inline std::string printable_name(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return s;
+}
+
 }  // namespace ts

@@ -13,4 +13,8 @@ inline constexpr uint64_t kMaxInputFileBytes = uint64_t{2} << 30;  // protobuf's
 std::string read_regular_file(const std::string& path, const std::string& what,
                               uint64_t max_bytes = kMaxInputFileBytes);
 
+// `length` bytes from `offset` of a regular file, with the same checks; a range past the end is
+// an Error "<path>: holds N bytes; <what> needs bytes A..B".
+std::string read_file_range(const std::string& path, const std::string& what, uint64_t offset, uint64_t length);
+
 }  // namespace ts

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <functional>
@@ -17,6 +18,7 @@
 
 #include "graph/const_eval.h"
 #include "graph/file_io.h"
+#include "graph/model_check.h"
 
 namespace ts {
 
@@ -39,13 +41,7 @@ Attribute convert_attr(const onnx::AttributeProto& a, const std::string& where) 
   throw Unsupported(fmt::format("{}: attribute '{}' has a type tensorsched does not read (graph/sparse)", where, a.name()));
 }
 
-// A name as it may appear in a message: control characters (terminal escapes) become '?'.
-std::string printable(const std::string& s) {
-  std::string out = s;
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return out;
-}
+std::string printable(const std::string& s) { return printable_name(s); }
 
 Node convert_node(const onnx::NodeProto& p, size_t index) {
   Node n;
@@ -118,9 +114,11 @@ class Importer {
 
   Graph run() {
     check();
+    check_model_structure(model_, path_, opset_);
     apply_input_options();
     for (int round = 0; round < 16; round++) {
       infer_shapes();
+      if (round == 0) check_model_types(model_, path_, opset_);
       if (!fold_once()) break;
     }
     return build_graph();
@@ -278,6 +276,22 @@ class Importer {
     }
   }
 
+  // Why shape inference left a value untyped: ONNX's message for the first node it rejects (the
+  // import itself runs inference leniently, so values it cannot type yet can still be folded).
+  std::string inference_error() const {
+    onnx::ModelProto copy = model_;
+    copy.mutable_graph()->clear_value_info();
+    try {
+      onnx::ShapeInferenceOptions strict(/*check_type=*/false, /*error_mode=*/1, /*data_prop=*/true);
+      onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), strict);
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      if (auto cut = why.find("\n\n==> Context:"); cut != std::string::npos) why.resize(cut);
+      return printable(why);
+    }
+    return "";
+  }
+
   const Tensor* constant(const std::string& name) {
     auto it = consts_.find(name);
     if (it != consts_.end()) return &it->second;
@@ -349,8 +363,11 @@ class Importer {
     auto add_from_info = [&](const std::string& name, const std::string& role) {
       if (graph.tensors.count(name)) return;
       auto it = infos.find(name);
-      if (it == infos.end() || !it->second->type().has_tensor_type())
-        throw Error(fmt::format("{}: {} has no type after shape inference", path_, role));
+      if (it == infos.end() || !it->second->type().has_tensor_type()) {
+        const std::string why = inference_error();
+        throw Error(fmt::format("{}: {} has no type after shape inference{}", path_, printable(role),
+                                why.empty() ? "" : ": " + why));
+      }
       const auto& v = *it->second;
       DType t = dtype_from_onnx(v.type().tensor_type().elem_type(), fmt::format("{}: {}", path_, role));
       auto s = static_shape(v);
@@ -358,12 +375,15 @@ class Importer {
         throw Error(fmt::format("{}: {}: {}; fix it with --shape {}=D0,D1,...", path_, role, dim_description(v), name));
       // Inside the graph a shape that stays unknown depends on runtime values (e.g. Range of an
       // input): tensorsched compiles for fixed shapes only.
-      if (!s)
-        throw Unsupported(fmt::format("{}: {}: {} after shape inference (a data-dependent shape)", path_, role,
-                                      dim_description(v)));
+      if (!s) {
+        const std::string why = inference_error();
+        if (!why.empty()) throw Error(fmt::format("{}: {}: {}", path_, printable(role), why));
+        throw Unsupported(fmt::format("{}: {}: {} after shape inference (a data-dependent shape)", path_,
+                                      printable(role), dim_description(v)));
+      }
       // Generated code indexes with 32-bit integers (Halide's buffer extents and strides).
       const double elements = std::accumulate(s->begin(), s->end(), 1.0, std::multiplies<double>());
-      if (elements * static_cast<double>(dtype_size(t)) >= 2147483648.0)
+      if (elements * static_cast<double>(dtype_size(t)) >= kMaxTensorBytes)
         throw Unsupported(fmt::format("{}: {}: shape {} ({:.3g} elements of {}) is 2 GiB or more; tensorsched's code "
                                       "addresses less (a --shape too large?)",
                                       path_, printable(role), shape_str(*s), elements, dtype_name(t)));
@@ -388,7 +408,27 @@ class Importer {
         throw Error(fmt::format("{}: graph output '{}' is not produced by any node", path_, v.name()));
       graph.outputs.push_back(v.name());
     }
+    check_memory(graph);
     return graph;
+  }
+
+  // A run holds every constant and every activation at once: refused before anything allocates
+  // them, when that exceeds the limit.
+  void check_memory(const Graph& graph) const {
+    double constants = 0, activations = 0;
+    for (const auto& [name, t] : graph.tensors)
+      (t.value ? constants : activations) += static_cast<double>(num_elements(t.shape)) * dtype_size(t.dtype);
+    uint64_t limit = opts_.max_memory_bytes;
+    if (limit == 0) {
+      const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+      limit = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4 * 3 : 0;
+    }
+    if (limit == 0 || constants + activations <= static_cast<double>(limit)) return;
+    throw Error(fmt::format("{}: a run needs {:.2f} GiB ({:.2f} GiB of constants, {:.2f} GiB of activations), more "
+                            "than the {:.2f} GiB allowed{}; raise it with --max-memory",
+                            path_, (constants + activations) / 1073741824.0, constants / 1073741824.0,
+                            activations / 1073741824.0, static_cast<double>(limit) / 1073741824.0,
+                            opts_.max_memory_bytes ? "" : " (3/4 of this machine's memory)"));
   }
 
   std::string path_, base_dir_;
@@ -418,6 +458,25 @@ void check_model_supported(const std::string& path, const ImportOptions& opts) {
   } catch (const std::exception& e) {
     throw Error(fmt::format("{}: {}", path, e.what()));
   }
+}
+
+uint64_t parse_memory_size(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  static const std::map<std::string, double> kUnits = {{"", 1.0},          {"K", 1024.0}, {"k", 1024.0},
+                                                       {"M", 1048576.0}, {"m", 1048576.0}, {"G", 1073741824.0},
+                                                       {"g", 1073741824.0}, {"T", 1099511627776.0}, {"t", 1099511627776.0}};
+  auto it = kUnits.find(unit);
+  if (used == 0 || it == kUnits.end() || !(v > 0) || v * it->second > 1.8e19)
+    throw Error(fmt::format("--max-memory '{}': expected a size such as 8G, 512M or 1000000 (bytes)", text));
+  return static_cast<uint64_t>(v * it->second);
 }
 
 std::pair<std::string, Shape> parse_shape_override(const std::string& spec) {

@@ -16,7 +16,11 @@ struct ImportOptions {
   bool generate_weights = true;                   // graph-only models: make up missing weights
   uint64_t weight_seed = 0;                       // seed of generated weights (graph-only models)
   bool quiet = false;                             // no notices on stderr
+  uint64_t max_memory_bytes = 0;                  // constants + activations a run may hold; 0 = 3/4 of physical memory
 };
+
+// Parses a --max-memory value: bytes, or a number with K, M, G or T (powers of 1024). Throws Error.
+uint64_t parse_memory_size(const std::string& text);
 
 // Graph-only models (no initializers) keep their weights as graph inputs; an input counts as a
 // weight when the model's metadata "tensorsched.weights" lists it, or (without that list) when

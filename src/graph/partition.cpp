@@ -17,6 +17,11 @@ namespace {
 // constants (weights) are inputs of the compiled pipeline, so equal workloads share code.
 constexpr int64_t kMaxEmbeddedIntegers = 64;
 
+// The longest chain fused into one workload. Real networks fuse 1-5 ops after an anchor; a longer
+// chain is split, because Halide's compile time of one fused chain grows about cubically with
+// its length (800 ops took 84 s), while split chains compile in linear time (and equal pieces once).
+constexpr size_t kMaxFusedNodes = 24;
+
 bool embed_constant(const Tensor& t, const std::string& op, size_t slot) {
   if (t.size() <= 1) return true;
   if (!dtype_is_float(t.dtype) && t.size() <= kMaxEmbeddedIntegers) return true;
@@ -208,11 +213,12 @@ Partition partition_graph(const Graph& g) {
       // Follow the single-consumer chain of same-shaped elementwise ops, and gates x * f(x)
       // (SiLU: Sigmoid and Mul both read x).
       size_t cur = i;
-      while (g.nodes[cur].outputs.size() == 1) {
+      while (g.nodes[cur].outputs.size() == 1 && group.size() < kMaxFusedNodes) {
         const std::string& t = g.nodes[cur].outputs[0];
         auto cons = g.consumers(t);
         if (graph_outputs.count(t)) break;
         if (const auto gate = gate_of(g, t, cons, taken); gate) {
+          if (group.size() + 2 > kMaxFusedNodes) break;
           group.push_back(gate->first);
           group.push_back(gate->second);
           taken[gate->first] = taken[gate->second] = true;

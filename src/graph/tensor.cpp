@@ -163,31 +163,54 @@ Tensor Tensor::scalar_f32(float v) {
   return t;
 }
 
+// A non-negative integer of an external_data entry, or an Error naming the key.
+static uint64_t external_number(const std::string& key, const std::string& value, const std::string& where) {
+  uint64_t v = 0;
+  if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos)
+    throw Error(fmt::format("{}: external data '{}' is '{}', not a non-negative integer", where, key, value));
+  for (char c : value) v = v * 10 + static_cast<uint64_t>(c - '0');
+  return v;
+}
+
+// The bytes of an initializer stored outside the model. As ONNX Runtime does, the location must be
+// a relative path inside the model's folder: an absolute path or a '..' would let a model read
+// any file as its weights.
 static std::string read_external(const onnx::TensorProto& p, const std::string& where,
                                  const std::string& base_dir, size_t nbytes) {
   std::string location;
-  int64_t offset = 0, length = -1;
+  uint64_t offset = 0, length = nbytes;
   for (const auto& kv : p.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    if (kv.key() == "offset") offset = std::stoll(kv.value());
-    if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() == "offset") offset = external_number("offset", kv.value(), where);
+    if (kv.key() == "length") length = external_number("length", kv.value(), where);
   }
-  std::string path = (std::filesystem::path(base_dir) / location).string();
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(fmt::format("{}: external data file '{}' cannot be opened", where, path));
-  f.seekg(offset);
-  std::string buf(length >= 0 ? static_cast<size_t>(length) : nbytes, '\0');
-  f.read(buf.data(), buf.size());
-  if (static_cast<size_t>(f.gcount()) != buf.size())
-    throw Error(fmt::format("{}: external data file '{}' is truncated", where, path));
-  return buf;
+  if (location.empty()) throw Error(fmt::format("{}: external data has no location", where));
+  const std::filesystem::path rel(location);
+  if (rel.is_absolute() || location.find('\0') != std::string::npos)
+    throw Error(fmt::format("{}: external data location '{}' is absolute; it must be relative to the model's folder",
+                            where, printable_name(location)));
+  for (const auto& part : rel)
+    if (part == "..")
+      throw Error(fmt::format("{}: external data location '{}' leaves the model's folder ('..')", where,
+                              printable_name(location)));
+  if (length != nbytes)
+    throw Error(fmt::format("{}: external data length {} does not match its shape's {} bytes", where, length, nbytes));
+  const std::string path = (std::filesystem::path(base_dir.empty() ? "." : base_dir) / rel).string();
+  return read_file_range(path, where + " (external data)", offset, length);
 }
 
 Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& where, const std::string& base_dir) {
   Shape shape(p.dims().begin(), p.dims().end());
-  for (int64_t d : shape)
+  double elements = 1;
+  for (int64_t d : shape) {
     if (d < 0) throw Error(fmt::format("{}: negative dimension in {}", where, shape_str(shape)));
-  Tensor t(dtype_from_onnx(p.data_type(), where), shape);
+    elements *= static_cast<double>(d);
+  }
+  const DType dtype = dtype_from_onnx(p.data_type(), where);
+  if (elements * static_cast<double>(dtype_size(dtype)) >= kMaxTensorBytes)
+    throw Error(fmt::format("{}: shape {} ({:.3g} elements) is 2 GiB or more, more than a tensor may hold", where,
+                            shape_str(shape), elements));
+  Tensor t(dtype, shape);
   const int64_t n = t.size();
   const size_t nbytes = t.bytes.size();
   auto expect = [&](int64_t got) {

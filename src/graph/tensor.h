@@ -16,6 +16,9 @@ enum class DType { Float32, Float64, Int8, UInt8, Int16, UInt16, Int32, UInt32, 
 using Shape = std::vector<int64_t>;
 
 size_t dtype_size(DType t);
+
+// Generated code indexes with 32-bit integers: no tensor may reach 2 GiB.
+inline constexpr double kMaxTensorBytes = 2147483648.0;
 std::string dtype_name(DType t);
 bool dtype_is_float(DType t);
 // ONNX TensorProto::DataType value <-> DType; throws Unsupported naming the ONNX type.

@@ -67,7 +67,7 @@ std::vector<LTensor> gemm(const LowerContext& c) {
   return {c.output([&](const Idx& o) {
     Expr y = acc.at(o);
     if (alpha != 1.0) y = y * typed_const(t, alpha);
-    if (c.has_input(2)) {
+    if (c.has_input(2) && beta != 0.0) {  // as ONNX Runtime: beta 0 ignores C (an Inf in C stays out)
       Expr bias = c.in(2).at_broadcast(o);
       y = y + (beta != 1.0 ? bias * typed_const(t, beta) : bias);
     }

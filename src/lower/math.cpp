@@ -20,7 +20,7 @@ Expr ts_exp(Expr x) {
   Expr y = (p * Halide::reinterpret(Halide::Float(32), bits)) * 2.0f;
   y = Halide::select(x < -87.0f, 0.0f, y);
   y = Halide::select(x > 88.72f, std::numeric_limits<float>::infinity(), y);
-  return Halide::select(x != x, x, y);  // NaN stays NaN
+  return Halide::select(Halide::is_nan(x), x, y);  // NaN stays NaN (x != x would be simplified away)
 }
 
 Expr ts_log(Expr x) {
@@ -39,7 +39,7 @@ Expr ts_log(Expr x) {
   Expr y = ef * 0.693147181f + poly;
   // Denormals, zero, negatives, infinity and NaN keep IEEE semantics.
   y = Halide::select(x < 1.17549435e-38f, Halide::log(x), y);
-  return Halide::select(x > 3.4e38f || x != x, x, y);
+  return Halide::select(x > 3.4e38f || Halide::is_nan(x), x, y);
 }
 
 Expr ts_tanh(Expr x) {

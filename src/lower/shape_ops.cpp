@@ -228,11 +228,27 @@ std::vector<LTensor> lower_pad(const LowerContext& c) {
   }));
 }
 
-// A data index read from an index tensor: negative values count from the end, and the clamp
-// keeps out-of-range indices (undefined behaviour in ONNX) from reading outside the data.
-Expr normalize_index(Expr i, int64_t dim) {
+// A data index read from an index tensor: negative values count from the end. An index outside
+// [-dim, dim) is an error, as in ONNX Runtime: constant indices are checked here, others by a
+// Halide requirement that makes the call fail with this message (the clamp only keeps the
+// speculative load in bounds).
+Expr normalize_index(const LowerContext& c, Expr i, int64_t dim) {
   i = Halide::cast<int>(i);
-  return Halide::clamp(Halide::select(i < 0, i + static_cast<int>(dim), i), 0, static_cast<int>(dim) - 1);
+  const int n = static_cast<int>(dim);
+  const Expr wrapped = Halide::select(i < 0, i + n, i);
+  return Halide::require(wrapped >= 0 && wrapped < n, Halide::clamp(wrapped, 0, n - 1),
+                         c.node.describe() + ": index", i, "is out of range for an axis of size", n);
+}
+
+// Constant indices are checked at compile time, with the node named.
+void check_constant_indices(const LowerContext& c, int slot, const std::vector<int64_t>& dims) {
+  const Tensor* k = c.constant(slot);
+  if (!k) return;
+  const int64_t last = k->shape.empty() ? 1 : k->shape.back();
+  for (int64_t e = 0; e < k->size(); e++) {
+    const int64_t v = k->get_i64(e), dim = dims.size() == 1 ? dims[0] : dims[e % last];
+    if (v < -dim || v >= dim) c.fail(fmt::format("index {} is out of range for an axis of size {}", v, dim));
+  }
 }
 
 std::vector<LTensor> lower_gather(const LowerContext& c) {
@@ -240,12 +256,13 @@ std::vector<LTensor> lower_gather(const LowerContext& c) {
   const int r = x.rank(), q = ind.rank();
   const int axis = static_cast<int>(normalize_axis(c.node.attr_int("axis", 0), r, c.node));
   const Tensor* k = c.constant(1);
+  check_constant_indices(c, 1, {x.shape[axis]});
   return one(c.output([&](const Idx& i) {
     // A constant scalar index (x[:, 3]) becomes a literal instead of a load.
     Expr at = k && k->size() == 1 ? Expr(static_cast<int>(k->get_i64(0)))
                                   : ind.at(Idx(i.begin() + axis, i.begin() + axis + q));
     Idx src(i.begin(), i.begin() + axis);
-    src.push_back(normalize_index(at, x.shape[axis]));
+    src.push_back(normalize_index(c, at, x.shape[axis]));
     src.insert(src.end(), i.begin() + axis + q, i.end());
     return x.at(src);
   }));
@@ -255,9 +272,10 @@ std::vector<LTensor> lower_gather_elements(const LowerContext& c) {
   const LTensor &x = c.in(0), &ind = c.in(1);
   const int axis = static_cast<int>(normalize_axis(c.node.attr_int("axis", 0), x.rank(), c.node));
   if (ind.rank() != x.rank()) c.fail("indices and data differ in rank");
+  check_constant_indices(c, 1, {x.shape[axis]});
   return one(c.output([&](const Idx& i) {
     Idx src = i;
-    src[axis] = normalize_index(ind.at(i), x.shape[axis]);
+    src[axis] = normalize_index(c, ind.at(i), x.shape[axis]);
     return x.at(src);
   }));
 }
@@ -270,12 +288,13 @@ std::vector<LTensor> lower_gather_nd(const LowerContext& c) {
   if (q < 1 || b < 0 || b >= std::min(r, q)) c.fail(fmt::format("batch_dims {} for data rank {}, indices rank {}", b, r, q));
   const int k = static_cast<int>(ind.shape[q - 1]);
   if (k < 1 || b + k > r) c.fail(fmt::format("index tuples of {} entries for data rank {}", k, r));
+  check_constant_indices(c, 1, std::vector<int64_t>(x.shape.begin() + b, x.shape.begin() + b + k));
   return one(c.output([&](const Idx& i) {
     Idx src(i.begin(), i.begin() + b), at(i.begin(), i.begin() + q - 1);
     at.push_back(Expr(0));
     for (int j = 0; j < k; j++) {
       at.back() = j;
-      src.push_back(normalize_index(ind.at(at), x.shape[b + j]));
+      src.push_back(normalize_index(c, ind.at(at), x.shape[b + j]));
     }
     src.insert(src.end(), i.begin() + q - 1, i.end());  // the trailing data axes
     return x.at(src);

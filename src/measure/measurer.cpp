@@ -58,7 +58,8 @@ int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, con
   };
   auto halide_failed = [&](int rc, const std::string& which) {
     report["error_kind"] = "runtime_error";
-    report["error_message"] = fmt::format("Halide error {} in {}", rc, which);
+    const std::string why = take_halide_error();
+    report["error_message"] = fmt::format("Halide error {} in {}{}", rc, which, why.empty() ? "" : ": " + why);
     return send("");
   };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <utility>
 
 #include "lower/lower.h"
 
@@ -14,13 +15,34 @@ namespace {
 std::mutex runtime_mutex;
 void* runtime_handle = nullptr;  // the process's Halide runtime; never unloaded (its threads may linger)
 
+std::mutex error_mutex;
+std::string halide_errors;  // what the runtime reported since take_halide_error()
+
+extern "C" void keep_halide_error(void* /*user_context*/, const char* msg) {
+  std::lock_guard<std::mutex> lock(error_mutex);
+  if (halide_errors.size() > 4096) return;  // one failure can be reported by every task
+  std::string m = msg ? msg : "";
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  halide_errors += (halide_errors.empty() ? "" : "; ") + m;
+}
+
 }  // namespace
+
+std::string take_halide_error() {
+  std::lock_guard<std::mutex> lock(error_mutex);
+  return std::exchange(halide_errors, std::string());
+}
 
 void* load_halide_runtime(const std::string& so) {
   std::lock_guard<std::mutex> lock(runtime_mutex);
   if (runtime_handle) return runtime_handle;
   runtime_handle = dlopen(so.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!runtime_handle) throw Error(fmt::format("{}: cannot load the Halide runtime: {}", so, dlerror()));
+  using Handler = void (*)(void*, const char*);
+  using SetHandler = Handler (*)(Handler);
+  auto set_handler = reinterpret_cast<SetHandler>(dlsym(runtime_handle, "halide_set_error_handler"));
+  if (!set_handler) throw Error(fmt::format("{}: the Halide runtime has no halide_set_error_handler", so));
+  set_handler(keep_halide_error);
   return runtime_handle;
 }
 

@@ -22,8 +22,13 @@ using WorkloadEntryFn = int (*)(void** args);
 
 // Loads the shared Halide runtime with RTLD_GLOBAL (workload code binds to its symbols) once per
 // process and returns its handle; later calls return the first one loaded, whatever `so` is
-// (every cache's runtime is the same Halide code). Throws Error naming `so`.
+// (every cache's runtime is the same Halide code). Installs an error handler that keeps the
+// message (Halide's default prints it and aborts the process), so a failing call returns its
+// status and take_halide_error() says why. Throws Error naming `so`.
 void* load_halide_runtime(const std::string& so);
+
+// The messages Halide reported since the last call (any thread), then forgets them; "" if none.
+std::string take_halide_error();
 
 // Sets the thread pool size of the loaded runtime (threads <= 0: Halide's default). Throws Error
 // when no runtime is loaded.

@@ -1,6 +1,10 @@
 #include "measure/workload_compiler.h"
 
 #include <fmt/format.h>
+#include <cctype>
+#include <cerrno>
+#include <csignal>
+#include <sys/stat.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -73,6 +77,41 @@ void link_shared(const std::string& obj, const std::string& so, const std::strin
 }
 
 
+// Temporary files of a process that is gone (killed while compiling or linking): "<entry>.tmp<PID>"
+// with an optional suffix. A live process's are left alone.
+void remove_stale_temp_files(const std::string& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const size_t at = name.rfind(".tmp");
+    if (at == std::string::npos) continue;
+    size_t digits = at + 4;
+    while (digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits]))) digits++;
+    if (digits == at + 4 || digits - at - 4 > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name.substr(at + 4, digits - at - 4)));
+    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    if (fs::remove(it->path(), rm)) spdlog::debug("{}: removed a temporary file of process {}, which is gone", it->path().string(), pid);
+  }
+}
+
+// The cache holds code this process will dlopen: a directory others can write to would let them
+// plant it. A directory created here is private (0700); an existing one must be the user's own and
+// not writable by group or others.
+void check_private_root(const std::string& root, bool created) {
+  std::error_code ec;
+  if (created) fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace, ec);
+  struct stat st {};
+  if (::stat(root.c_str(), &st) != 0) throw Error(fmt::format("{}: cannot stat the code cache directory", root));
+  if (st.st_uid != geteuid())
+    throw Error(fmt::format("{}: the code cache directory belongs to another user (uid {}); use your own --cache-dir",
+                            root, st.st_uid));
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    throw Error(fmt::format("{}: the code cache directory is writable by group or others (mode {:o}); run "
+                            "chmod go-w on it or use another --cache-dir",
+                            root, st.st_mode & 0777));
+}
+
 }  // namespace
 
 std::string code_cache_root(const std::string& root) {
@@ -97,8 +136,11 @@ CodeCache CodeCache::open_default(const Halide::Target& target, const std::strin
   // The generator's source hash: code compiled by another lowering or default schedule is never reused.
   c.dir = (fs::path(root) / code_cache_build_dir() / target.to_string()).string();
   std::error_code ec;
+  const bool created = !fs::exists(root, ec);
   fs::create_directories(c.dir, ec);
   if (ec) throw Error(fmt::format("{}: cannot create the code cache directory: {}", c.dir, ec.message()));
+  check_private_root(root, created);
+  remove_stale_temp_files(c.dir);
   return c;
 }
 
@@ -194,11 +236,17 @@ void compile_workload(const Workload& w, const ScheduleFn& schedule, const std::
   try {
     LoweredWorkload lw = lower_workload(w, layouts);
     schedule(lw.outputs, cache.target);
-    std::string obj = kept + fmt::format(".tmp{}.o", getpid());
-    lw.pipeline.compile_to_object(obj, lw.args, workload_function_name(w, schedule_hash),
-                                  cache.target.with_feature(Halide::Target::NoRuntime));
-    link_shared(obj, so, what);
-    fs::rename(obj, kept);  // kept for artifacts, which link every workload into one library
+    const std::string obj = kept + fmt::format(".tmp{}.o", getpid());
+    try {
+      lw.pipeline.compile_to_object(obj, lw.args, workload_function_name(w, schedule_hash),
+                                    cache.target.with_feature(Halide::Target::NoRuntime));
+      link_shared(obj, so, what);
+      fs::rename(obj, kept);  // kept for artifacts, which link every workload into one library
+    } catch (...) {
+      std::error_code ec;
+      fs::remove(obj, ec);  // a failed compile or link leaves nothing behind
+      throw;
+    }
   } catch (const Halide::Error& e) {
     std::string m = e.what();
     std::replace(m.begin(), m.end(), '\n', ' ');

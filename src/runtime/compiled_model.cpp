@@ -214,10 +214,12 @@ std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inpu
       throw Error(fmt::format("{}: output '{}' is not stored plain", m.graph.path, m.graph.outputs[k]));
     out.push_back(outs[k].bytes.data());
   }
+  take_halide_error();  // only this run's messages
   try {
     m.executor->run(in.data(), out.data(), true);
   } catch (const std::runtime_error& e) {
-    throw Error(fmt::format("{}: {}", m.graph.path, e.what()));
+    const std::string why = take_halide_error();
+    throw Error(fmt::format("{}: {}{}", m.graph.path, e.what(), why.empty() ? "" : ": " + why));
   }
   return outs;
 }

@@ -2,6 +2,7 @@
 #include "measure/time_stats.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -23,7 +24,9 @@
 
 #include "codegen_hash.h"
 #include "graph/error.h"
+#include "features/features.h"
 #include "graph/workload.h"
+#include "schedule/schedule.h"
 
 #ifndef TENSORSCHED_VERSION
 #define TENSORSCHED_VERSION "unknown"
@@ -125,10 +128,17 @@ class Stmt {
   }
   int64_t integer(int c) const { return sqlite3_column_int64(s_, c); }
   // A float32 array stored by bind_blob (empty for NULL).
+  // A features blob; a damaged one (not whole floats, or a value not finite) reads as none, so
+  // that it cannot travel on through an export.
   std::vector<float> floats(int c) const {
     const void* p = sqlite3_column_blob(s_, c);
-    std::vector<float> v(static_cast<size_t>(sqlite3_column_bytes(s_, c)) / sizeof(float));
+    const size_t bytes = static_cast<size_t>(sqlite3_column_bytes(s_, c));
+    std::vector<float> v(bytes / sizeof(float));
     if (p && !v.empty()) std::memcpy(v.data(), p, v.size() * sizeof(float));
+    if (bytes % sizeof(float) != 0 || !std::all_of(v.begin(), v.end(), [](float f) { return std::isfinite(f); })) {
+      spdlog::warn("{}: a damaged features blob ({} bytes) is read as no features", path_, bytes);
+      v.clear();
+    }
     return v;
   }
   double real(int c) const { return sqlite3_column_double(s_, c); }
@@ -205,6 +215,29 @@ int64_t now_us() {
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// JSON text nested deeper than this is refused before parsing: nlohmann's dump and destruction
+// recurse, so a schedule nested 100,000 levels deep would overflow the stack. Real records nest 6.
+constexpr int kMaxJsonDepth = 64;
+
+json parse_bounded(const std::string& text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); i++) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') i++;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) throw Error(fmt::format("JSON nested more than {} levels deep", kMaxJsonDepth));
+    } else if (c == ']' || c == '}') {
+      depth--;
+    }
+  }
+  return json::parse(text);
+}
+
 // Validates a record and fills what add() computes (hashes, stats, machine, version, time).
 Record normalized(const Record& in, const std::string& path) {
   Record r = in;
@@ -217,7 +250,7 @@ Record normalized(const Record& in, const std::string& path) {
   r.workload.key_hash = fnv1a_hex(r.workload.exact_key);
   r.workload.class_hash = fnv1a_hex(r.workload.class_key);
   try {
-    r.schedule_json = dump(json::parse(r.schedule_json));
+    r.schedule_json = dump(parse_bounded(r.schedule_json));
   } catch (const json::exception& e) {
     throw bad(fmt::format("schedule is not JSON: {}", e.what()));
   }
@@ -234,7 +267,7 @@ Record normalized(const Record& in, const std::string& path) {
   r.min = st.min;
   r.noise = st.noise;
   try {
-    r.machine = r.machine.empty() ? dump(machine_fingerprint()) : dump(json::parse(r.machine));
+    r.machine = r.machine.empty() ? dump(machine_fingerprint()) : dump(parse_bounded(r.machine));
   } catch (const json::exception& e) {
     throw bad(fmt::format("machine is not JSON: {}", e.what()));
   }
@@ -265,9 +298,32 @@ json to_json(const Record& r) {
 }
 
 // Hashes, median, min and noise are recomputed by add(), so they are not read.
+// What an import must prove beyond add()'s checks: the schedule is one tensorsched can replay and
+// its hash is the one recorded (the hash is the schedule's checksum), the keys hash to the
+// recorded hashes, and the features have the layout of their version (one from the future is
+// refused: nothing here could read it).
+void check_imported(const Record& r) {
+  Schedule s;
+  try {
+    s = Schedule::from_json(r.schedule_json);
+  } catch (const Error& e) {
+    throw Error(fmt::format("the schedule is not a tensorsched schedule: {}", e.what()));
+  }
+  if (s.hash() != r.schedule_hash)
+    throw Error(fmt::format("schedule_hash {} is not the schedule's hash {} (altered or damaged)", r.schedule_hash,
+                            s.hash()));
+  if (r.features_version > kFeaturesVersion)
+    throw Error(fmt::format("features_version {} is newer than this build's {}", r.features_version, kFeaturesVersion));
+  if (r.features_version == kFeaturesVersion && !r.features.empty() && r.features.size() != flat_feature_names().size())
+    throw Error(fmt::format("{} features; version {} has {}", r.features.size(), r.features_version,
+                            flat_feature_names().size()));
+}
+
 Record from_json(const json& j) {
   auto str = [](const json& o, const char* key) { return o.at(key).get<std::string>(); };
   const json& w = j.at("workload");
+  if (w.contains("key_hash") && str(w, "key_hash") != fnv1a_hex(str(w, "exact_key")))
+    throw Error("workload key_hash is not the hash of its exact_key (altered or damaged)");
   Record r{0, {str(w, "exact_key"), str(w, "class_key"), str(w, "name"), w.at("flops").get<int64_t>(), "", ""},
            j.at("schedule").dump(), str(j, "schedule_hash"), j.at("times").get<std::vector<double>>(),
            0, 0, 0, str(j, "error_kind"), str(j, "error_message"), j.at("features_version").get<int>(),
@@ -276,6 +332,7 @@ Record from_json(const json& j) {
   // add() would fill these with this machine's values: an import keeps the originals.
   if (r.timestamp_us <= 0) throw Error("timestamp_us must be positive");
   if (r.tensorsched_version.empty()) throw Error("empty tensorsched_version");
+  check_imported(r);
   return r;
 }
 
@@ -334,7 +391,8 @@ const json& machine_fingerprint() {
 
 void RecordsDB::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 
-RecordsDB::RecordsDB(std::string path) : path_(std::move(path)), this_machine_(dump(machine_fingerprint())) {
+RecordsDB::RecordsDB(std::string path, Open mode)
+    : path_(std::move(path)), this_machine_(dump(machine_fingerprint())) {
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(path_, ec)) && !fs::exists(path_, ec))
     throw Error(fmt::format("{}: a symbolic link to nothing; refusing to create its target", path_));
@@ -342,6 +400,8 @@ RecordsDB::RecordsDB(std::string path) : path_(std::move(path)), this_machine_(d
   if (exists && !fs::is_regular_file(path_, ec)) throw not_ours(path_, "not a regular file");
   uintmax_t size = exists ? fs::file_size(path_, ec) : 0;
   if (ec) throw Error(fmt::format("{}: cannot open records database: {}", path_, ec.message()));
+  if (mode == Open::MustExist && size == 0)
+    throw Error(fmt::format("{}: no such records database{}", path_, exists ? " (the file is empty)" : ""));
   if (size > 0) {
     check_header(path_, size);
     open_existing();
@@ -461,6 +521,20 @@ int64_t RecordsDB::add(const Record& r) {
   return id;
 }
 
+bool RecordsDB::add_if_absent(const Record& r) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get(), path_);  // BEGIN IMMEDIATE: no other writer between the check and the insert
+  {
+    Stmt s(db_.get(), path_,
+           "SELECT 1 FROM measurements WHERE workload_key = ?1 AND schedule_hash = ?2 AND (?3 OR machine = ?4) LIMIT 1");
+    s.bind(1, r.workload.exact_key).bind(2, r.schedule_hash).bind(3, int64_t{allow_foreign_}).bind(4, this_machine_);
+    if (s.step()) return false;
+  }
+  insert(r);
+  txn.commit();
+  return true;
+}
+
 void RecordsDB::add(const std::vector<Record>& batch) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get(), path_);
@@ -565,36 +639,41 @@ void RecordsDB::export_jsonl(std::ostream& out, bool this_machine_only) const {
   if (!out) throw Error(fmt::format("{}: export failed: cannot write the output", path_));
 }
 
-size_t RecordsDB::import_jsonl(std::istream& in, const std::string& source) {
+RecordsDB::ImportResult RecordsDB::import_jsonl(std::istream& in, const std::string& source) {
   std::lock_guard lock(mu_);
   sqlite3* db = db_.get();
   Transaction txn(db, path_);
   Stmt dup(db, path_,
            "SELECT 1 FROM measurements WHERE workload_key = ?1 AND schedule_hash = ?2 AND timestamp_us = ?3 LIMIT 1");
-  size_t added = 0, line_no = 0;
+  ImportResult result;
+  size_t line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     Record r;
     try {
-      r = from_json(json::parse(line));
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("{}: line {}: not a tensorsched record: {}", source, line_no, e.what()));
-    }
-    dup.bind(1, r.workload.exact_key).bind(2, r.schedule_hash).bind(3, r.timestamp_us);
-    bool present = dup.step();
-    dup.reset();
-    if (present) continue;
-    try {
+      try {
+        r = from_json(parse_bounded(line));
+      } catch (const json::exception& e) {
+        throw Error(fmt::format("not a tensorsched record: {}", e.what()));
+      }
+      dup.bind(1, r.workload.exact_key).bind(2, r.schedule_hash).bind(3, r.timestamp_us);
+      const bool present = dup.step();
+      dup.reset();
+      if (present) {
+        result.present++;
+        continue;
+      }
       insert(r);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: line {}: {}", source, line_no, e.what()));
+      result.added++;
+    } catch (const std::exception& e) {  // this line only: the rest still imports
+      dup.reset();
+      result.rejected.push_back({line_no, printable_name(e.what())});
     }
-    ++added;
   }
   if (in.bad()) throw Error(fmt::format("{}: read error", source));
   txn.commit();
-  return added;
+  return result;
 }
 
 }  // namespace ts

@@ -70,10 +70,14 @@ class RecordsDB {
   static constexpr int kSchemaVersion = 1;
   static constexpr uint32_t kApplicationId = 0x54535244;  // "TSRD" in the SQLite header
 
+  // Whether a missing (or empty) file is created: commands that only read records never create
+  // one (a mistyped path is an error, not a new empty database).
+  enum class Open { CreateIfMissing, MustExist };
+
   // Opens or creates the database at `path`. Throws ts::Error for a file that is not a
   // tensorsched records database (not SQLite, truncated, corrupt, another application's) or
   // whose schema is newer than this code; such a file is left untouched.
-  explicit RecordsDB(std::string path);
+  explicit RecordsDB(std::string path, Open mode = Open::CreateIfMissing);
   ~RecordsDB();
   RecordsDB(const RecordsDB&) = delete;
   RecordsDB& operator=(const RecordsDB&) = delete;
@@ -100,6 +104,9 @@ class RecordsDB {
   // hash, schedule that is not JSON, negative or non-finite time, unknown error kind, valid
   // record without times); nothing is stored then.
   int64_t add(const Record& r);
+  // Adds the record unless has(its key, its schedule hash) already holds, atomically across
+  // processes (two tunes of one database record a default once); true when added.
+  bool add_if_absent(const Record& r);
   // Commits a batch in one transaction: all of it or, on any error, none of it.
   void add(const std::vector<Record>& batch);
 
@@ -119,10 +126,17 @@ class RecordsDB {
   // One JSON object per line per record (workload fields included), oldest first; every
   // machine's records, or this machine's and build's only.
   void export_jsonl(std::ostream& out, bool this_machine_only = false) const;
-  // Adds the records of an export_jsonl() stream, skipping those already present (same workload
-  // key, schedule hash and timestamp); returns how many were added. All or nothing: a bad line
-  // throws ts::Error naming `source` and the line, and nothing is stored.
-  size_t import_jsonl(std::istream& in, const std::string& source = "<jsonl>");
+  struct ImportResult {
+    size_t added = 0;    // records stored
+    size_t present = 0;  // records already in the database (same workload key, schedule hash, timestamp)
+    std::vector<std::pair<size_t, std::string>> rejected;  // line number (from 1) and why, for each bad line
+  };
+  // Adds the records of an export_jsonl() stream, skipping those already present. Every line is
+  // validated as add() does and more (the schedule replays and hashes to its schedule_hash, keys
+  // hash to their hashes, features match their version's layout, JSON nests at most 64 deep);
+  // a bad line is rejected with its reason and the others import, in one transaction. Throws
+  // ts::Error naming `source` only when the stream cannot be read.
+  ImportResult import_jsonl(std::istream& in, const std::string& source = "<jsonl>");
 
  private:
   struct Closer {

@@ -60,21 +60,23 @@ struct Task {
 
 
 // Re-measures the task's fastest record against the default (Measurer::remeasure_against_default)
-// and records both as kConfirmPolicy, unless the default is the fastest already.
-void confirm_winner(Task& t, RecordsDB& db, const Schedule& def, int rounds, const std::atomic<bool>* stop) {
-  if (rounds <= 0 || !t.measurer) return;
+// and records both as kConfirmPolicy, unless the default is the fastest already. True when it
+// re-measured.
+bool confirm_winner(Task& t, RecordsDB& db, const Schedule& def, int rounds, const std::atomic<bool>* stop) {
+  if (rounds <= 0 || !t.measurer) return false;
   auto best = db.best(t.w->exact_key, 1);
-  if (best.empty() || best[0].schedule_hash == def.hash()) return;
+  if (best.empty() || best[0].schedule_hash == def.hash()) return false;
   Schedule winner;
   try {
     winner = Schedule::from_json(best[0].schedule_json);
   } catch (const Error&) {
-    return;  // best_schedules skips it with a warning
+    return false;  // best_schedules skips it with a warning
   }
   Measurer::Remeasurement rm = t.measurer->remeasure_against_default(winner, rounds);
-  if (stop && stop->load()) return;
+  if (stop && stop->load()) return false;
   db.add({make_record(*t.w, def, rm.default_result, kConfirmPolicy),
           make_record(*t.w, winner, rm.candidate, kConfirmPolicy, t.features.get())});
+  return true;
 }
 
 }  // namespace
@@ -86,7 +88,7 @@ nlohmann::json summary_json(const TuneSummary& s) {
                      {"best_ms", t.best_s * 1e3}, {"best_policy", t.best_policy}, {"trials", t.trials},
                      {"measured_now", t.measured_now}, {"errors", t.errors}, {"error", t.error},
                      {"confirmed", t.confirmed}, {"faster", t.faster}, {"default_noise", t.default_noise},
-                     {"best_noise", t.best_noise}});
+                     {"best_noise", t.best_noise}, {"exhausted", t.exhausted}});
   return {{"policy", s.policy},
           {"tasks", tasks},
           {"measured_now", s.measured_now},
@@ -163,7 +165,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       const MeasureResult& ref = t.measurer->reference();
       if (!ref.valid()) throw Error(fmt::format("default schedule: {}: {}", ref.error_kind, ref.error_message));
       t.default_s = ref.median;
-      if (!db.has(t.w->exact_key, def.hash())) db.add(make_record(*t.w, def, ref, "default"));
+      db.add_if_absent(make_record(*t.w, def, ref, "default"));
       // Candidates much slower than the default are not worth their run time.
       t.measurer->set_run_timeout(std::max(2.0,
                                            opts.slow_factor * ref.median * (opts.measure.repeats + opts.measure.warmup) + 1.0));
@@ -175,6 +177,9 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   }
   double total_weight = 0;
   for (const auto& t : tasks) total_weight += t.weight;
+  // The end-to-end comparison after the loop is inside a time budget too: 2 models x (warm-ups +
+  // iterations) at the default's latency, plus loading their cached code.
+  const double e2e_reserve = opts.e2e_iters > 0 ? 2.0 * (opts.e2e_iters + 2) * total_weight + 1.0 : 0.0;
 
   // Tasks in order of weight: with a time budget the heaviest get theirs first.
   std::vector<size_t> order(tasks.size());
@@ -182,6 +187,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tasks[a].weight > tasks[b].weight; });
   const double setup_s = since(t0);
   double carry = 0;  // unused time of earlier tasks
+  double confirm_s = 0;  // how long the last confirmation took: reserved at the end of each share
   size_t done_tasks = 0;
   for (size_t i : order) {
     Task& t = tasks[i];
@@ -218,7 +224,9 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       if (!seen.empty()) policy.observe(st, seen, seen_results);
     }
     const auto task_t0 = Clock::now();
-    const double share = opts.trials > 0 ? 0 : (opts.seconds - setup_s) * t.weight / std::max(1e-12, total_weight) + carry;
+    const double share =
+        opts.trials > 0 ? 0 : (opts.seconds - setup_s - e2e_reserve) * t.weight / std::max(1e-12, total_weight) + carry;
+    double batch_s = 0;  // the last batch's duration: a batch that would end past the share is not started
     auto report = [&] {
       if (!progress) return;
       TuneProgress p;
@@ -244,11 +252,15 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
     report();
     while (!stopped()) {
       if (opts.trials > 0 && trials >= opts.trials) break;
-      if (opts.trials <= 0 && since(task_t0) >= share) break;
+      if (opts.trials <= 0 && since(task_t0) + batch_s + confirm_s >= share) break;
+      const auto batch_t0 = Clock::now();
       size_t n = batch;
       if (opts.trials > 0) n = std::min<size_t>(n, opts.trials - trials);
       std::vector<Schedule> proposals = policy.propose(st, n, rng);
-      if (proposals.empty()) break;  // the policy has nothing new for this task
+      if (proposals.empty()) {  // the policy has nothing new for this task
+        t.summary.exhausted = true;
+        break;
+      }
       std::vector<MeasureResult> results = t.measurer->measure_batch(proposals);
       if (stopped()) break;  // its workers were interrupted too: their results are not measurements
       std::vector<Record> batch_records;
@@ -257,11 +269,15 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       db.add(batch_records);
       policy.observe(st, proposals, results);
       trials += static_cast<int>(proposals.size());
+      batch_s = since(batch_t0);
       t.summary.measured_now += static_cast<int>(proposals.size());
       sum.measured_now += static_cast<int>(proposals.size());
       report();
     }
-    if (!stopped()) confirm_winner(t, db, def, opts.confirm_rounds, opts.stop);
+    if (!stopped()) {
+      const auto confirm_t0 = Clock::now();
+      if (confirm_winner(t, db, def, opts.confirm_rounds, opts.stop)) confirm_s = since(confirm_t0);
+    }
     // Time over the share (a long last batch, the re-measurement) is owed by the later tasks.
     if (opts.trials <= 0) carry = share - since(task_t0);
     t.measurer.reset();  // its reference outputs are no longer needed

@@ -72,6 +72,7 @@ struct TaskSummary {
   bool faster = false;            // the winner was faster there (else the default runs: best_s = default_s)
   double default_noise = 0;       // spread (time_stats.h: interquartile range / median) of the times behind default_s
   double best_noise = 0;          // the same for best_s
+  bool exhausted = false;         // the policy found no new schedule to propose: the space holds no more
 };
 
 struct TuneSummary {

@@ -10,9 +10,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
+#include "schedule/schedule.h"
 #include "tune/records_db.h"
 
 namespace ts {
@@ -160,8 +162,9 @@ TEST(Cli, DbExportImportRoundTrip) {
     r.workload.exact_key = "in0:float32[1,8,6,6];Relu(in0)->t0;out t0[1,8,6,6];";
     r.workload.class_key = "in0:float32;Relu(in0)->t0;out t0;";
     r.workload.name = "Relu";
-    r.schedule_json = R"({"format":1,"stages":[]})";
-    r.schedule_hash = "0123456789abcdef";
+    Schedule sched;  // the default's nest: a schedule import can replay
+    r.schedule_json = sched.to_json();
+    r.schedule_hash = sched.hash();
     r.times = {1e-3, 1.1e-3, 0.9e-3};
     r.policy = "random";
     db.add(r);
@@ -170,9 +173,28 @@ TEST(Cli, DbExportImportRoundTrip) {
   EXPECT_EQ(ex.code, 0) << ex.out;
   Result im = run_cli("db import --db " + dst + " --jsonl " + jsonl);
   EXPECT_EQ(im.code, 0) << im.out;
-  EXPECT_NE(im.out.find("imported 1 new records (1 in total)"), std::string::npos) << im.out;
+  EXPECT_NE(im.out.find("imported 1 new records (0 already present, 0 lines rejected; 1 in total)"), std::string::npos)
+      << im.out;
   Result again = run_cli("db import --db " + dst + " --jsonl " + jsonl);
-  EXPECT_NE(again.out.find("imported 0 new records (1 in total)"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("imported 0 new records (1 already present, 0 lines rejected; 1 in total)"),
+            std::string::npos)
+      << again.out;
+  // A bad line is rejected with its number (exit 1); the lines around it still import.
+  std::string text_lines;
+  {
+    std::ifstream in(jsonl);
+    std::getline(in, text_lines);
+  }
+  auto other = nlohmann::json::parse(text_lines);
+  other["timestamp_us"] = 12345;
+  const std::string mixed = (test::temp_dir() / "mixed.jsonl").string();
+  std::ofstream(mixed) << R"({"schedule": [[[[1]]]]})" << "\n" << other.dump() << "\n";
+  const std::string third = (test::temp_dir() / "c.db").string();
+  Result partial = run_cli("db import --db " + third + " --jsonl " + mixed);
+  EXPECT_EQ(partial.code, 1) << partial.out;
+  EXPECT_NE(partial.out.find(mixed + ": line 1: rejected: not a tensorsched record"), std::string::npos) << partial.out;
+  EXPECT_NE(partial.out.find("imported 1 new records"), std::string::npos) << partial.out;
+  EXPECT_EQ(RecordsDB(third).count(), 1);
   EXPECT_EQ(RecordsDB(dst).best(  // the imported record is a usable best record
                 "in0:float32[1,8,6,6];Relu(in0)->t0;out t0[1,8,6,6];", 1)
                 .size(),
@@ -185,6 +207,14 @@ TEST(Cli, DbExportImportRoundTrip) {
   const std::string missing = (test::temp_dir() / "mistyped.db").string();
   expect_one_line_error(run_cli("db export --db " + missing), "no such records database");
   EXPECT_FALSE(std::filesystem::exists(missing));
+  for (const std::string read_only : {"costmodel eval --db ", "db machines --db ", "report -o /tmp/x --db "}) {
+    Result r = run_cli(read_only + missing);
+    EXPECT_NE(r.code, 0) << read_only << r.out;
+    EXPECT_TRUE(r.out.find("File does not exist") != std::string::npos ||
+                r.out.find("no such records database") != std::string::npos)
+        << read_only << r.out;
+    EXPECT_FALSE(std::filesystem::exists(missing)) << read_only;
+  }
   // A file that is not a records database: one-line error, exit 1.
   std::string text = (test::temp_dir() / "notes.db").string();
   std::ofstream(text) << "not sqlite\n";

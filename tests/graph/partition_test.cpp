@@ -103,4 +103,31 @@ TEST(Partition, FusesSiluGatesIntoTheirAnchor) {
   EXPECT_EQ(p.steps.size(), p.workloads.size());
 }
 
+namespace {
+
+// A long elementwise chain is cut into workloads of at most 24 nodes: Halide's compile time of
+// one fused chain grows about cubically with its length.
+TEST(Partition, LongElementwiseChainsAreSplit) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {4, 8});
+  std::string prev = "x";
+  const char* ops[] = {"Relu", "Neg", "Abs", "Sigmoid"};
+  for (int k = 0; k < 100; k++) {
+    const std::string out = "t" + std::to_string(k);
+    b.node(ops[k % 4], {prev}, {out});
+    prev = out;
+  }
+  Graph g = load(b.output(prev).save("chain.onnx"));
+  Partition p = partition_graph(g);
+  size_t nodes = 0;
+  for (const auto& step : p.steps) {
+    EXPECT_LE(step.nodes.size(), 24u);
+    nodes += step.nodes.size();
+  }
+  EXPECT_EQ(nodes, 100u);
+  EXPECT_EQ(p.steps.size(), 5u);  // 24 + 24 + 24 + 24 + 4
+}
+
+}  // namespace
+
 }  // namespace ts

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 
 #include "graph/onnx_import.h"
@@ -81,6 +83,90 @@ TEST(CompiledModel, RejectsWrongInputs) {
   auto in = random_inputs(m.graph(), 1);
   in["fc"] = test::rand_f32({5, 288}, 1);
   EXPECT_THROW(m.run(in), Error);
+}
+
+// A Halide run-time error (here an index out of range, checked in the generated code) is an
+// Error naming the cause; the process goes on and the next run works. Halide's default handler
+// would print and abort.
+TEST(CompiledModel, GatherIndexOutOfRangeIsARunTimeErrorNotAnAbort) {
+  OnnxBuilder b;
+  b.input("data", DType::Float32, {5, 3}).input("idx", DType::Int64, {2});
+  b.node("Gather", {"data", "idx"}, {"y"}, {{"axis", int64_t{0}}}, "gather").output("y");
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(test::import_model(b.save("gather.onnx")), opts);
+  Tensor idx(DType::Int64, {2});
+  idx.data<int64_t>()[0] = 1;
+  idx.data<int64_t>()[1] = 7;
+  const Tensor data = test::rand_f32({5, 3}, 1);
+  try {
+    m.run({{"data", data}, {"idx", idx}});
+    FAIL() << "an out-of-range index ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 7 is out of range"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Gather"), std::string::npos) << e.what();
+  }
+  idx.data<int64_t>()[1] = -5;  // counts from the end: row 0
+  auto out = m.run({{"data", data}, {"idx", idx}});
+  EXPECT_EQ(out[0].data<float>()[3], data.data<float>()[0]);
+  EXPECT_EQ(out[0].data<float>()[0], data.data<float>()[3]);
+}
+
+TEST(CompiledModel, ConstantGatherIndexOutOfRangeIsACompileError) {
+  OnnxBuilder b;
+  Tensor idx(DType::Int64, {1});
+  idx.data<int64_t>()[0] = 9;
+  b.input("data", DType::Float32, {5, 3}).initializer("idx", idx);
+  b.node("Gather", {"data", "idx"}, {"y"}, {{"axis", int64_t{0}}}, "gather").output("y");
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  try {
+    CompiledModel m(test::import_model(b.save("gather_const.onnx")), opts);
+    FAIL() << "compiled an out-of-range constant index";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 9 is out of range"), std::string::npos) << e.what();
+  }
+}
+
+// NaN goes through every transcendental and through Softmax, as in ONNX Runtime.
+TEST(CompiledModel, NanPropagates) {
+  OnnxBuilder b;
+  b.input("x", DType::Float32, {2, 4});
+  for (const std::string op : {"Sigmoid", "Tanh", "Exp", "Softmax", "Relu", "Erf"})
+    b.node(op, {"x"}, {"y_" + op}).output("y_" + op);
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(test::import_model(b.save("nan.onnx")), opts);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto out = m.run({{"x", test::make_f32({2, 4}, {nan, 1, 2, 3, 0.5f, 1, 2, 3})}});
+  for (size_t k = 0; k < out.size(); k++) {
+    const std::string& name = m.graph().outputs[k];
+    EXPECT_TRUE(std::isnan(out[k].data<float>()[0])) << name;
+    EXPECT_FALSE(std::isnan(out[k].data<float>()[4])) << name;
+    if (name == "y_Softmax") EXPECT_TRUE(std::isnan(out[k].data<float>()[1])) << "the NaN row stays NaN";
+  }
+}
+
+// Split with a part of size 0: the other parts are still right.
+TEST(CompiledModel, SplitWithAnEmptyPart) {
+  OnnxBuilder b;
+  Tensor split(DType::Int64, {3});
+  split.data<int64_t>()[0] = 2;
+  split.data<int64_t>()[1] = 0;
+  split.data<int64_t>()[2] = 2;
+  b.input("x", DType::Float32, {4}).initializer("split", split);
+  b.node("Split", {"x", "split"}, {"a", "e", "c"}, {{"axis", int64_t{0}}}, "split");
+  b.node("Relu", {"c"}, {"r"}).output("a").output("e").output("r");
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(test::import_model(b.save("split0.onnx")), opts);
+  auto out = m.run({{"x", test::make_f32({4}, {1, -2, 3, -4})}});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].data<float>()[0], 1.0f);
+  EXPECT_EQ(out[0].data<float>()[1], -2.0f);
+  EXPECT_EQ(out[1].size(), 0);
+  EXPECT_EQ(out[2].data<float>()[0], 3.0f);
+  EXPECT_EQ(out[2].data<float>()[1], 0.0f);
 }
 
 TEST(CompiledModel, RunsTunedScheduleFromRecordsDb) {

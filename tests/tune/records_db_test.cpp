@@ -13,8 +13,10 @@
 #include <random>
 #include <sstream>
 
+#include "features/features.h"
 #include "graph/error.h"
 #include "graph/workload.h"
+#include "schedule/schedule.h"
 #include "support/onnx_builder.h"
 
 namespace ts {
@@ -338,15 +340,30 @@ TEST(RecordsDB, EmptyFileBecomesADatabase) {
   EXPECT_EQ(db.count(), 1);
 }
 
+// A record an import accepts: a real schedule (vectorized `variant` lanes) under its own hash,
+// and features of an older version (any length).
+Record importable(Record r, int variant) {
+  Schedule s;
+  StageSchedule st;
+  st.func = "f";
+  st.vectorize = "x";
+  st.vector_width = variant;
+  s.set(st);
+  r.schedule_json = s.to_json();
+  r.schedule_hash = s.hash();
+  r.features_version = 1;
+  return r;
+}
+
 TEST(RecordsDB, ExportImportRoundTrip) {
   auto dir = test::temp_dir();
   RecordsDB a((dir / "a.db").string());
-  auto with_features = make_record("conv@1", "s1", {1.0, 1.1});
+  auto with_features = importable(make_record("conv@1", "s1", {1.0, 1.1}), 4);
   with_features.features = {0.5f, 7.0f};
   a.add(with_features);
-  a.add(make_record("conv@1", "s2", {}, "runtime_error"));
-  a.add(make_record("conv@2", "s1", {2.0}));
-  auto weird = make_record("conv@2", "s9", {3.0});
+  a.add(importable(make_record("conv@1", "s2", {}, "runtime_error"), 8));
+  a.add(importable(make_record("conv@2", "s1", {2.0}), 4));
+  auto weird = importable(make_record("conv@2", "s9", {3.0}), 16);
   weird.machine = R"({"cpu":"other box"})";
   weird.tensorsched_version = "0.0.1";
   a.add(weird);
@@ -360,9 +377,13 @@ TEST(RecordsDB, ExportImportRoundTrip) {
 
   RecordsDB b((dir / "b.db").string());
   std::istringstream in1(text);
-  EXPECT_EQ(b.import_jsonl(in1), 4u);
+  auto first_import = b.import_jsonl(in1);
+  EXPECT_EQ(first_import.added, 4u);
+  EXPECT_TRUE(first_import.rejected.empty()) << first_import.rejected[0].second;
   std::istringstream in2(text);
-  EXPECT_EQ(b.import_jsonl(in2), 0u);
+  auto second = b.import_jsonl(in2);
+  EXPECT_EQ(second.added, 0u);
+  EXPECT_EQ(second.present, 4u);
   EXPECT_EQ(b.count(), 4);
   for (const auto& key : {"conv@1", "conv@2"}) {
     auto ra = a.records(key), rb = b.records(key);
@@ -377,21 +398,107 @@ TEST(RecordsDB, ExportImportRoundTrip) {
   EXPECT_EQ(again.str(), text);
 }
 
-TEST(RecordsDB, ImportWithABadLineAddsNothing) {
+// Each bad line is rejected with its number and reason; the good lines are stored.
+TEST(RecordsDB, ImportRejectsBadLinesAndKeepsTheRest) {
   auto dir = test::temp_dir();
   RecordsDB a((dir / "a.db").string());
-  a.add(make_record("k", "s1", {1.0}));
+  a.add(importable(make_record("k", "s1", {1.0}), 4));
   std::stringstream jsonl;
   a.export_jsonl(jsonl);
+  const std::string good = jsonl.str().substr(0, jsonl.str().find('\n'));
+  auto line = nlohmann::json::parse(good);
+  std::vector<std::string> lines = {good, R"({"workload": 3})"};
+  auto altered = line;
+  altered["schedule"]["stages"][0]["vectorize"]["width"] = 32;  // the hash no longer matches
+  altered["timestamp_us"] = 7;
+  lines.push_back(altered.dump());
+  auto not_a_schedule = line;
+  not_a_schedule["schedule"] = {{"stages", "x"}};
+  lines.push_back(not_a_schedule.dump());
+  auto wrong_length = line;
+  wrong_length["features_version"] = kFeaturesVersion;
+  wrong_length["features"] = {1.0, 2.0, 3.0};
+  wrong_length["timestamp_us"] = 8;
+  lines.push_back(wrong_length.dump());
+  auto future = line;
+  future["features_version"] = kFeaturesVersion + 1;
+  future["timestamp_us"] = 9;
+  lines.push_back(future.dump());
+  auto deep = line;
+  deep["timestamp_us"] = 10;
+  std::string deep_text = deep.dump();
+  const std::string nest = std::string(100000, '[') + std::string(100000, ']');
+  deep_text.replace(deep_text.find("\"schedule\":") + 11, 0, nest + ",");
+  lines.push_back(deep_text);
+  auto forged_key = line;
+  forged_key["workload"]["exact_key"] = "other";
+  lines.push_back(forged_key.dump());
+
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
   RecordsDB b((dir / "b.db").string());
-  std::istringstream in(jsonl.str() + "{\"workload\": 3}\n");
-  try {
-    b.import_jsonl(in, "dump.jsonl");
-    FAIL() << "imported a bad line";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("dump.jsonl: line 2"), std::string::npos) << e.what();
+  std::istringstream in(text);
+  auto r = b.import_jsonl(in, "dump.jsonl");
+  EXPECT_EQ(r.added, 1u);
+  EXPECT_EQ(b.count(), 1);
+  ASSERT_EQ(r.rejected.size(), 7u);
+  const std::vector<std::pair<size_t, std::string>> expected = {
+      {2, "not a tensorsched record"},          {3, "is not the schedule's hash"}, {4, "not a tensorsched schedule"},
+      {5, "features; version"}, {6, "newer than this build's"},     {7, "nested more than 64"},
+      {8, "key_hash"}};
+  for (size_t k = 0; k < expected.size(); k++) {
+    EXPECT_EQ(r.rejected[k].first, expected[k].first);
+    EXPECT_NE(r.rejected[k].second.find(expected[k].second), std::string::npos)
+        << "line " << r.rejected[k].first << ": " << r.rejected[k].second;
   }
-  EXPECT_EQ(b.count(), 0);
+}
+
+// Commands that only read records (export, costmodel eval, report, run --db) never create a file.
+TEST(RecordsDB, MustExistRefusesAMissingFileWithoutCreatingIt) {
+  auto p = test::temp_dir() / "typo.db";
+  try {
+    RecordsDB db(p.string(), RecordsDB::Open::MustExist);
+    FAIL() << "opened a missing database";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no such records database"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(p));
+}
+
+// A damaged features blob reads as no features: it exports as [] and imports again.
+TEST(RecordsDB, DamagedFeaturesBlobReadsAsNone) {
+  auto dir = test::temp_dir();
+  const std::string path = (dir / "a.db").string();
+  {
+    RecordsDB a(path);
+    auto r = importable(make_record("k", "s1", {1.0}), 4);
+    r.features = {1.0f, 2.0f};
+    a.add(r);
+  }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "UPDATE features SET data = x'0000c07f01'", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  RecordsDB a(path);
+  EXPECT_TRUE(a.records("k").at(0).features.empty());
+  std::stringstream jsonl;
+  a.export_jsonl(jsonl);
+  EXPECT_NE(jsonl.str().find("\"features\":[]"), std::string::npos) << jsonl.str();
+  RecordsDB b((dir / "b.db").string());
+  auto r = b.import_jsonl(jsonl, "dump.jsonl");
+  EXPECT_EQ(r.added, 1u);
+  EXPECT_TRUE(r.rejected.empty());
+}
+
+// Two tunes of one database record a workload's default once: check and insert are one transaction.
+TEST(RecordsDB, AddIfAbsentAddsOnceAcrossConnections) {
+  auto p = test::temp_dir() / "shared.db";
+  RecordsDB a(p.string());
+  RecordsDB b(p.string());
+  EXPECT_TRUE(a.add_if_absent(make_record("k", "default", {1.0})));
+  EXPECT_FALSE(b.add_if_absent(make_record("k", "default", {1.1})));
+  EXPECT_TRUE(b.add_if_absent(make_record("k", "other", {1.1})));
+  EXPECT_EQ(a.count(), 2);
 }
 
 TEST(RecordsDB, TwoObjectsOnOneFileSeeEachOthersCommits) {

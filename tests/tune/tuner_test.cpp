@@ -201,6 +201,23 @@ TEST(Tuner, RerunResumesWithoutMeasuringTwice) {
   EXPECT_EQ(tune_model(g, db, random, o).measured_now, 0);  // nothing left to do
 }
 
+// A policy with nothing new to propose ends its task early, and the summary says why.
+TEST(Tuner, AnExhaustedSpaceIsReportedNotSilent) {
+  const auto dir = test::temp_dir();
+  Graph g = test::import_model(test::save_matmul_relu_model());
+  RecordsDB db((dir / "records.db").string());
+  TuneOptions o = quick_options((dir / "cache").string());
+  o.e2e_iters = 0;
+  o.trials = 5;
+  FixedPolicy nothing({});
+  TuneSummary s = tune_model(g, db, nothing, o);
+  ASSERT_EQ(s.tasks.size(), 1u);
+  EXPECT_TRUE(s.tasks[0].exhausted);
+  EXPECT_EQ(s.tasks[0].trials, 0);
+  EXPECT_TRUE(summary_json(s)["tasks"][0]["exhausted"].get<bool>());
+  EXPECT_EQ(db.count(), 1);  // the default only
+}
+
 TEST(Tuner, KilledTuneKeepsEveryCommittedRecordAndResumes) {
   const auto dir = test::temp_dir();
   const std::string model = test::save_matmul_relu_model(), db_path = (dir / "records.db").string();

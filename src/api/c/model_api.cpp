@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,24 @@ struct ts_model {
 namespace {
 
 thread_local std::string last_error;
+
+// Halide's default error handler prints and aborts the process; the library's user gets the
+// message from ts_model_last_error() instead. Any pool thread may report, so it is shared.
+std::mutex halide_error_mutex;
+std::string halide_errors;
+
+extern "C" void keep_halide_error(void*, const char* msg) {
+  std::lock_guard<std::mutex> lock(halide_error_mutex);
+  if (halide_errors.size() < 4096) halide_errors += (halide_errors.empty() ? "" : "; ") + std::string(msg ? msg : "");
+}
+
+std::string take_halide_errors() {
+  std::lock_guard<std::mutex> lock(halide_error_mutex);
+  std::string m;
+  m.swap(halide_errors);
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m;
+}
 
 int fail(const std::string& why) {
   last_error = why;
@@ -64,6 +83,7 @@ const ts::plan::Buffer* io_buffer(const ts_model* m, ts_io io, int index) {
 }  // namespace
 
 TS_API ts_model* ts_model_create(const char* constants_path) {
+  halide_set_error_handler(keep_halide_error);
   try {
     auto m = std::make_unique<ts_model>();
     const std::string text(reinterpret_cast<const char*>(ts_artifact_plan), ts_artifact_plan_end - ts_artifact_plan);
@@ -139,11 +159,13 @@ TS_API int ts_model_set_threads(int threads) {
 
 TS_API int ts_model_run(ts_model* m, const void* const* inputs, void* const* outputs) {
   if (!m) return fail("null model");
+  take_halide_errors();
   try {
     m->executor->run(inputs, outputs);
     return 0;
   } catch (const std::exception& e) {
-    return fail(e.what());
+    const std::string why = take_halide_errors();
+    return fail(std::string(e.what()) + (why.empty() ? "" : ": " + why));
   }
 }
 

@@ -1,0 +1,60 @@
+// The code cache directory (measure/workload_compiler): private to its user, and cleared of the
+// temporary files of processes that died while compiling or linking into it.
+#include "measure/workload_compiler.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "graph/error.h"
+#include "support/onnx_builder.h"
+
+namespace ts {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(CodeCache, ANewRootIsPrivate) {
+  const fs::path root = test::temp_dir() / "cache";
+  CodeCache::open_default(Halide::get_host_target(), root.string());
+  struct stat st {};
+  ASSERT_EQ(::stat(root.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST(CodeCache, ARootOthersCanWriteIsRefused) {
+  const fs::path root = test::temp_dir() / "shared";
+  fs::create_directories(root);
+  fs::permissions(root, fs::perms::all, fs::perm_options::replace);  // 0777
+  try {
+    CodeCache::open_default(Halide::get_host_target(), root.string());
+    FAIL() << "used a world-writable code cache";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("writable by group or others"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CodeCache, TemporaryFilesOfDeadProcessesAreRemoved) {
+  const fs::path root = test::temp_dir() / "cache";
+  CodeCache c = CodeCache::open_default(Halide::get_host_target(), root.string());
+  const pid_t child = fork();  // a process id that is certainly gone once reaped
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  const fs::path dead = fs::path(c.dir) / ("ts_a_b.so.tmp" + std::to_string(child));
+  const fs::path dead_obj = fs::path(c.dir) / ("ts_a_b.o.tmp" + std::to_string(child) + ".o");
+  const fs::path alive = fs::path(c.dir) / ("ts_c_d.so.tmp" + std::to_string(getpid()));
+  const fs::path entry = fs::path(c.dir) / "ts_e_f.so";
+  for (const auto& p : {dead, dead_obj, alive, entry}) std::ofstream(p) << "x";
+  CodeCache::open_default(Halide::get_host_target(), root.string());
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(dead_obj));
+  EXPECT_TRUE(fs::exists(alive));
+  EXPECT_TRUE(fs::exists(entry));
+}
+
+}  // namespace
+}  // namespace ts
