@@ -2,6 +2,8 @@
 // by the output stage that applies alpha/beta/bias, so the schedule space sees one matmul nest.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "lower/lower.h"
 
 namespace ts {
@@ -71,7 +73,9 @@ std::vector<LTensor> gemm(const LowerContext& c) {
       Expr bias = c.in(2).at_broadcast(o);
       y = y + (beta != 1.0 ? bias * typed_const(t, beta) : bias);
     }
-    return y;
+    // Halide compiles float math with LLVM's no-NaN/no-Inf flags, under which a NaN or Inf
+    // constant is poison (an alpha of NaN gave 0): such a scale is applied in strict IEEE math.
+    return std::isfinite(alpha) && std::isfinite(beta) ? y : Halide::strict_float(y);
   })};
 }
 

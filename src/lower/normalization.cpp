@@ -55,11 +55,13 @@ std::vector<LTensor> batch_norm(const LowerContext& c) {
   const double eps = c.node.attr_float("epsilon", 1e-5);
   const Halide::Type t = x.type();
   // Per-channel affine coefficients, computed once: y = x * a[c] + b[c].
+  // Strict IEEE math (once per channel): an epsilon of Inf must give a = 0, not the poison that
+  // LLVM's no-Inf flag makes of sqrt(Inf).
   LTensor a = define_tensor(c.name("_a"), {x.shape[1]}, x.dtype, [&](const Idx& i) {
-    return scale.at(i) / Halide::sqrt(var.at(i) + fconst(t, eps));
+    return Halide::strict_float(scale.at(i) / Halide::sqrt(var.at(i) + fconst(t, eps)));
   });
   LTensor b = define_tensor(c.name("_b"), {x.shape[1]}, x.dtype, [&](const Idx& i) {
-    return bias.at(i) - mean.at(i) * a.at(i);
+    return Halide::strict_float(bias.at(i) - mean.at(i) * a.at(i));
   });
   return {c.output([&](const Idx& i) { return x.at(i) * a.at({i[1]}) + b.at({i[1]}); })};
 }

@@ -147,6 +147,30 @@ TEST(CompiledModel, NanPropagates) {
   }
 }
 
+// Non-finite attributes give ONNX Runtime's results (measured with it): Gemm alpha NaN or Inf
+// scales to NaN / Inf, BatchNormalization epsilon Inf leaves only the bias.
+TEST(CompiledModel, NonFiniteAttributesGiveOnnxRuntimesResults) {
+  const float inf = std::numeric_limits<float>::infinity();
+  OnnxBuilder b;
+  Tensor ones(DType::Float32, {3, 4});
+  for (int k = 0; k < 12; k++) ones.data<float>()[k] = 1.0f;
+  b.input("a", DType::Float32, {2, 3}).input("x", DType::Float32, {1, 2, 2, 2}).initializer("w", ones);
+  b.initializer("s", test::make_f32({2}, {1, 1})).initializer("bb", test::make_f32({2}, {0.25f, 0.5f}));
+  b.initializer("m", test::make_f32({2}, {0, 0})).initializer("v", test::make_f32({2}, {0.5f, 2}));
+  b.node("Gemm", {"a", "w"}, {"nan"}, {{"alpha", std::numeric_limits<double>::quiet_NaN()}}, "g_nan").output("nan");
+  b.node("Gemm", {"a", "w"}, {"inf"}, {{"alpha", double(inf)}}, "g_inf").output("inf");
+  b.node("BatchNormalization", {"x", "s", "bb", "m", "v"}, {"bn"}, {{"epsilon", double(inf)}}, "bn").output("bn");
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(test::import_model(b.save("nonfinite.onnx")), opts);
+  auto out = m.run({{"a", test::make_f32({2, 3}, {1, 2, 3, -4, -5, -6})}, {"x", test::rand_f32({1, 2, 2, 2}, 3)}});
+  EXPECT_TRUE(std::isnan(out[0].data<float>()[0]));
+  EXPECT_EQ(out[1].data<float>()[0], inf);
+  EXPECT_EQ(out[1].data<float>()[4], -inf);
+  EXPECT_EQ(out[2].data<float>()[0], 0.25f);
+  EXPECT_EQ(out[2].data<float>()[7], 0.5f);
+}
+
 // Split with a part of size 0: the other parts are still right.
 TEST(CompiledModel, SplitWithAnEmptyPart) {
   OnnxBuilder b;
