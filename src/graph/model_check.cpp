@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -35,6 +36,21 @@ std::optional<std::vector<int64_t>> ints_attr(const onnx::NodeProto& n, const st
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
+// An initializer defined twice: ONNX Runtime loads such a model and uses the last definition;
+// so does tensorsched, with a warning.
+void drop_duplicate_initializers(onnx::GraphProto& g, const std::string& path) {
+  std::map<std::string, int> last;
+  for (int i = 0; i < g.initializer_size(); i++) last[g.initializer(i).name()] = i;
+  if (static_cast<int>(last.size()) == g.initializer_size()) return;
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+  for (int i = 0; i < g.initializer_size(); i++) {
+    if (last.at(g.initializer(i).name()) == i) *kept.Add() = g.initializer(i);
+    else spdlog::warn("{}: initializer '{}' is defined more than once; the last definition is used, as ONNX Runtime does",
+                      path, printable_name(g.initializer(i).name()));
+  }
+  g.mutable_initializer()->Swap(&kept);
+}
+
 // Puts the nodes in an order where every input is defined before it is read, as ONNX Runtime
 // sorts a graph; a tensor read but never defined, defined twice, or a cycle is an Error.
 void sort_nodes(onnx::GraphProto& g, const std::string& path) {
@@ -44,11 +60,9 @@ void sort_nodes(onnx::GraphProto& g, const std::string& path) {
     if (!defined.insert(v.name()).second)
       throw Error(fmt::format("{}: graph input '{}' is declared twice", path, printable_name(v.name())));
   }
-  std::set<std::string> initializers;
+  drop_duplicate_initializers(g, path);
   for (const auto& t : g.initializer()) {
     if (t.name().empty()) throw Error(fmt::format("{}: an initializer has an empty name", path));
-    if (!initializers.insert(t.name()).second)
-      throw Error(fmt::format("{}: initializer '{}' is defined twice", path, printable_name(t.name())));
     defined.insert(t.name());
   }
   std::map<std::string, int> producer;  // tensor -> node index

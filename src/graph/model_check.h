@@ -5,7 +5,8 @@
 // or input at fault.
 //
 //   check_model_structure  names, definitions before use (nodes are put in topological order, as
-//                          ONNX Runtime sorts them), single assignment, duplicate initializers,
+//                          ONNX Runtime sorts them), single assignment, duplicate initializers
+//                          (the last one wins, as in ONNX Runtime),
 //                          ONNX's schema checker per node (arity, required and unknown attributes,
 //                          attribute types), then the attribute values shape inference would
 //                          trust: strides, dilations, kernel sizes, pads, groups, weight shapes.
@@ -18,7 +19,8 @@
 
 namespace ts {
 
-// Throws Error naming `path` and the node. May reorder the graph's nodes (never changes them).
+// Throws Error naming `path` and the node. May reorder the graph's nodes (never changes them)
+// and drop all but the last of initializers defined twice.
 void check_model_structure(onnx::ModelProto& model, const std::string& path, int opset);
 
 // Throws Error naming `path` and the node; needs the value_info of a shape inference pass.
