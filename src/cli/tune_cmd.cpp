@@ -38,6 +38,8 @@ struct TuneArgs {
   std::string sampling = "sketch";  // ScheduleSpace sampling
   bool allow_foreign = false;       // resume from and transfer with other machines' records
   int threads = 0;                  // Halide threads for measurements and the end-to-end runs (0 = all cores)
+  std::string scheduler = "sequential";  // which task gets the next slot (task_scheduler.h)
+  double slot = 0;                  // a slot's seconds (0 = budget / (10 x tasks), at least 2)
 };
 
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -90,6 +92,8 @@ int tune_command(const TuneArgs& a) {
   o.e2e_threads = a.threads;
   o.measure.cache_root = a.cache_dir;
   o.e2e_iters = a.e2e_iters;
+  o.scheduler = a.scheduler;
+  o.slot_seconds = a.slot;
   o.only.insert(a.workloads.begin(), a.workloads.end());
   o.sampling = a.sampling == "uniform" ? Sampling::Uniform : a.sampling == "stratified" ? Sampling::Stratified : Sampling::Sketch;
   // Progress on stderr: one updating line fitted to a terminal, else a plain line per task and
@@ -149,9 +153,14 @@ int tune_command(const TuneArgs& a) {
                              t.name.substr(0, 24), t.count, ms(t.default_s), ms(t.best_s),
                              t.best_s > 0 ? t.default_s / t.best_s : 0.0, noise * 100, t.trials, errs);
   }
-  std::cout << fmt::format("{}: policy {}, measured {} schedules in {}; {} of {} workloads beat the default "
-                           "(re-measured against it, interleaved)\n", g.path,
-                           s.policy, s.measured_now, duration(s.seconds), s.tuned_workloads, s.tasks.size());
+  std::cout << fmt::format("{}: policy {}, scheduler {}, measured {} schedules in {}; {} of {} workloads beat the "
+                           "default (re-measured against it, interleaved)\n", g.path, s.policy, s.scheduler,
+                           s.measured_now, duration(s.seconds), s.tuned_workloads, s.tasks.size());
+  if (s.curve.size() > 1)
+    std::cout << fmt::format("estimated model latency (sum of count x best): {} ms -> {} ms over {} slots; the "
+                             "scheduler took {:.2f} s ({:.1f}%)\n",
+                             ms(s.curve.front().latency_s), ms(s.curve.back().latency_s), s.curve.size() - 1,
+                             s.scheduler_seconds, 100.0 * s.scheduler_seconds / std::max(s.seconds, 1e-9));
   if (s.e2e_tuned_s > 0)
     std::cout << fmt::format("end to end (median of {} runs, same process): default {} ms, tuned {} ms, speedup {:.3f}x\n",
                              a.e2e_iters, ms(s.e2e_default_s), ms(s.e2e_tuned_s), ratio);
@@ -165,11 +174,18 @@ void add_tune_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("tune", "Tune every workload of a model, recording measurements in a database");
   add_model_args(sub, a->model);
   sub->add_option("--db", a->db_path, "Records database (SQLite; created if missing)")->required();
-  sub->add_option("--trials", a->trials, "Measured schedules per workload")->check(CLI::PositiveNumber);
+  sub->add_option("--trials", a->trials, "Measured schedules per workload (the scheduler may move them between workloads)")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--time", a->seconds, "Total tuning time in seconds, shared by the workloads")->check(CLI::PositiveNumber);
   std::string names;
   for (const auto& n : policy_names()) names += (names.empty() ? "" : "|") + n;
   sub->add_option("--policy", a->policy, "Search policy: " + names)->check(CLI::IsMember(policy_names()));
+  sub->add_option("--scheduler", a->scheduler,
+                  "Which task gets the next slot: sequential (each its whole share in turn), round-robin, linear "
+                  "(by FLOPs), gradient (Ansor) or dynatune (UCB over a Bayesian model of each task's curve)")
+      ->check(CLI::IsMember(scheduler_names()));
+  sub->add_option("--slot", a->slot, "Seconds of a slot (not sequential; 0 = time budget / (10 x tasks), at least 2)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--seed", a->seed, "Seed of the search");
   sub->add_option("--repeats", a->repeats, "Timed runs per measurement")->check(CLI::PositiveNumber);
   sub->add_option("--jobs", a->jobs, "Parallel compiles (0 = hardware threads)");

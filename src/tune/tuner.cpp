@@ -47,16 +47,6 @@ Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m,
   return r;
 }
 
-// One workload being tuned.
-struct Task {
-  const Workload* w = nullptr;
-  std::unique_ptr<ScheduleSpace> space;   // built from the unscheduled pipeline
-  std::unique_ptr<Measurer> measurer;     // holds the reference outputs
-  std::unique_ptr<FeatureExtractor> features;  // stored with each record
-  double default_s = 0;                   // default median
-  double weight = 0;                      // count x default time
-  TaskSummary summary;
-};
 
 
 // Re-measures the task's fastest record against the default (Measurer::remeasure_against_default)
@@ -88,8 +78,14 @@ nlohmann::json summary_json(const TuneSummary& s) {
                      {"best_ms", t.best_s * 1e3}, {"best_policy", t.best_policy}, {"trials", t.trials},
                      {"measured_now", t.measured_now}, {"errors", t.errors}, {"error", t.error},
                      {"confirmed", t.confirmed}, {"faster", t.faster}, {"default_noise", t.default_noise},
-                     {"best_noise", t.best_noise}, {"exhausted", t.exhausted}});
+                     {"best_noise", t.best_noise}, {"exhausted", t.exhausted}, {"slots", t.slots},
+                     {"tuning_seconds", t.seconds}});
+  nlohmann::json curve = nlohmann::json::array();
+  for (const auto& c : s.curve) curve.push_back({c.seconds, c.latency_s * 1e3});
   return {{"policy", s.policy},
+          {"scheduler", s.scheduler},
+          {"scheduler_seconds", s.scheduler_seconds},
+          {"curve", curve},
           {"tasks", tasks},
           {"measured_now", s.measured_now},
           {"seconds", s.seconds},
@@ -118,33 +114,42 @@ Schedule default_schedule_recipe() {
   return s;
 }
 
-TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, const TuneOptions& opts,
-                       const std::function<void(const TuneProgress&)>& progress) {
-  const auto t0 = Clock::now();
-  if (opts.trials <= 0 && opts.seconds <= 0) throw Error("tune: give a budget (trials per task or seconds)");
-  TuneSummary sum;
-  sum.policy = policy.name();
-  const Partition part = partition_graph(g);
-  for (const auto& key : opts.only) {
-    const bool known = std::any_of(part.workloads.begin(), part.workloads.end(),
-                                   [&](const Workload& w) { return w.key_hash() == key; });
-    if (!known)
-      throw Error(fmt::format("{}: tune: no workload has key '{}' (`tensorsched workloads` lists them)", g.path, key));
-  }
-  const Schedule def = default_schedule_recipe();
+namespace {
+
+// What the loop keeps per task beside the Task: the policy's view of it and its proposal generator.
+struct TaskRun {
+  SearchTask search;
+  std::mt19937_64 rng;
+  bool taught = false;  // the policy has seen the database's records of the task
+  double batch_s = 0;   // the last batch's duration (a batch that would end past its slot is not started)
+};
+
+// The machine's peak FLOP/s as the schedulers normalize curves with: float32 lanes x 2 (FMA) x 2
+// (pipes) x 3 GHz x cores. An estimate: only dynatune's prior (throughput below peak) reads it.
+double estimated_peak_flops() {
+  const int lanes = std::max(4, Halide::get_host_target().natural_vector_size(Halide::Float(32)));
+  return lanes * 2.0 * 2.0 * 3e9 * std::max(1u, std::thread::hardware_concurrency());
+}
+
+double model_latency(const std::vector<Task>& tasks) {
+  double s = 0;
+  for (const Task& t : tasks) s += t.latency_s();
+  return s;
+}
+
+// A task per workload, with its default measured (and recorded once, with policy "default"): the
+// reference of every check, the baseline of the summary and the weight of a time budget.
+std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const SearchPolicy& policy, const TuneOptions& opts,
+                             const Schedule& def) {
   SpaceOptions sopts;
   sopts.vector_bytes = native_vector_bytes(Halide::get_host_target());
   sopts.sampling = opts.sampling;
-  const int jobs = opts.measure.compile_jobs > 0 ? opts.measure.compile_jobs
-                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const size_t batch = opts.batch > 0 ? opts.batch : std::max(2, jobs);
-
-  // Every task's default first: the reference of its checks and the weights of a time budget.
   std::vector<Task> tasks(part.workloads.size());
-  auto stopped = [&] { return opts.stop && opts.stop->load(); };
   for (size_t i = 0; i < tasks.size(); i++) {
     Task& t = tasks[i];
     t.w = &part.workloads[i];
+    t.count = t.w->count;
+    t.flops = static_cast<double>(t.w->flops);
     t.summary.key_hash = t.w->key_hash();
     t.summary.name = t.w->name;
     t.summary.count = t.w->count;
@@ -152,7 +157,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       t.summary.error = "not selected";
       continue;
     }
-    if (stopped()) {
+    if (opts.stop && opts.stop->load()) {
       t.summary.error = "stopped";
       continue;
     }
@@ -161,131 +166,104 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       t.space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), space_options_for(*t.w, sopts));
       t.features = std::make_unique<FeatureExtractor>(*t.space);
       t.measurer = std::make_unique<Measurer>(*t.w, opts.measure);
-      if (stopped()) throw Error("stopped");  // its reference may have been cut short
+      if (opts.stop && opts.stop->load()) throw Error("stopped");  // its reference may have been cut short
       const MeasureResult& ref = t.measurer->reference();
       if (!ref.valid()) throw Error(fmt::format("default schedule: {}: {}", ref.error_kind, ref.error_message));
       t.default_s = ref.median;
       db.add_if_absent(make_record(*t.w, def, ref, "default"));
       // Candidates much slower than the default are not worth their run time.
-      t.measurer->set_run_timeout(std::max(2.0,
-                                           opts.slow_factor * ref.median * (opts.measure.repeats + opts.measure.warmup) + 1.0));
+      t.measurer->set_run_timeout(
+          std::max(2.0, opts.slow_factor * ref.median * (opts.measure.repeats + opts.measure.warmup) + 1.0));
+      auto best = db.best(t.w->exact_key, 1);
+      t.best_s = best.empty() ? t.default_s : std::min(t.default_s, best[0].median);
+      for (const auto& r : db.records(t.w->exact_key)) t.trials += r.policy == policy.name();
+      t.curve.push_back({0, t.best_s});
     } catch (const Error& e) {
       t.summary.error = e.what();
       t.measurer.reset();
     }
-    t.weight = t.w->count * t.default_s;
   }
-  double total_weight = 0;
-  for (const auto& t : tasks) total_weight += t.weight;
-  // The end-to-end comparison after the loop is inside a time budget too: 2 models x (warm-ups +
-  // iterations) at the default's latency, plus loading their cached code.
-  const double e2e_reserve = opts.e2e_iters > 0 ? 2.0 * (opts.e2e_iters + 2) * total_weight + 1.0 : 0.0;
+  return tasks;
+}
 
-  // Tasks in order of weight: with a time budget the heaviest get theirs first.
-  std::vector<size_t> order(tasks.size());
-  for (size_t i = 0; i < order.size(); i++) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tasks[a].weight > tasks[b].weight; });
-  const double setup_s = since(t0);
-  double carry = 0;  // unused time of earlier tasks
-  double confirm_s = 0;  // how long the last confirmation took: reserved at the end of each share
-  size_t done_tasks = 0;
-  for (size_t i : order) {
-    Task& t = tasks[i];
-    done_tasks++;
-    if (!t.measurer) continue;
-    const std::string& key = t.w->exact_key;
-    SearchTask st{t.w, t.space.get(), [&](const std::string& h) { return db.has(key, h); }};
-    std::mt19937_64 rng(opts.seed ^ std::hash<std::string>{}(key));
-    auto count_trials = [&] {
-      int n = 0;
-      for (const auto& r : db.records(key)) n += r.policy == policy.name();
-      return n;
-    };
-    int trials = count_trials();
-    {
-      // Earlier measurements of the workload (any run, any policy) teach a learning policy.
-      std::vector<Schedule> seen;
-      std::vector<MeasureResult> seen_results;
-      for (const auto& r : db.records(key)) {
-        try {
-          seen.push_back(Schedule::from_json(r.schedule_json));
-        } catch (const Error&) {
-          continue;
-        }
-        MeasureResult m;
-        m.times = r.times;
-        m.median = r.median;
-        m.min = r.min;
-        m.noise = r.noise;
-        m.error_kind = r.error_kind;
-        m.error_message = r.error_message;
-        seen_results.push_back(std::move(m));
-      }
-      if (!seen.empty()) policy.observe(st, seen, seen_results);
+// Teaches a learning policy every earlier measurement of the task (any run, any policy).
+void teach(SearchPolicy& policy, const SearchTask& st, const RecordsDB& db) {
+  std::vector<Schedule> seen;
+  std::vector<MeasureResult> seen_results;
+  for (const auto& r : db.records(st.workload->exact_key)) {
+    try {
+      seen.push_back(Schedule::from_json(r.schedule_json));
+    } catch (const Error&) {
+      continue;
     }
-    const auto task_t0 = Clock::now();
-    const double share =
-        opts.trials > 0 ? 0 : (opts.seconds - setup_s - e2e_reserve) * t.weight / std::max(1e-12, total_weight) + carry;
-    double batch_s = 0;  // the last batch's duration: a batch that would end past the share is not started
-    auto report = [&] {
-      if (!progress) return;
-      TuneProgress p;
-      p.task = done_tasks;
-      p.tasks = tasks.size();
-      p.task_name = t.w->name;
-      p.trials = trials;
-      p.target = opts.trials;
-      auto best = db.best(key, 1);
-      p.best_s = best.empty() ? 0 : best[0].median;
-      p.default_s = t.default_s;
-      const double elapsed = since(t0);
-      if (opts.trials > 0) {
-        // Remaining trials of this and later tasks at this run's pace.
-        const double per_trial = sum.measured_now > 0 ? (elapsed - setup_s) / sum.measured_now : 1.0;
-        size_t later = tasks.size() - done_tasks;
-        p.eta_s = per_trial * (std::max(0, opts.trials - trials) + static_cast<double>(later) * opts.trials);
-      } else {
-        p.eta_s = std::max(0.0, opts.seconds - elapsed);
-      }
-      progress(p);
-    };
+    MeasureResult m;
+    m.times = r.times;
+    m.median = r.median;
+    m.min = r.min;
+    m.noise = r.noise;
+    m.error_kind = r.error_kind;
+    m.error_message = r.error_message;
+    seen_results.push_back(std::move(m));
+  }
+  if (!seen.empty()) policy.observe(st, seen, seen_results);
+}
+
+// One slot of a task: batches of proposals, each measured, committed, then observed by the
+// policy, until the slot's trials or seconds are spent, the policy has nothing new (the task is
+// then exhausted and finished) or the run is stopped. Returns how many schedules it measured.
+int run_slot(Task& t, TaskRun& run, const Slot& slot, SearchPolicy& policy, RecordsDB& db, size_t batch,
+             const TuneOptions& opts, const std::function<void()>& report) {
+  if (!run.taught) {
+    teach(policy, run.search, db);
+    run.taught = true;
+  }
+  const auto slot_t0 = Clock::now();
+  int measured = 0;
+  while (!(opts.stop && opts.stop->load())) {
+    if (slot.trials > 0 && measured >= slot.trials) break;
+    if (slot.trials <= 0 && since(slot_t0) + run.batch_s >= slot.seconds && measured > 0) break;
+    size_t n = batch;
+    if (slot.trials > 0) n = std::min<size_t>(n, static_cast<size_t>(slot.trials - measured));
+    const auto batch_t0 = Clock::now();
+    std::vector<Schedule> proposals = policy.propose(run.search, n, run.rng);
+    if (proposals.empty()) {  // the policy has nothing new for this task
+      t.summary.exhausted = true;
+      t.finished = true;
+      break;
+    }
+    std::vector<MeasureResult> results = t.measurer->measure_batch(proposals);
+    if (opts.stop && opts.stop->load()) break;  // its workers were interrupted too: not measurements
+    std::vector<Record> records;
+    for (size_t k = 0; k < proposals.size(); k++)
+      records.push_back(make_record(*t.w, proposals[k], results[k], policy.name(), t.features.get()));
+    db.add(records);
+    policy.observe(run.search, proposals, results);
+    for (const auto& r : results)
+      if (r.valid()) t.best_s = std::min(t.best_s, r.median);
+    measured += static_cast<int>(proposals.size());
+    t.trials += static_cast<int>(proposals.size());
+    t.summary.measured_now += static_cast<int>(proposals.size());
+    run.batch_s = since(batch_t0);
     report();
-    while (!stopped()) {
-      if (opts.trials > 0 && trials >= opts.trials) break;
-      if (opts.trials <= 0 && since(task_t0) + batch_s + confirm_s >= share) break;
-      const auto batch_t0 = Clock::now();
-      size_t n = batch;
-      if (opts.trials > 0) n = std::min<size_t>(n, opts.trials - trials);
-      std::vector<Schedule> proposals = policy.propose(st, n, rng);
-      if (proposals.empty()) {  // the policy has nothing new for this task
-        t.summary.exhausted = true;
-        break;
-      }
-      std::vector<MeasureResult> results = t.measurer->measure_batch(proposals);
-      if (stopped()) break;  // its workers were interrupted too: their results are not measurements
-      std::vector<Record> batch_records;
-      for (size_t k = 0; k < proposals.size(); k++)
-        batch_records.push_back(make_record(*t.w, proposals[k], results[k], policy.name(), t.features.get()));
-      db.add(batch_records);
-      policy.observe(st, proposals, results);
-      trials += static_cast<int>(proposals.size());
-      batch_s = since(batch_t0);
-      t.summary.measured_now += static_cast<int>(proposals.size());
-      sum.measured_now += static_cast<int>(proposals.size());
-      report();
-    }
-    if (!stopped()) {
-      const auto confirm_t0 = Clock::now();
-      if (confirm_winner(t, db, def, opts.confirm_rounds, opts.stop)) confirm_s = since(confirm_t0);
-    }
-    // Time over the share (a long last batch, the re-measurement) is owed by the later tasks.
-    if (opts.trials <= 0) carry = share - since(task_t0);
-    t.measurer.reset();  // its reference outputs are no longer needed
   }
-  sum.seconds = since(t0);
-  sum.stopped = stopped();
+  return measured;
+}
 
-  // Summary from the database (earlier runs included).
+// Seconds the re-measurements of the winners will take (tasks whose best beats the default):
+// per round two runs of warm-up + repeats in fresh workers.
+double confirm_reserve(const std::vector<Task>& tasks, const TuneOptions& opts) {
+  if (opts.confirm_rounds <= 0) return 0;
+  double s = 0;
+  for (const Task& t : tasks)
+    if (t.measurer && t.best_s < t.default_s)
+      s += opts.confirm_rounds * (0.5 + 2.0 * (opts.measure.repeats + opts.measure.warmup + 1) * t.default_s);
+  return s;
+}
+
+// Per task what the database holds after the run (earlier runs included): trials and errors of
+// the policy, and the time the model will run (the confirmed winner, else the default).
+void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const SearchPolicy& policy, const Schedule& def,
+                     TuneSummary& sum) {
   for (auto& t : tasks) {
     TaskSummary& ts = t.summary;
     ts.default_s = t.default_s;
@@ -313,36 +291,142 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
     }
     sum.tasks.push_back(ts);
   }
+}
 
-  // End to end, in this process and run: default schedules vs the best record per workload,
-  // run alternately so that both see the same machine state.
-  if (opts.e2e_iters > 0 && !sum.stopped) {
-    CompileOptions dopts, topts;
-    dopts.cache_root = topts.cache_root = opts.measure.cache_root;
-    std::vector<std::string> warnings;
-    topts.schedules = best_schedules(part, db, warnings);
-    CompiledModel dm(g, dopts), tm(g, topts);
-    if (opts.e2e_threads > 0) {
-      dm.set_threads(opts.e2e_threads);
-      tm.set_threads(opts.e2e_threads);
-    }
-    const auto inputs = random_inputs(g, 1);
-    for (int k = 0; k < 2; k++) {  // warm-up
-      dm.run(inputs);
-      tm.run(inputs);
-    }
-    std::vector<double> dt, tt;
-    for (int k = 0; k < opts.e2e_iters; k++) {
-      auto a = Clock::now();
-      dm.run(inputs);
-      dt.push_back(since(a));
-      a = Clock::now();
-      tm.run(inputs);
-      tt.push_back(since(a));
-    }
-    sum.e2e_default_s = time_stats(dt).median;
-    sum.e2e_tuned_s = time_stats(tt).median;
+// End to end, in this process and run: default schedules vs the best record per workload, run
+// alternately so that both see the same machine state.
+void measure_end_to_end(const Graph& g, const Partition& part, const RecordsDB& db, const TuneOptions& opts,
+                        TuneSummary& sum) {
+  CompileOptions dopts, topts;
+  dopts.cache_root = topts.cache_root = opts.measure.cache_root;
+  std::vector<std::string> warnings;
+  topts.schedules = best_schedules(part, db, warnings);
+  CompiledModel dm(g, dopts), tm(g, topts);
+  if (opts.e2e_threads > 0) {
+    dm.set_threads(opts.e2e_threads);
+    tm.set_threads(opts.e2e_threads);
   }
+  const auto inputs = random_inputs(g, 1);
+  for (int k = 0; k < 2; k++) {  // warm-up
+    dm.run(inputs);
+    tm.run(inputs);
+  }
+  std::vector<double> dt, tt;
+  for (int k = 0; k < opts.e2e_iters; k++) {
+    auto a = Clock::now();
+    dm.run(inputs);
+    dt.push_back(since(a));
+    a = Clock::now();
+    tm.run(inputs);
+    tt.push_back(since(a));
+  }
+  sum.e2e_default_s = time_stats(dt).median;
+  sum.e2e_tuned_s = time_stats(tt).median;
+}
+
+}  // namespace
+
+TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, const TuneOptions& opts,
+                       const std::function<void(const TuneProgress&)>& progress) {
+  const auto t0 = Clock::now();
+  if (opts.trials <= 0 && opts.seconds <= 0) throw Error("tune: give a budget (trials per task or seconds)");
+  TuneSummary sum;
+  sum.policy = policy.name();
+  sum.scheduler = opts.scheduler;
+  const Partition part = partition_graph(g);
+  for (const auto& key : opts.only) {
+    const bool known = std::any_of(part.workloads.begin(), part.workloads.end(),
+                                   [&](const Workload& w) { return w.key_hash() == key; });
+    if (!known)
+      throw Error(fmt::format("{}: tune: no workload has key '{}' (`tensorsched workloads` lists them)", g.path, key));
+  }
+  const Schedule def = default_schedule_recipe();
+  const int jobs = opts.measure.compile_jobs > 0 ? opts.measure.compile_jobs
+                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t batch = opts.batch > 0 ? opts.batch : std::max(2, jobs);
+  auto stopped = [&] { return opts.stop && opts.stop->load(); };
+
+  std::vector<Task> tasks = make_tasks(part, db, policy, opts, def);
+  std::vector<TaskRun> runs(tasks.size());
+  size_t active = 0;
+  int trials_left = 0;
+  for (size_t i = 0; i < tasks.size(); i++) {
+    const std::string key = tasks[i].w->exact_key;
+    runs[i].search = SearchTask{tasks[i].w, tasks[i].space.get(), [&db, key](const std::string& h) { return db.has(key, h); }};
+    runs[i].rng.seed(opts.seed ^ std::hash<std::string>{}(key));
+    if (!tasks[i].active()) continue;
+    active++;
+    trials_left += opts.trials - tasks[i].trials;  // the budget is trials x tasks in total
+  }
+  trials_left = std::max(0, trials_left);
+  // The end-to-end comparison after the loop is inside a time budget too: 2 models x (warm-ups +
+  // iterations) at the default's latency, plus loading their cached code.
+  double initial_latency = 0;
+  for (const Task& t : tasks) initial_latency += t.count * t.default_s;
+  const double e2e_reserve = opts.e2e_iters > 0 ? 2.0 * (opts.e2e_iters + 2) * initial_latency + 1.0 : 0.0;
+
+  SchedulerOptions so;
+  so.trials_per_task = opts.trials;
+  so.slot_trials = opts.slot_trials > 0 ? opts.slot_trials : static_cast<int>(batch);
+  so.slot_seconds = opts.slot_seconds;
+  if (opts.trials <= 0 && so.slot_seconds <= 0)
+    so.slot_seconds = std::max(2.0, (opts.seconds - since(t0) - e2e_reserve) / (10.0 * std::max<size_t>(1, active)));
+  so.peak_flops = estimated_peak_flops();
+  so.seed = opts.seed;
+  std::unique_ptr<TaskScheduler> scheduler = make_task_scheduler(opts.scheduler, so);
+
+  sum.curve.push_back({since(t0), model_latency(tasks)});
+  while (!stopped()) {
+    BudgetLeft left;
+    if (opts.trials > 0) {
+      left.trials = trials_left;
+      if (left.trials <= 0) break;
+    } else {
+      left.seconds = opts.seconds - since(t0) - e2e_reserve - confirm_reserve(tasks, opts);
+      if (left.seconds <= 0) break;
+    }
+    const auto pick_t0 = Clock::now();
+    std::optional<Slot> slot = scheduler->next(tasks, left);
+    sum.scheduler_seconds += since(pick_t0);
+    if (!slot) break;
+    Task& t = tasks[slot->task];
+    auto report = [&] {
+      if (!progress) return;
+      TuneProgress p;
+      p.task = slot->task + 1;
+      p.tasks = tasks.size();
+      p.task_name = t.w->name;
+      p.trials = t.trials;
+      p.target = opts.trials;
+      p.best_s = t.best_s;
+      p.default_s = t.default_s;
+      const double elapsed = since(t0);
+      const double per_trial = sum.measured_now > 0 ? elapsed / sum.measured_now : 1.0;
+      p.eta_s = opts.trials > 0 ? per_trial * trials_left : std::max(0.0, opts.seconds - elapsed);
+      progress(p);
+    };
+    report();
+    const auto slot_t0 = Clock::now();
+    const int measured = run_slot(t, runs[slot->task], *slot, policy, db, batch, opts, report);
+    sum.measured_now += measured;
+    trials_left -= measured;
+    t.summary.slots++;
+    t.summary.seconds += since(slot_t0);
+    if (measured == 0) t.finished = true;  // nothing more will come of it
+    t.curve.push_back({t.summary.measured_now, t.best_s});
+    sum.curve.push_back({since(t0), model_latency(tasks)});
+    const auto observe_t0 = Clock::now();
+    scheduler->observe(tasks, *slot);
+    sum.scheduler_seconds += since(observe_t0);
+  }
+  for (Task& t : tasks) {
+    if (!stopped()) confirm_winner(t, db, def, opts.confirm_rounds, opts.stop);
+    t.measurer.reset();  // its reference outputs are no longer needed
+  }
+  sum.seconds = since(t0);
+  sum.stopped = stopped();
+  summarize_tasks(tasks, db, policy, def, sum);
+  if (opts.e2e_iters > 0 && !sum.stopped) measure_end_to_end(g, part, db, opts, sum);
   return sum;
 }
 
@@ -356,8 +440,9 @@ std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string&
       if (r.valid() && r.features_version == kFeaturesVersion && !r.features.empty()) worst = std::max(worst, r.median);
     if (worst <= 0) continue;
     // Failures rank below every valid schedule of their workload (a rank loss compares within one).
+    // A winner's re-measurement (policy "confirm") would count its schedule twice.
     for (const auto& r : records)
-      if (r.features_version == kFeaturesVersion && !r.features.empty())
+      if (r.features_version == kFeaturesVersion && !r.features.empty() && r.policy != kConfirmPolicy)
         out.push_back({w.key_hash, r.features, r.valid() ? r.median : 2 * worst});
   }
   return out;

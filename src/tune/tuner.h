@@ -6,12 +6,14 @@
 // database and seed resumes (trials already recorded count, schedules already recorded are
 // never proposed again).
 //
-// Budget: with `trials`, each task gets that many measured schedules of the policy (records of
-// earlier runs included). With `seconds`, the total wall time is shared among tasks in
-// proportion to count x default time (their share of the model's latency); time a task does not
-// use passes to the next. The default schedule of every task is measured first (and recorded
-// once, with policy "default"): it is the reference outputs are checked against and the
-// baseline of the summary.
+// Budget: `trials` schedules per task (records of earlier runs included) in total, or `seconds`
+// of wall time (the re-measurements of winners and the end-to-end comparison included). Which task
+// gets the next slot of it is the TaskScheduler's choice (task_scheduler.h): `sequential` gives
+// each task its whole share in turn (time in proportion to count x default time, or `trials`
+// each), the others hand out slots (slot_seconds / slot_trials). The default schedule of every
+// task is measured first (and recorded once, with policy "default"): it is the reference outputs
+// are checked against and the baseline of the summary. After the loop every task's winner is
+// re-measured against its default (confirm_rounds).
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -29,6 +31,8 @@
 #include "schedule/schedule_space.h"
 #include "search/search_policy.h"
 #include "tune/records_db.h"
+#include "tune/task.h"
+#include "tune/task_scheduler.h"
 
 namespace ts {
 
@@ -44,6 +48,9 @@ struct TuneOptions {
   std::set<std::string> only;     // key hashes of the workloads to tune (empty = all)
   Sampling sampling = Sampling::Sketch;  // how the spaces draw schedules (random proposals, SA chains, mutations)
   int confirm_rounds = 3;         // re-measurement rounds of each task's winner against the default (0 = none)
+  std::string scheduler = "sequential";  // the TaskScheduler (task_scheduler.h: scheduler_names())
+  double slot_seconds = 0;        // a slot of a slot-based scheduler, time budget (0 = budget / (10 x tasks), >= 2 s)
+  int slot_trials = 0;            // a slot with a trial budget (0 = the batch size)
   const std::atomic<bool>* stop = nullptr;  // when it turns true (Ctrl-C): stop, recording nothing measured after it
 };
 
@@ -57,23 +64,6 @@ struct TuneProgress {
   double eta_s = 0;               // estimated seconds left in the whole run
 };
 
-struct TaskSummary {
-  std::string key_hash;           // workload key hash
-  std::string name;               // workload name
-  int count = 0;                  // occurrences in the model
-  double default_s = 0;           // default schedule's median (this run)
-  double best_s = 0;              // best valid median in the database (any policy, default included)
-  std::string best_policy;        // policy of that record
-  int trials = 0;                 // records of this policy for the task (all runs)
-  int measured_now = 0;           // measured by this run
-  std::map<std::string, int> errors;  // error kind -> records of this policy
-  std::string error;              // why the task could not be tuned ("" if it was)
-  bool confirmed = false;         // default_s and best_s come from a re-measurement of the winner against the default
-  bool faster = false;            // the winner was faster there (else the default runs: best_s = default_s)
-  double default_noise = 0;       // spread (time_stats.h: interquartile range / median) of the times behind default_s
-  double best_noise = 0;          // the same for best_s
-  bool exhausted = false;         // the policy found no new schedule to propose: the space holds no more
-};
 
 struct TuneSummary {
   std::string policy;             // policy name
@@ -84,11 +74,19 @@ struct TuneSummary {
   double e2e_tuned_s = 0;         // with the best record per workload
   int tuned_workloads = 0;        // workloads whose best record is not the default
   bool stopped = false;           // TuneOptions::stop ended the run early (nothing after it was recorded)
+  std::string scheduler;          // the task scheduler's name
+  struct LatencyPoint {
+    double seconds = 0;           // since the run started
+    double latency_s = 0;         // estimated model latency then: sum over tasks of count x best
+  };
+  std::vector<LatencyPoint> curve;  // after the defaults, then after every slot
+  double scheduler_seconds = 0;   // time the task scheduler itself took (choosing and observing)
 };
 
 // The summary as the `tune --json` output and Python's tensorsched.tune return it (docs/cli.md):
-// {"policy", "tasks": [...], "measured_now", "seconds", "tuned_workloads", "e2e_default_ms",
-// "e2e_tuned_ms", "speedup", "stopped"}.
+// {"policy", "scheduler", "tasks": [...], "measured_now", "seconds", "tuned_workloads",
+// "e2e_default_ms", "e2e_tuned_ms", "speedup", "stopped", "scheduler_seconds",
+// "curve": [[seconds, estimated model latency ms], ...]}.
 nlohmann::json summary_json(const TuneSummary& s);
 
 // Tunes every workload of g with `policy`, recording into db.

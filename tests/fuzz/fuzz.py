@@ -14,13 +14,14 @@ Design
   * Oracle: with onnxruntime-node installed (scripts/install-bench-deps.sh), the model is run by
     bench/ort_run.js first; tensorsched then runs on ORT's inputs and its outputs must match ORT's
     (|a - b| <= 1e-3 max|ref| + 1e-5, NaN and Inf in the same places, same shape and dtype).
-  * Classes: crash (a signal, or an exit code outside 0/1/3/100-114), hang (timeout), unclear (exit 1
-    without one `tensorsched: error:` line naming the model file, a node or an option; a bare library
-    message such as std::bad_alloc or stoll; a Halide error; control characters in the output),
-    wrong (outputs differ from ORT), nonfinite-differs (they differ where NaN or Inf is involved, which
-    only mutated weights or attributes bring: NaN semantics of max, 0 x Inf, ...), ort-rejects
-    (tensorsched runs a model ORT refuses; ORT's own gaps, a missing kernel, are not counted),
-    seed-rejected (an unmutated seed fails), accepted, rejected (a clear error).
+  * Classes: crash (a signal, or an exit code outside 0/1/3/100-114, or a compile worker killed by a
+    signal), hang (a timeout, a worker's too), unclear (exit 1 without a `tensorsched: error:` line
+    naming the model, a file beside it, a node or an option; a bare library message such as
+    std::bad_alloc or stoll; a Halide error; control characters in the output), wrong (outputs differ
+    from ORT's), nonfinite-differs (they differ where NaN or Inf is involved, which only mutated
+    weights or attributes bring: NaN semantics of max, 0 x Inf, ...), ort-rejects (tensorsched runs
+    a model ORT refuses; ORT's own gaps, e.g. a missing kernel, do not count), seed-rejected (an
+    unmutated seed fails), accepted, rejected (a clear error).
   * Failing cases go to OUT/failures/case-NNNNN-CLASS/ (model.onnx, side files, repro.txt);
     OUT/summary.json lists every finding. The exit code is 1 when a class in --fail-on occurred.
 
@@ -193,6 +194,9 @@ def classify(res, model_path):
     if not lines:
         return "unclear", "exit 1 without a 'tensorsched: error:' line"
     msg = lines[0][len("tensorsched: error: "):]
+    worker = re.search(r"worker (killed by signal \d+.*|timed out after .*)", msg)
+    if worker:  # a compile worker's crash or hang, reported cleanly by the parent
+        return ("hang" if "timed out" in worker.group(1) else "crash"), f"a worker {worker.group(1)}"
     rest = msg[len(model_path) + 2:] if msg.startswith(model_path + ": ") else msg
     if BARE.match(rest.strip()) or "terminate called" in res["err"]:
         return "unclear", "a bare library message"
@@ -456,7 +460,7 @@ def main(argv):
           f"{' (stopped at --max-seconds)' if stopped else ''}; {ran} also run; ONNX Runtime oracle: "
           f"{ort_note or 'on'}")
     for c in CLASSES:
-        print(f"  {c:14} {counts[c]}")
+        print(f"  {c:18} {counts[c]}")
     summary = {"seed": args.seed, "first": args.first, "cases_planned": args.cases, "cases_run": len(results),
                "cases_with_run": ran, "stopped_at_max_seconds": stopped, "seconds": seconds,
                "ort": ort_note or "on", "binary": args.binary, "counts": counts,

@@ -56,9 +56,13 @@ def _set_attr(node, name, value):
     node.attribute.extend(keep + [helper.make_attribute(name, value)])
 
 
-def _hostile(rng, name):
+def _hostile(rng, name, length):
+    """A value for attribute `name`; lists keep their length (`length`) half of the time, with
+    plausible values, so that the model often stays valid and reaches lowering and code generation."""
     if name in LIST_ATTRS:
-        return [rng.choice(SMALL_INTS) if rng.random() < 0.5 else rng.choice([1, 2]) for _ in range(rng.randint(0, 5))]
+        if rng.random() < 0.5:
+            return [rng.choice([0, 1, 1, 2, 2, 3]) for _ in range(length)]
+        return [rng.choice(SMALL_INTS) for _ in range(rng.randint(0, 5))]
     if name in FLOAT_ATTRS:
         return rng.choice(FLOATS)
     if name in STRING_ATTRS:
@@ -101,7 +105,8 @@ def attr_value(case):
     if n is None:
         return None
     name = case.rng.choice(OP_ATTRS[n.op_type])
-    v = _hostile(case.rng, name)
+    old = [a for a in n.attribute if a.name == name]
+    v = _hostile(case.rng, name, len(old[0].ints) if old and old[0].ints else (4 if name == "pads" else 2))
     _set_attr(n, name, v)
     _loosen(case)
     return f"{n.op_type} {name}={v!r}"

@@ -51,7 +51,8 @@ def conv_relu_maxpool():
 
 
 def conv_bn():
-    nodes = [_conv(), helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["y"], name="bn", epsilon=1e-5)]
+    nodes = [_conv(),
+             helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["y"], name="bn", epsilon=1e-5)]
     inits = _conv_inits() + [_w("s", [4]), _w("bb", [4]), _w("m", [4], 0.1),
                              _f32("v", [0.5, 1.0, 1.5, 2.0])]
     return _model("conv_bn", nodes, [_vi("x", X)], [_vi("y", X)], inits)
@@ -78,7 +79,8 @@ def split():
     nodes = [helper.make_node("Split", ["x", "sp"], ["a", "b"], name="split", axis=1),
              helper.make_node("Relu", ["a"], ["y0"], name="relu"),
              helper.make_node("Neg", ["b"], ["y1"], name="neg")]
-    return _model("split", nodes, [_vi("x", X)], [_vi("y0", [1, 1, 8, 8]), _vi("y1", [1, 3, 8, 8])], [_i64("sp", [1, 3])])
+    outputs = [_vi("y0", [1, 1, 8, 8]), _vi("y1", [1, 3, 8, 8])]
+    return _model("split", nodes, [_vi("x", X)], outputs, [_i64("sp", [1, 3])])
 
 
 def gather():

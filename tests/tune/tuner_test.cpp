@@ -161,6 +161,7 @@ TEST(Tuner, GbtSaTunesWithRealMeasurements) {
   std::set<std::string> hashes;
   int valid = 0;
   for (const auto& r : db.records(w.exact_key)) {
+    if (r.policy == kConfirmPolicy) continue;  // a winner's re-measurement against the default
     EXPECT_TRUE(hashes.insert(r.schedule_hash).second) << "measured twice";
     if (r.policy != "gbt-sa") continue;
     valid += r.valid();
@@ -188,12 +189,19 @@ TEST(Tuner, RerunResumesWithoutMeasuringTwice) {
   o.trials = 3;
   RandomSearch random;
   EXPECT_EQ(tune_model(g, db, random, o).measured_now, 3);
-  const auto first = db.records(key);
+  // A winner's re-measurements against the default (policy "confirm") repeat two hashes on purpose.
+  auto measured = [&] {
+    std::vector<Record> out;
+    for (auto& r : db.records(key))
+      if (r.policy != kConfirmPolicy) out.push_back(r);
+    return out;
+  };
+  const auto first = measured();
   o.trials = 5;
   TuneSummary again = tune_model(g, db, random, o);
   EXPECT_EQ(again.measured_now, 2);
   EXPECT_EQ(again.tasks.at(0).trials, 5);
-  const auto all = db.records(key);
+  const auto all = measured();
   ASSERT_EQ(all.size(), first.size() + 2);
   std::set<std::string> hashes;
   for (const auto& r : all) EXPECT_TRUE(hashes.insert(r.schedule_hash).second) << "measured twice: " << r.schedule_hash;
@@ -218,6 +226,40 @@ TEST(Tuner, AnExhaustedSpaceIsReportedNotSilent) {
   EXPECT_EQ(db.count(), 1);  // the default only
 }
 
+// A slot-based scheduler over a model's tasks: the trial budget (per task, in total) is spent
+// across tasks, the estimated model latency after every slot never rises, and a rerun resumes.
+TEST(Tuner, DynaTuneSpendsTheTrialBudgetAcrossTasks) {
+  const auto dir = test::temp_dir();
+  Graph g = test::small_cnn();
+  RecordsDB db((dir / "records.db").string());
+  TuneOptions o = quick_options((dir / "cache").string());
+  o.e2e_iters = 0;
+  o.trials = 2;
+  o.scheduler = "dynatune";
+  o.seed = 4;
+  RandomSearch random;
+  TuneSummary s = tune_model(g, db, random, o);
+  const size_t tasks = s.tasks.size();
+  ASSERT_GE(tasks, 4u);
+  EXPECT_LE(s.measured_now, static_cast<int>(2 * tasks));
+  EXPECT_GT(s.measured_now, 0);
+  int slotted = 0;
+  for (const auto& t : s.tasks) slotted += t.slots > 0;
+  EXPECT_GE(slotted, 2);
+  ASSERT_GE(s.curve.size(), 2u);
+  for (size_t k = 1; k < s.curve.size(); k++) {
+    EXPECT_LE(s.curve[k].latency_s, s.curve[k - 1].latency_s * (1 + 1e-9));
+    EXPECT_GE(s.curve[k].seconds, s.curve[k - 1].seconds);
+  }
+  auto j = summary_json(s);
+  EXPECT_EQ(j["scheduler"], "dynatune");
+  EXPECT_EQ(j["curve"].size(), s.curve.size());
+  EXPECT_LT(s.scheduler_seconds, 0.02 * s.seconds + 0.5);
+  // A rerun with the same budget spends only what is left of it (trials x tasks in total).
+  const int left = static_cast<int>(2 * tasks) - s.measured_now;
+  EXPECT_LE(tune_model(g, db, random, o).measured_now, std::max(0, left));
+}
+
 TEST(Tuner, KilledTuneKeepsEveryCommittedRecordAndResumes) {
   const auto dir = test::temp_dir();
   const std::string model = test::save_matmul_relu_model(), db_path = (dir / "records.db").string();
@@ -227,7 +269,8 @@ TEST(Tuner, KilledTuneKeepsEveryCommittedRecordAndResumes) {
       const std::string t = std::to_string(trials), cache = (dir / "cache").string();
       freopen("/dev/null", "w", stdout);
       execl(TENSORSCHED_BINARY, TENSORSCHED_BINARY, "tune", model.c_str(), "--db", db_path.c_str(), "--trials", t.c_str(),
-            "--repeats", "1", "--e2e-iters", "0", "--seed", "9", "--cache-dir", cache.c_str(), static_cast<char*>(nullptr));
+            "--repeats", "1", "--e2e-iters", "0", "--seed", "9", "--cache-dir", cache.c_str(), "--scheduler", "dynatune",
+            static_cast<char*>(nullptr));
       _exit(127);
     }
     return pid;
