@@ -45,9 +45,11 @@ std::string command_context(const CLI::App& app) {
   return out;
 }
 
+// An error message on one line, without control characters (names, attribute values and
+// messages from a model are printed harmless).
 std::string one_line(std::string m) {
   std::replace(m.begin(), m.end(), '\n', ' ');
-  return m;
+  return ts::printable_name(m);
 }
 
 }  // namespace

@@ -91,10 +91,13 @@ void add_model_commands(CLI::App& app) {
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << fmt::format("{}: opset {}, {} nodes\n", g.path, g.opset, g.nodes.size());
-      for (const auto& n : g.inputs) std::cout << fmt::format("  input  {} {} {}\n", n, dtype_name(g.tensor(n).dtype), shape_str(g.tensor(n).shape));
-      for (const auto& n : g.outputs) std::cout << fmt::format("  output {} {} {}\n", n, dtype_name(g.tensor(n).dtype), shape_str(g.tensor(n).shape));
+      // Names from the model are printed without control characters (no terminal escapes).
+      for (const auto& n : g.inputs)
+        std::cout << fmt::format("  input  {} {} {}\n", printable_name(n), dtype_name(g.tensor(n).dtype), shape_str(g.tensor(n).shape));
+      for (const auto& n : g.outputs)
+        std::cout << fmt::format("  output {} {} {}\n", printable_name(n), dtype_name(g.tensor(n).dtype), shape_str(g.tensor(n).shape));
       for (const auto& [op, c] : ops)
-        std::cout << fmt::format("  {:>4} x {}{}\n", c, op, op_supported(op) ? "" : "  (not supported)");
+        std::cout << fmt::format("  {:>4} x {}{}\n", c, printable_name(op), op_supported(op) ? "" : "  (not supported)");
     }
     if (unsupported.empty()) return 0;
     spdlog::error("{}", unsupported);

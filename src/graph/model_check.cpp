@@ -175,7 +175,25 @@ void check_window_attrs(const onnx::NodeProto& n, const std::string& where, std:
     if (!kModes.count(p->s()))
       throw Error(fmt::format("{}: attribute 'auto_pad' is '{}'; expected NOTSET, SAME_UPPER, SAME_LOWER or VALID",
                               where, printable_name(p->s())));
+    if (p->s() != "NOTSET" && find_attr(n, "pads"))  // ONNX Runtime refuses both
+      throw Error(fmt::format("{}: attribute 'pads' is given with auto_pad {}; give one of them", where, p->s()));
   }
+}
+
+// Attributes of other ops whose values ONNX Runtime checks: keepdims of reductions is 0 or 1;
+// Resize's exclude_outside is 0 or 1, and 1 only with cubic interpolation.
+void check_other_attrs(const onnx::NodeProto& n, const std::string& where) {
+  const std::string& op = n.op_type();
+  if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin")
+    if (const auto* k = find_attr(n, "keepdims"); k && k->i() != 0 && k->i() != 1)
+      throw Error(fmt::format("{}: attribute 'keepdims' is {}; it must be 0 or 1", where, k->i()));
+  if (op == "Resize")
+    if (const auto* e = find_attr(n, "exclude_outside"); e && e->i() != 0) {
+      const auto* mode = find_attr(n, "mode");
+      if (e->i() != 1 || !mode || mode->s() != "cubic")
+        throw Error(fmt::format("{}: attribute 'exclude_outside' is {}; only 0, or 1 with mode cubic, is valid", where,
+                                e->i()));
+    }
 }
 
 // Attribute values and weight shapes that ONNX's shape inference would divide by or index with.
@@ -186,6 +204,7 @@ void check_attribute_values(const onnx::GraphProto& g, const std::string& path) 
   for (int i = 0; i < g.node_size(); i++) {
     const auto& n = g.node(i);
     const std::string where = fmt::format("{}: {}", path, label(n, i));
+    check_other_attrs(n, where);
     if (!kWindowOps.count(n.op_type())) continue;
     std::optional<size_t> spatial;
     const bool conv = n.op_type() == "Conv" || n.op_type() == "ConvTranspose";
@@ -202,6 +221,63 @@ void check_attribute_values(const onnx::GraphProto& g, const std::string& path) 
     }
     check_window_attrs(n, where, spatial);
   }
+}
+
+std::string type_name(int elem_type);
+
+// Bytes of one element of an ONNX element type (0 for strings and unknown types).
+size_t element_bytes(int elem_type) {
+  using T = onnx::TensorProto;
+  switch (elem_type) {
+    case T::UINT8: case T::INT8: case T::BOOL: return 1;
+    case T::UINT16: case T::INT16: case T::FLOAT16: case T::BFLOAT16: return 2;
+    case T::FLOAT: case T::INT32: case T::UINT32: return 4;
+    case T::INT64: case T::UINT64: case T::DOUBLE: case T::COMPLEX64: return 8;
+    case T::COMPLEX128: return 16;
+    default: return 0;
+  }
+}
+
+// A tensor's stored values against its dims, before anything reads them (ONNX's shape inference
+// reads shapes, pads and scales from initializers and would overrun a short raw_data). As
+// ONNX Runtime does, a length that does not match exactly is an error.
+void check_tensor_data(const onnx::TensorProto& t, const std::string& where) {
+  double elements = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0) throw Error(fmt::format("{}: dimension {} is negative", where, d));
+    elements *= static_cast<double>(d);
+  }
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return;  // checked when read
+  const size_t bytes = element_bytes(t.data_type());
+  if (t.has_raw_data()) {
+    if (bytes == 0) throw Error(fmt::format("{}: raw_data for a {} tensor", where, type_name(t.data_type())));
+    if (static_cast<double>(t.raw_data().size()) != elements * static_cast<double>(bytes))
+      throw Error(fmt::format("{}: raw_data holds {} bytes; {} elements of {} need {}", where, t.raw_data().size(),
+                              elements, type_name(t.data_type()), elements * static_cast<double>(bytes)));
+    return;
+  }
+  using T = onnx::TensorProto;
+  const int type = t.data_type();
+  double values = 0;
+  if (type == T::FLOAT) values = t.float_data_size();
+  else if (type == T::COMPLEX64) values = t.float_data_size() / 2.0;
+  else if (type == T::DOUBLE) values = t.double_data_size();
+  else if (type == T::COMPLEX128) values = t.double_data_size() / 2.0;
+  else if (type == T::INT64) values = t.int64_data_size();
+  else if (type == T::UINT32 || type == T::UINT64) values = t.uint64_data_size();
+  else if (type == T::STRING) values = t.string_data_size();
+  else values = t.int32_data_size();
+  if (values != elements)
+    throw Error(fmt::format("{}: holds {} values; its dims need {}", where, values, elements));
+}
+
+void check_all_tensor_data(const onnx::GraphProto& g, const std::string& path) {
+  for (const auto& t : g.initializer())
+    check_tensor_data(t, fmt::format("{}: initializer '{}'", path, printable_name(t.name())));
+  for (int i = 0; i < g.node_size(); i++)
+    for (const auto& a : g.node(i).attribute())
+      if (a.has_t())
+        check_tensor_data(a.t(), fmt::format("{}: {} attribute '{}'", path, label(g.node(i), i), printable_name(a.name())));
 }
 
 std::string type_name(int elem_type) {
@@ -289,9 +365,22 @@ void check_conv_channels(const onnx::NodeProto& n, const onnx::GraphProto& g, co
 
 void check_model_structure(onnx::ModelProto& model, const std::string& path, int opset) {
   (void)opset;
+  if (model.ir_version() > onnx::IR_VERSION)
+    throw Error(fmt::format("{}: IR version {} is newer than the {} this build reads", path, model.ir_version(),
+                            static_cast<int>(onnx::IR_VERSION)));
   auto& g = *model.mutable_graph();
-  for (const auto& v : g.output())
-    if (v.name().empty()) throw Error(fmt::format("{}: a graph output has an empty name", path));
+  for (const auto* list : {&g.input(), &g.output()})
+    for (const auto& v : *list) {
+      if (v.name().empty()) throw Error(fmt::format("{}: a graph input or output has an empty name", path));
+      if (v.type().has_tensor_type() && v.type().tensor_type().elem_type() == 0)
+        throw Error(fmt::format("{}: graph {} '{}' has no element type", path, list == &g.input() ? "input" : "output",
+                                printable_name(v.name())));
+    }
+  std::set<std::string> node_names;
+  for (int i = 0; i < g.node_size(); i++)
+    if (!g.node(i).name().empty() && !node_names.insert(g.node(i).name()).second)
+      throw Error(fmt::format("{}: two nodes are named '{}'", path, printable_name(g.node(i).name())));
+  check_all_tensor_data(g, path);
   sort_nodes(g, path);
   check_schema(model, path);
   check_attribute_values(g, path);

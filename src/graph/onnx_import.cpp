@@ -117,7 +117,10 @@ class Importer {
     check_model_structure(model_, path_, opset_);
     apply_input_options();
     for (int round = 0; round < 16; round++) {
-      infer_shapes();
+      // The first pass is strict, as ONNX Runtime's graph resolution is: an op whose inputs
+      // contradict its attributes (Concat of different ranks, an axis out of range) is refused with
+      // ONNX's message, not lowered from a declared output shape it cannot have.
+      infer_shapes(/*strict=*/round == 0);
       if (round == 0) check_model_types(model_, path_, opset_);
       if (!fold_once()) break;
     }
@@ -265,14 +268,16 @@ class Importer {
                    generated, opts_.weight_seed);
   }
 
-  void infer_shapes() {
-    onnx::ShapeInferenceOptions o(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+  void infer_shapes(bool strict) {
+    onnx::ShapeInferenceOptions o(/*check_type=*/false, /*error_mode=*/strict ? 1 : 0, /*data_prop=*/true);
     try {
       // Start from a clean slate so stale value_info of folded nodes cannot linger.
       model_.mutable_graph()->clear_value_info();
       onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), o);
     } catch (const std::exception& e) {
-      throw Error(fmt::format("{}: ONNX shape inference failed: {}", path_, e.what()));
+      std::string why = e.what();
+      if (auto cut = why.find("\n\n==> Context:"); cut != std::string::npos) why.resize(cut);
+      throw Error(fmt::format("{}: ONNX shape inference failed: {}", path_, printable(why)));
     }
   }
 

@@ -158,7 +158,13 @@ Expr clip_bound(const LowerContext& c, size_t input, const char* attr, Expr x, b
     double d = upper ? 3.4028234663852886e38 : -3.4028234663852886e38;
     return fconst(x, c.node.attr_float(attr, d));
   }
-  if (c.has_input(input)) return c.in(input).at({});
+  if (c.has_input(input)) {
+    // A scalar in ONNX; ONNX Runtime also takes a tensor of one element (shape [1], [1,1], ...).
+    const LTensor& b = c.in(input);
+    if (num_elements(b.shape) != 1)
+      c.fail(fmt::format("'{}' (input {}) has {} elements; it must be a scalar", attr, input, num_elements(b.shape)));
+    return b.at(std::vector<Expr>(b.shape.size(), Expr(0)));
+  }
   return upper ? x.type().max() : x.type().min();
 }
 
@@ -234,7 +240,9 @@ void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
     return std::vector<LTensor>{c.output([&](const Idx& i) {
       Expr v = x.at(i), lo = clip_bound(c, 1, "min", v, false), hi = clip_bound(c, 2, "max", v, true);
       if (!v.type().is_float()) return Halide::min(Halide::max(v, lo), hi);
-      return Halide::select(v < lo, lo, Halide::select(v > hi, hi, v));  // NaN passes through
+      // min(max(v, lo), hi) as ONNX and ONNX Runtime define it (lo > hi gives hi); NaN passes through.
+      const Expr raised = Halide::select(v < lo, lo, v);
+      return Halide::select(raised > hi, hi, raised);
     })};
   };
 

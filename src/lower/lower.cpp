@@ -138,6 +138,11 @@ Halide::Buffer<> to_halide_buffer(const Tensor& t, const std::string& name) {
 }
 
 LTensor constant_tensor(const std::string& name, const Tensor& t) {
+  if (t.bytes.empty()) {
+    // An empty constant (e.g. Gather's indices of shape [0]): nothing reads it, but Halide cannot
+    // embed a buffer without memory: a Func of zeros stands for it.
+    return define_tensor(name, t.shape, t.dtype, [&](const std::vector<Expr>&) { return Expr(0); });
+  }
   Halide::Buffer<> b = to_halide_buffer(t, name + "_buf");
   return define_tensor(name, t.shape, t.dtype, [&](const std::vector<Expr>& idx) { return b(reversed(idx)); });
 }

@@ -114,6 +114,10 @@ std::vector<Axis> make_axes(const LowerContext& c, const std::vector<double>& sc
     axes[d].out = os[d];
     axes[d].scale = scales.empty() ? static_cast<double>(os[d]) / static_cast<double>(is[d]) : scales[d];
     if (!(axes[d].scale > 0)) c.fail(fmt::format("scale {} on axis {}", axes[d].scale, d));
+    // An empty output (a scale below 1 / input size) would reach Halide with a zero extent, which
+    // crashes its compiler: refused with the axis.
+    if (os[d] < 1 || is[d] < 1)
+      c.fail(fmt::format("scale {} on axis {} gives an empty output ({} -> {})", axes[d].scale, d, is[d], os[d]));
     axes[d].length = static_cast<double>(is[d]) * axes[d].scale;
   }
   return axes;

@@ -167,5 +167,37 @@ TEST(ModelCheck, ExternalDataOutOfRangeIsAClearError) {
   EXPECT_NE(neg.find("'offset' is '-4'"), std::string::npos) << neg;
 }
 
+// Found by the fuzzer: initializer bytes are checked before ONNX's shape inference reads them
+// (a 7-byte int64 'split' crashed it), and what ONNX Runtime refuses is refused.
+TEST(ModelCheck, FuzzerFindingsAreClearErrors) {
+  {
+    OnnxBuilder b;
+    Tensor split(DType::Int64, {1});
+    split.data<int64_t>()[0] = 4;
+    b.input("x", DType::Float32, {4}).initializer("split", split).node("Split", {"x", "split"}, {"y"}, {}, "s").output("y");
+    auto* t = b.proto().mutable_graph()->mutable_initializer(0);
+    t->clear_int64_data();
+    t->set_raw_data(std::string(7, '\x01'));
+    expect_error(b.save("short_raw.onnx"), {"initializer 'split'", "raw_data holds 7 bytes"});
+  }
+  OnnxBuilder names;
+  names.input("x", DType::Float32, {2}).node("Relu", {"x"}, {"a"}, {}, "same").node("Neg", {"a"}, {"y"}, {}, "same");
+  expect_error(names.output("y").save("names.onnx"), {"two nodes are named 'same'"});
+  OnnxBuilder ir;
+  ir.input("x", DType::Float32, {2}).node("Relu", {"x"}, {"y"}).output("y");
+  ir.proto().set_ir_version(99);
+  expect_error(ir.save("ir.onnx"), {"IR version 99"});
+  OnnxBuilder keep;
+  keep.input("x", DType::Float32, {2, 3}).node("ReduceMean", {"x"}, {"y"}, {{"keepdims", int64_t{2}}}, "r").output("y");
+  expect_error(keep.save("keepdims.onnx"), {"node 'r' (ReduceMean)", "'keepdims' is 2"});
+  expect_error(conv_model({{"auto_pad", std::string("SAME_LOWER")}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+                   .save("autopad_pads.onnx"),
+               {"'pads' is given with auto_pad SAME_LOWER"});
+  OnnxBuilder concat;
+  concat.input("a", DType::Float32, {1, 4, 8, 8, 1}).input("b", DType::Float32, {1, 4, 8, 8});
+  concat.node("Concat", {"a", "b"}, {"y"}, {{"axis", int64_t{1}}}, "cat").output("y");
+  expect_error(concat.save("concat_ranks.onnx"), {"shape inference failed", "Concat"});
+}
+
 }  // namespace
 }  // namespace ts

@@ -171,6 +171,34 @@ TEST(CompiledModel, NonFiniteAttributesGiveOnnxRuntimesResults) {
   EXPECT_EQ(out[2].data<float>()[7], 0.5f);
 }
 
+// Found by the fuzzer: Clip with min > max gives max (ONNX's min(max(x, lo), hi)); Gather with
+// empty constant indices compiles; a Resize whose output would be empty is a clear error.
+TEST(CompiledModel, FuzzerFindingsGiveOnnxRuntimesAnswers) {
+  OnnxBuilder b;
+  Tensor empty(DType::Int64, {0});
+  b.input("x", DType::Float32, {4}).initializer("lo", Tensor::scalar_f32(0.5f)).initializer("hi", Tensor::scalar_f32(0.25f));
+  b.initializer("none", empty);
+  b.node("Clip", {"x", "lo", "hi"}, {"clipped"}, {}, "clip").output("clipped");
+  b.node("Gather", {"x", "none"}, {"gathered"}, {{"axis", int64_t{0}}}, "gather").output("gathered");
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(test::import_model(b.save("fuzz.onnx")), opts);
+  auto out = m.run({{"x", test::make_f32({4}, {-1, 0.3f, 2, 0})}});
+  for (int k = 0; k < 4; k++) EXPECT_EQ(out[0].data<float>()[k], 0.25f);
+  EXPECT_EQ(out[1].size(), 0);
+
+  OnnxBuilder r;
+  r.input("x", DType::Float32, {1, 1, 8, 8}).initializer("roi", Tensor(DType::Float32, {0}));
+  r.initializer("scales", test::make_f32({4}, {1, 1, 0.01f, 2}));
+  r.node("Resize", {"x", "roi", "scales"}, {"y"}, {}, "resize").output("y");
+  try {
+    CompiledModel bad(test::import_model(r.save("resize.onnx")), opts);
+    FAIL() << "compiled an empty Resize";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gives an empty output"), std::string::npos) << e.what();
+  }
+}
+
 // Split with a part of size 0: the other parts are still right.
 TEST(CompiledModel, SplitWithAnEmptyPart) {
   OnnxBuilder b;
