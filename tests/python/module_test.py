@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 import numpy as np
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 import tensorsched
 
@@ -72,6 +72,32 @@ class ModuleTest(unittest.TestCase):
             tensorsched.Model("/nonexistent/libnothing.so")
         with self.assertRaisesRegex(tensorsched.Error, "exactly one budget"):
             tensorsched.tune(os.path.join(ZOO, MODEL, "model.onnx"), os.path.join(self.tmp.name, "r.db"))
+
+    def test_tune_with_a_task_scheduler_returns_the_latency_curve(self):
+        # A two-workload model (conv, then matmul) so the scheduler has a choice to make.
+        w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
+        m = numpy_helper.from_array(np.random.default_rng(1).standard_normal((16, 16)).astype(np.float32), "m")
+        graph = helper.make_graph(
+            [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("MatMul", ["r", "m"], ["y"])],
+            "two_tasks", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], [w, m])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        path = os.path.join(self.tmp.name, "two_tasks.onnx")
+        with open(path, "wb") as f:
+            f.write(model.SerializeToString())
+        cache = os.path.join(self.tmp.name, "tune_cache")
+        s = tensorsched.tune(path, os.path.join(self.tmp.name, "t.db"), trials=2, scheduler="round-robin",
+                             cache_dir=cache)
+        self.assertEqual(s["scheduler"], "round-robin")
+        self.assertGreaterEqual(len(s["tasks"]), 2)
+        self.assertGreaterEqual(len(s["curve"]), 2)  # the defaults, then one point per slot
+        seconds = [c[0] for c in s["curve"]]
+        self.assertEqual(seconds, sorted(seconds))
+        self.assertTrue(all(c[1] > 0 for c in s["curve"]))
+        with self.assertRaisesRegex(tensorsched.Error, "no task scheduler 'fifo'"):
+            tensorsched.tune(path, os.path.join(self.tmp.name, "t.db"), trials=2, scheduler="fifo", cache_dir=cache)
 
 
 if __name__ == "__main__":

@@ -193,7 +193,7 @@ py::object compile_py(const std::string& model, const std::string& out_dir, cons
 
 py::object tune_py(const std::string& model, const std::string& db_path, std::optional<double> seconds,
                    std::optional<int> trials, const std::string& policy_name, const std::string& cache_dir,
-                   uint64_t seed, const std::string& layout) {
+                   uint64_t seed, const std::string& layout, const std::string& scheduler) {
   if (seconds.has_value() == trials.has_value()) throw Error("tune: give exactly one budget, seconds= or trials=");
   TuneSummary s;
   {
@@ -205,6 +205,7 @@ py::object tune_py(const std::string& model, const std::string& db_path, std::op
     o.seconds = seconds.value_or(0);
     o.trials = trials.value_or(0);
     o.seed = seed;
+    o.scheduler = scheduler;
     o.measure.cache_root = cache_dir;
     s = tune_model(g, db, *policy, o);
   }
@@ -240,6 +241,7 @@ PYBIND11_MODULE(tensorsched, m) {
         "returns the manifest with the paths written");
   m.def("tune", &tune_py, py::arg("model"), py::arg("db"), py::arg("seconds") = py::none(),
         py::arg("trials") = py::none(), py::arg("policy") = "random", py::arg("cache_dir") = "", py::arg("seed") = 0,
-        py::arg("layout") = "blocked",
-        "Tune every workload of an ONNX model, recording into the database `db`; returns the summary");
+        py::arg("layout") = "blocked", py::arg("scheduler") = "sequential",
+        "Tune every workload of an ONNX model, recording into the database `db`, with a task scheduler "
+        "(sequential, round-robin, linear, gradient, dynatune); returns the summary (with the model-latency curve)");
 }
