@@ -19,7 +19,8 @@ and the speed-ups seq / S of those times; then per model and scheduler over the 
 times with a target never reached counted as the whole budget (so such means are lower bounds, marked
 "+"), and DynaTune's ratios against sequential, round-robin and gradient. Writes OUT/STEM.json,
 OUT/STEM.md and OUT/STEM.png (speed-up over the default against time, mean over seeds). `--keep`
-loads the runs of an earlier OUT/STEM.json first, so seeds can be added in separate sessions.
+loads the runs of an earlier OUT/STEM.json first and runs only what it lacks, so seeds can be added
+in separate sessions.
 Run nothing else meanwhile: 2 shared cores are noisy.
 
   /usr/bin/python3 bench/task_schedulers.py [--models resnet18,squeezenet1_0,mobilenet_v2,transformer]
@@ -161,6 +162,7 @@ def plot(runs, schedulers, budget, path):
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def load_runs(path):
@@ -203,6 +205,8 @@ def main():
         path = os.path.join(args.zoo, model, "model.onnx")
         for seed in [int(k) for k in args.seeds.split(",") if k]:
             for s in schedulers:
+                if s in runs.get((model, seed), {}):
+                    continue  # --keep: measured in an earlier session
                 r = tune(args.binary, path, s, seed, args.time, args.policy)
                 runs.setdefault((model, seed), {})[s] = {k: r[k] for k in ("curve", "seconds", "scheduler_seconds")}
                 print(f"{model} seed {seed} {s}: {r['curve'][0][1]:.2f} -> {r['curve'][-1][1]:.2f} ms in "

@@ -136,6 +136,7 @@ MODELS = {
     "alexnet": (lambda: tv.alexnet(weights=None), (1, 3, 224, 224)),
     "mnasnet1_0": (lambda: tv.mnasnet1_0(weights=None), (1, 3, 224, 224)),
     "efficientnet_b0": (lambda: tv.efficientnet_b0(weights=None), (1, 3, 224, 224)),
+    "efficientnet_b4": (lambda: tv.efficientnet_b4(weights=None), (1, 3, 380, 380)),
     "shufflenet_v2_x1_0": (lambda: tv.shufflenet_v2_x1_0(weights=None), (1, 3, 224, 224)),
     "googlenet": (lambda: tv.googlenet(weights=None, aux_logits=False, init_weights=True), (1, 3, 224, 224)),
     "inception_v3": (lambda: tv.inception_v3(weights=None, aux_logits=False, init_weights=True), (1, 3, 299, 299)),

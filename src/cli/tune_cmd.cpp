@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "search/gbt_sa_search.h"
+#include "tune/reuse.h"
 #include "tune/tuner.h"
 
 namespace ts {
@@ -40,6 +41,9 @@ struct TuneArgs {
   int threads = 0;                  // Halide threads for measurements and the end-to-end runs (0 = all cores)
   std::string scheduler = "sequential";  // which task gets the next slot (task_scheduler.h)
   double slot = 0;                  // a slot's seconds (0 = budget / (10 x tasks), at least 2)
+  std::vector<std::string> reuse_from;  // donor records databases: tuning reuse instead of search
+  std::string donor = "auto";       // reuse: a donor model, auto or all
+  int full_evals = 10;              // reuse: full-model evaluations after the standalone phase
 };
 
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -67,7 +71,58 @@ int terminal_columns() {
   return ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 20 ? w.ws_col : 100;
 }
 
+// `tune --reuse-from`: the donors' schedules re-fitted, measured alone, then in the whole model
+// (tune/reuse.h).
+int reuse_command(const TuneArgs& a) {
+  if (a.trials > 0 || a.seconds > 0)
+    throw Error("tune --reuse-from: its budget is --full-evals (and the donors' schedules), not --trials or --time");
+  Graph g = load_model(a.model);
+  RecordsDB db(a.db_path);
+  ReuseOptions o;
+  o.donor_dbs = a.reuse_from;
+  o.donor = a.donor;
+  o.full_evals = a.full_evals;
+  o.e2e_iters = a.e2e_iters > 0 ? a.e2e_iters : 10;
+  o.e2e_threads = a.threads;
+  o.measure.repeats = a.repeats;
+  o.measure.compile_jobs = a.jobs;
+  o.measure.threads = a.threads;
+  o.measure.cache_root = a.cache_dir;
+  o.stop = &g_stop;
+  install_sigint_handler();
+  auto progress = [&](const std::string& phase, const std::string& line) {
+    if (!a.json) spdlog::info("reuse {}: {}", phase, line);
+  };
+  ReuseSummary s = reuse_tune(g, db, o, progress);
+  signal(SIGINT, SIG_DFL);
+  nlohmann::json j = reuse_json(s);
+  j["db"] = a.db_path;
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return s.stopped ? 130 : 0;
+  }
+  std::cout << donor_table(s);
+  std::cout << fmt::format("{:<16} {:<24} {:>5} {:>5} {:>11} {:>11} {:>8} {:>8}  {}\n", "workload", "name", "class",
+                           "count", "default ms", "reuse ms", "carried", "refused", "in the model");
+  for (const auto& w : s.workloads)
+    std::cout << fmt::format("{:<16} {:<24} {:>5} {:>5} {:>11} {:>11} {:>8} {:>8}  {}\n", w.key_hash,
+                             w.name.substr(0, 24), w.class_label, w.count, ms(w.default_s),
+                             w.best_standalone_s > 0 ? ms(w.best_standalone_s) : "-", w.measured, w.refused,
+                             !w.error.empty()   ? "not reused: " + w.error
+                             : w.chosen.empty() ? "default"
+                             : w.confirmed      ? w.chosen
+                                                : w.chosen + " (not confirmed: runs the default)");
+  if (!s.evaluations.empty()) {
+    const auto& last = s.evaluations.back();
+    std::cout << fmt::format("{}: standalone phase {}, {} full evaluations; model {} ms -> {} ms ({:.3f}x) in {}\n",
+                             g.path, duration(s.standalone_seconds), s.evaluations.size() - 1, ms(s.default_latency_s),
+                             ms(last.best_s), s.default_latency_s / last.best_s, duration(s.seconds));
+  }
+  return s.stopped ? 130 : 0;
+}
+
 int tune_command(const TuneArgs& a) {
+  if (!a.reuse_from.empty()) return reuse_command(a);
   if ((a.trials > 0) == (a.seconds > 0)) throw Error("tune: give exactly one budget, --trials N or --time SECONDS");
   Graph g = load_model(a.model);
   RecordsDB db(a.db_path);
@@ -213,6 +268,15 @@ void add_tune_command(CLI::App& app) {
   sub->add_option("--alpha", g->alpha, "gbt-sa: weight of a newly covered schedule component")->capture_default_str();
   sub->add_option("--sa-chains", g->chains, "gbt-sa: parallel simulated-annealing chains")->capture_default_str()->check(CLI::PositiveNumber);
   sub->add_option("--sa-steps", g->steps, "gbt-sa: most annealing steps per plan")->capture_default_str()->check(CLI::NonNegativeNumber);
+  sub->add_option("--reuse-from", a->reuse_from,
+                  "Tuning reuse: start from the schedules of earlier models in these records databases (re-fitted to "
+                  "this model's workloads, measured alone, then in the whole model) instead of searching")
+      ->delimiter(',');
+  sub->add_option("--donor", a->donor, "Reuse: the donor model (a name in those databases), auto (the heuristic's "
+                                       "best) or all")
+      ->capture_default_str();
+  sub->add_option("--full-evals", a->full_evals, "Reuse: full-model evaluations after the standalone phase")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   on_command(sub, [a] { return tune_command(*a); });
 }
 

@@ -61,6 +61,38 @@ std::string attr_text(const Attribute& a) {
       a.value);
 }
 
+// The class key's part of a layout: which axis is blocked, not by how much (the block follows the
+// channel count, a size).
+std::string layout_class(const Layout& l) { return l.blocked() ? fmt::format("@{}c", l.axis) : ""; }
+
+// Attributes that are sizes: tuning-reuse carries a schedule across them (refit), so the class
+// key leaves them out.
+bool is_size_attribute(const std::string& a) {
+  static const std::set<std::string> sizes = {"kernel_shape", "strides", "pads", "dilations", "output_padding",
+                                              "output_shape", "auto_pad"};
+  return sizes.count(a) > 0;
+}
+
+// A node's attributes as the class key sees them: no sizes, no float values or tensors (they
+// change what is computed, not how it is scheduled), and a conv's group as its kind: 1,
+// depthwise (one input channel per group) or grouped; these lower to different algorithms.
+std::string class_attributes(const Graph& g, const Node& n) {
+  std::string text;
+  for (const auto& [a, v] : n.attrs) {
+    if (is_size_attribute(a) || std::holds_alternative<double>(v.value) ||
+        std::holds_alternative<std::vector<double>>(v.value) || std::holds_alternative<Tensor>(v.value))
+      continue;
+    if (a == "group" && (n.op == "Conv" || n.op == "ConvTranspose")) {
+      const int64_t group = std::get<int64_t>(v.value);
+      const Shape& x = g.tensor(n.inputs[0]).shape;
+      if (group != 1) text += x.size() > 1 && x[1] == group ? " group=depthwise" : " group=grouped";
+      continue;
+    }
+    text += " " + a + "=" + attr_text(v);
+  }
+  return text;
+}
+
 // Builds the canonical subgraph of `nodes` and its two keys.
 Workload make_workload(const Graph& g, const std::vector<size_t>& nodes, WorkloadStep& step) {
   Workload w;
@@ -91,7 +123,7 @@ Workload make_workload(const Graph& g, const std::vector<size_t>& nodes, Workloa
       }
       std::string v = embed ? attr_text(Attribute{*info.value}) : "";
       exact << c << ":" << dtype_name(info.dtype) << shape_str(info.shape) << layout_suffix(layout) << v << ";";
-      cls << c << ":" << dtype_name(info.dtype) << layout_suffix(layout) << (embed ? v : "") << ";";
+      cls << c << ":" << dtype_name(info.dtype) << layout_class(layout) << ";";
     }
     canon[t] = c;
     return c;
@@ -103,18 +135,19 @@ Workload make_workload(const Graph& g, const std::vector<size_t>& nodes, Workloa
     cn.attrs = n.attrs;
     cn.name = fmt::format("{}_{}", n.op, w.graph.nodes.size());
     for (size_t i = 0; i < n.inputs.size(); i++) cn.inputs.push_back(name_of(n.inputs[i], n.op, i));
-    std::vector<std::string> out_text;  // outputs with their layouts: a blocked output is another algorithm
+    std::vector<std::string> out_text, out_class;  // outputs with their layouts: a blocked output is another algorithm
     for (const auto& o : n.outputs) {
       std::string c = name_of(o, n.op, 0);
       cn.outputs.push_back(c);
       out_text.push_back(o.empty() ? c : c + layout_suffix(g.tensor(o).layout));
+      out_class.push_back(o.empty() ? c : c + layout_class(g.tensor(o).layout));
       if (!o.empty()) w.graph.tensors[c] = TensorInfo{c, g.tensor(o).dtype, g.tensor(o).shape, std::nullopt, g.tensor(o).layout};
     }
-    std::string text = cn.op + "(" + fmt::format("{}", fmt::join(cn.inputs, ",")) + ")->" +
-                       fmt::format("{}", fmt::join(out_text, ","));
+    const std::string op_text = cn.op + "(" + fmt::format("{}", fmt::join(cn.inputs, ",")) + ")->";
+    std::string text = op_text + fmt::format("{}", fmt::join(out_text, ","));
     for (const auto& [a, v] : cn.attrs) text += " " + a + "=" + attr_text(v);
     exact << text << ";";
-    cls << text << ";";
+    cls << op_text << fmt::format("{}", fmt::join(out_class, ",")) << class_attributes(g, n) << ";";
     w.name += (w.name.empty() ? "" : "+") + n.op;
     w.flops += node_flops(g, n);
     w.graph.nodes.push_back(std::move(cn));

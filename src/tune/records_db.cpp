@@ -68,6 +68,14 @@ constexpr const char* kFeaturesTable = R"sql(
 CREATE TABLE IF NOT EXISTS features (record_id INTEGER PRIMARY KEY REFERENCES measurements (id), data BLOB NOT NULL);
 )sql";
 
+// Added after version 1 like `features`: which workloads each tuned model holds, and how often,
+// so that tuning reuse can pick donor models (tune/reuse.h). rowid keeps the model's order.
+constexpr const char* kModelsTable = R"sql(
+CREATE TABLE IF NOT EXISTS model_workloads (
+  model TEXT NOT NULL, workload_key TEXT NOT NULL REFERENCES workloads (exact_key), count INTEGER NOT NULL,
+  PRIMARY KEY (model, workload_key));
+)sql";
+
 constexpr const char* kSelectRecords = R"sql(
 SELECT m.id, w.exact_key, w.class_key, w.name, w.flops, w.key_hash, w.class_hash, m.schedule, m.schedule_hash,
        m.times, m.median, m.min, m.noise, m.error_kind, m.error_message, m.features_version, m.machine,
@@ -432,6 +440,7 @@ void RecordsDB::open_existing() {
     if (!check.step() || check.text(0) != "ok") throw not_ours(path_, "corrupt: " + check.text(0));
   }
   exec(db, path_, kFeaturesTable);
+  exec(db, path_, kModelsTable);
 }
 
 // A new or empty file: creates the schema, unless another process did it first.
@@ -463,6 +472,7 @@ void RecordsDB::create_or_attach() {
   txn.commit();
   check_meta();
   exec(db, path_, kFeaturesTable);
+  exec(db, path_, kModelsTable);
 }
 
 void RecordsDB::check_meta() {
@@ -620,6 +630,46 @@ int64_t RecordsDB::count() const {
   Stmt s(db_.get(), path_, "SELECT count(*) FROM measurements");
   s.step();
   return s.integer(0);
+}
+
+void RecordsDB::set_model(const std::string& model, const std::vector<ModelWorkload>& workloads) {
+  if (model.empty()) throw Error(fmt::format("{}: a model needs a name", path_));
+  std::lock_guard lock(mu_);
+  sqlite3* db = db_.get();
+  Transaction txn(db, path_);
+  Stmt clear(db, path_, "DELETE FROM model_workloads WHERE model = ?1");
+  clear.bind(1, model).step();
+  // The class key is this version's: a workload first recorded by an older one gets it too.
+  Stmt wl(db, path_,
+          "INSERT INTO workloads (exact_key, key_hash, class_key, class_hash, name, flops) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (exact_key) DO UPDATE SET class_key = excluded.class_key, "
+          "class_hash = excluded.class_hash");
+  Stmt mw(db, path_, "INSERT OR REPLACE INTO model_workloads (model, workload_key, count) VALUES (?1, ?2, ?3)");
+  for (const auto& m : workloads) {
+    const WorkloadEntry& w = m.workload;
+    if (w.exact_key.empty() || w.class_key.empty() || m.count < 1)
+      throw Error(fmt::format("{}: model {}: a workload needs keys and a count >= 1", path_, model));
+    wl.bind(1, w.exact_key).bind(2, fnv1a_hex(w.exact_key)).bind(3, w.class_key).bind(4, fnv1a_hex(w.class_key));
+    wl.bind(5, w.name).bind(6, w.flops).step();
+    wl.reset();
+    mw.bind(1, model).bind(2, w.exact_key).bind(3, int64_t{m.count}).step();
+    mw.reset();
+  }
+  txn.commit();
+}
+
+std::vector<ModelWorkload> RecordsDB::model_workloads(const std::string& model) const {
+  std::lock_guard lock(mu_);
+  Stmt s(db_.get(), path_,
+         "SELECT m.model, w.exact_key, w.class_key, w.name, w.flops, w.key_hash, w.class_hash, m.count "
+         "FROM model_workloads m JOIN workloads w ON w.exact_key = m.workload_key "
+         "WHERE ?1 = '' OR m.model = ?1 ORDER BY m.model, m.rowid");
+  s.bind(1, model);
+  std::vector<ModelWorkload> out;
+  while (s.step())
+    out.push_back({s.text(0), {s.text(1), s.text(2), s.text(3), s.integer(4), s.text(5), s.text(6)},
+                   static_cast<int>(s.integer(7))});
+  return out;
 }
 
 std::vector<WorkloadEntry> RecordsDB::workloads() const {

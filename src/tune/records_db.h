@@ -37,6 +37,13 @@ struct WorkloadEntry {
 // The entry of a partitioned workload.
 WorkloadEntry workload_entry(const Workload& w);
 
+// One workload of a tuned model (tuning reuse picks donor models by what they hold).
+struct ModelWorkload {
+  std::string model;       // the model's name (tune: model_name() of its file)
+  WorkloadEntry workload;  // the workload
+  int count = 0;           // its occurrences in the model
+};
+
 // One measurement of one schedule of one workload.
 struct Record {
   int64_t id = 0;                   // row id in the database; set by queries, ignored by add()
@@ -118,6 +125,12 @@ class RecordsDB {
   std::vector<Record> records_of_class(const std::string& class_key) const;
   // Whether this schedule of this workload was measured (with or without error).
   bool has(const std::string& exact_key, const std::string& schedule_hash) const;
+  // Records that `model` holds `workloads` (replacing what was recorded for it), in one
+  // transaction; their class keys become the caller's (a workload first recorded by an older
+  // tensorsched gets this one's). Throws Error for an empty name, key or a count below 1.
+  void set_model(const std::string& model, const std::vector<ModelWorkload>& workloads);
+  // The workloads of `model`, or of every model when "", by model then in the order given.
+  std::vector<ModelWorkload> model_workloads(const std::string& model = "") const;
   // Number of records.
   int64_t count() const;
   // Every workload with records, in order of first record.

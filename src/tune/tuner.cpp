@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -24,34 +25,8 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m, const std::string& policy,
-                   const FeatureExtractor* fx = nullptr) {
-  Record r;
-  // Features let later runs (transfer, `costmodel eval`) learn from this record without the
-  // workload's pipeline. A recipe has no stage decisions, hence no features.
-  if (fx && !s.autoscheduler) {
-    try {
-      r.features = fx->flat(s);
-      r.features_version = kFeaturesVersion;
-    } catch (const Error&) {
-      r.features.clear();
-    }
-  }
-  r.workload = workload_entry(w);
-  r.schedule_json = s.to_json();
-  r.schedule_hash = s.hash();
-  r.times = m.times;
-  r.error_kind = m.error_kind;
-  r.error_message = m.error_message;
-  r.policy = policy;
-  return r;
-}
-
-
-
-// Re-measures the task's fastest record against the default (Measurer::remeasure_against_default)
-// and records both as kConfirmPolicy, unless the default is the fastest already. True when it
-// re-measured.
+// Re-measures the task's fastest record against the default (confirm_schedule), unless the
+// default is the fastest already. True when it re-measured.
 bool confirm_winner(Task& t, RecordsDB& db, const Schedule& def, int rounds, const std::atomic<bool>* stop) {
   if (rounds <= 0 || !t.measurer) return false;
   auto best = db.best(t.w->exact_key, 1);
@@ -62,11 +37,7 @@ bool confirm_winner(Task& t, RecordsDB& db, const Schedule& def, int rounds, con
   } catch (const Error&) {
     return false;  // best_schedules skips it with a warning
   }
-  Measurer::Remeasurement rm = t.measurer->remeasure_against_default(winner, rounds);
-  if (stop && stop->load()) return false;
-  db.add({make_record(*t.w, def, rm.default_result, kConfirmPolicy),
-          make_record(*t.w, winner, rm.candidate, kConfirmPolicy, t.features.get())});
-  return true;
+  return confirm_schedule(t, db, winner, rounds, stop);
 }
 
 }  // namespace
@@ -97,15 +68,30 @@ nlohmann::json summary_json(const TuneSummary& s) {
 }
 
 std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key) {
+  // confirm_schedule adds a pair in one transaction, the default's record first; the candidate
+  // may be the default itself (a decision to keep it). The last whole pair wins.
   const std::string def = default_schedule_recipe().hash();
-  std::optional<Record> d, c;
-  for (const auto& r : db.records(exact_key)) {  // oldest first: the last pair wins
+  std::optional<Record> pending;
+  std::optional<Confirmation> last;
+  for (const auto& r : db.records(exact_key)) {  // oldest first
     if (r.policy != kConfirmPolicy) continue;
-    if (r.schedule_hash == def) d = r;
-    else c = r;
+    if (!pending) {
+      if (r.schedule_hash == def) pending = r;
+      continue;
+    }
+    last = Confirmation{*pending, r};
+    pending.reset();
   }
-  if (!d || !c) return std::nullopt;
-  return Confirmation{*d, *c};
+  return last;
+}
+
+bool confirm_schedule(Task& t, RecordsDB& db, const Schedule& winner, int rounds, const std::atomic<bool>* stop) {
+  if (rounds <= 0 || !t.measurer) return false;
+  Measurer::Remeasurement rm = t.measurer->remeasure_against_default(winner, rounds);
+  if (stop && stop->load()) return false;
+  db.add({make_record(*t.w, default_schedule_recipe(), rm.default_result, kConfirmPolicy),
+          make_record(*t.w, winner, rm.candidate, kConfirmPolicy, t.features.get())});
+  return true;
 }
 
 Schedule default_schedule_recipe() {
@@ -139,52 +125,6 @@ double model_latency(const std::vector<Task>& tasks) {
 
 // A task per workload, with its default measured (and recorded once, with policy "default"): the
 // reference of every check, the baseline of the summary and the weight of a time budget.
-std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const SearchPolicy& policy, const TuneOptions& opts,
-                             const Schedule& def) {
-  SpaceOptions sopts;
-  sopts.vector_bytes = native_vector_bytes(Halide::get_host_target());
-  sopts.sampling = opts.sampling;
-  std::vector<Task> tasks(part.workloads.size());
-  for (size_t i = 0; i < tasks.size(); i++) {
-    Task& t = tasks[i];
-    t.w = &part.workloads[i];
-    t.count = t.w->count;
-    t.flops = static_cast<double>(t.w->flops);
-    t.summary.key_hash = t.w->key_hash();
-    t.summary.name = t.w->name;
-    t.summary.count = t.w->count;
-    if (!opts.only.empty() && !opts.only.count(t.w->key_hash())) {
-      t.summary.error = "not selected";
-      continue;
-    }
-    if (opts.stop && opts.stop->load()) {
-      t.summary.error = "stopped";
-      continue;
-    }
-    try {
-      LoweredWorkload lw = lower_workload(*t.w);
-      t.space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), space_options_for(*t.w, sopts));
-      t.features = std::make_unique<FeatureExtractor>(*t.space);
-      t.measurer = std::make_unique<Measurer>(*t.w, opts.measure);
-      if (opts.stop && opts.stop->load()) throw Error("stopped");  // its reference may have been cut short
-      const MeasureResult& ref = t.measurer->reference();
-      if (!ref.valid()) throw Error(fmt::format("default schedule: {}: {}", ref.error_kind, ref.error_message));
-      t.default_s = ref.median;
-      db.add_if_absent(make_record(*t.w, def, ref, "default"));
-      // Candidates much slower than the default are not worth their run time.
-      t.measurer->set_run_timeout(
-          std::max(2.0, opts.slow_factor * ref.median * (opts.measure.repeats + opts.measure.warmup) + 1.0));
-      auto best = db.best(t.w->exact_key, 1);
-      t.best_s = best.empty() ? t.default_s : std::min(t.default_s, best[0].median);
-      for (const auto& r : db.records(t.w->exact_key)) t.trials += r.policy == policy.name();
-      t.curve.push_back({0, t.best_s});
-    } catch (const Error& e) {
-      t.summary.error = e.what();
-      t.measurer.reset();
-    }
-  }
-  return tasks;
-}
 
 // Teaches a learning policy every earlier measurement of the task (any run, any policy).
 void teach(SearchPolicy& policy, const SearchTask& st, const RecordsDB& db) {
@@ -326,6 +266,89 @@ void measure_end_to_end(const Graph& g, const Partition& part, const RecordsDB& 
 
 }  // namespace
 
+Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m, const std::string& policy,
+                   const FeatureExtractor* fx) {
+  Record r;
+  // Features let later runs (transfer, `costmodel eval`) learn from this record without the
+  // workload's pipeline. A recipe has no stage decisions, hence no features.
+  if (fx && !s.autoscheduler) {
+    try {
+      r.features = fx->flat(s);
+      r.features_version = kFeaturesVersion;
+    } catch (const Error&) {
+      r.features.clear();
+    }
+  }
+  r.workload = workload_entry(w);
+  r.schedule_json = s.to_json();
+  r.schedule_hash = s.hash();
+  r.times = m.times;
+  r.error_kind = m.error_kind;
+  r.error_message = m.error_message;
+  r.policy = policy;
+  return r;
+}
+
+std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const std::string& policy, const TuneOptions& opts) {
+  SpaceOptions sopts;
+  sopts.vector_bytes = native_vector_bytes(Halide::get_host_target());
+  sopts.sampling = opts.sampling;
+  const Schedule def = default_schedule_recipe();
+  std::vector<Task> tasks(part.workloads.size());
+  for (size_t i = 0; i < tasks.size(); i++) {
+    Task& t = tasks[i];
+    t.w = &part.workloads[i];
+    t.count = t.w->count;
+    t.flops = static_cast<double>(t.w->flops);
+    t.summary.key_hash = t.w->key_hash();
+    t.summary.name = t.w->name;
+    t.summary.count = t.w->count;
+    if (!opts.only.empty() && !opts.only.count(t.w->key_hash())) {
+      t.summary.error = "not selected";
+      continue;
+    }
+    if (opts.stop && opts.stop->load()) {
+      t.summary.error = "stopped";
+      continue;
+    }
+    try {
+      LoweredWorkload lw = lower_workload(*t.w);
+      t.space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), space_options_for(*t.w, sopts));
+      t.features = std::make_unique<FeatureExtractor>(*t.space);
+      t.measurer = std::make_unique<Measurer>(*t.w, opts.measure);
+      if (opts.stop && opts.stop->load()) throw Error("stopped");  // its reference may have been cut short
+      const MeasureResult& ref = t.measurer->reference();
+      if (!ref.valid()) throw Error(fmt::format("default schedule: {}: {}", ref.error_kind, ref.error_message));
+      t.default_s = ref.median;
+      db.add_if_absent(make_record(*t.w, def, ref, "default"));
+      // Candidates much slower than the default are not worth their run time.
+      t.measurer->set_run_timeout(
+          std::max(2.0, opts.slow_factor * ref.median * (opts.measure.repeats + opts.measure.warmup) + 1.0));
+      auto best = db.best(t.w->exact_key, 1);
+      t.best_s = best.empty() ? t.default_s : std::min(t.default_s, best[0].median);
+      for (const auto& r : db.records(t.w->exact_key)) t.trials += r.policy == policy;
+      t.curve.push_back({0, t.best_s});
+    } catch (const Error& e) {
+      t.summary.error = e.what();
+      t.measurer.reset();
+    }
+  }
+  return tasks;
+}
+
+std::string model_name(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string stem = p.stem().string();
+  const std::string folder = p.parent_path().filename().string();
+  return stem == "model" && !folder.empty() ? folder : stem;
+}
+
+void record_model(RecordsDB& db, const Graph& g, const Partition& part) {
+  std::vector<ModelWorkload> held;
+  for (const auto& w : part.workloads) held.push_back({"", workload_entry(w), w.count});
+  if (!held.empty()) db.set_model(model_name(g.path), held);
+}
+
 TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, const TuneOptions& opts,
                        const std::function<void(const TuneProgress&)>& progress) {
   const auto t0 = Clock::now();
@@ -340,13 +363,14 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
     if (!known)
       throw Error(fmt::format("{}: tune: no workload has key '{}' (`tensorsched workloads` lists them)", g.path, key));
   }
+  record_model(db, g, part);
   const Schedule def = default_schedule_recipe();
   const int jobs = opts.measure.compile_jobs > 0 ? opts.measure.compile_jobs
                                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const size_t batch = opts.batch > 0 ? opts.batch : std::max(2, jobs);
   auto stopped = [&] { return opts.stop && opts.stop->load(); };
 
-  std::vector<Task> tasks = make_tasks(part, db, policy, opts, def);
+  std::vector<Task> tasks = make_tasks(part, db, policy.name(), opts);
   std::vector<TaskRun> runs(tasks.size());
   size_t active = 0;
   int trials_left = 0;

@@ -89,6 +89,21 @@ struct TuneSummary {
 // "curve": [[seconds, estimated model latency ms], ...]}.
 nlohmann::json summary_json(const TuneSummary& s);
 
+// The name a model is recorded under: its file's stem, or its folder's name for "model.onnx"
+// (the zoo's layout, zoo/resnet18/model.onnx).
+std::string model_name(const std::string& path);
+// Records in `db` which workloads the model `g` (partitioned as `part`) holds (RecordsDB::set_model).
+void record_model(RecordsDB& db, const Graph& g, const Partition& part);
+
+// A record of measurement `m` of schedule `s` of `w`, proposed by `policy`, with the features of
+// `s` when `fx` is given (and `s` is not a recipe).
+Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m, const std::string& policy,
+                   const FeatureExtractor* fx = nullptr);
+// The tasks of a partitioned model: per workload its space, its measurer with the default's
+// reference measured (and recorded in `db` once), and what `db` holds of it (best time, records
+// of `policy`). A workload whose default fails, or not in opts.only, is a task with an error.
+std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const std::string& policy, const TuneOptions& opts);
+
 // Tunes every workload of g with `policy`, recording into db.
 TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, const TuneOptions& opts,
                        const std::function<void(const TuneProgress&)>& progress = {});
@@ -111,9 +126,18 @@ inline constexpr const char* kConfirmPolicy = "confirm";
 struct Confirmation {
   Record default_record;
   Record candidate;
-  bool faster() const { return candidate.valid() && default_record.valid() && candidate.median < default_record.median; }
+  // The candidate ran faster than the default (never when the candidate is the default itself).
+  bool faster() const {
+    return candidate.valid() && default_record.valid() && candidate.schedule_hash != default_record.schedule_hash &&
+           candidate.median < default_record.median;
+  }
 };
 std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key);
+// Re-measures `winner` against the task's default (Measurer::remeasure_against_default, `rounds`
+// interleaved rounds) and records the pair with kConfirmPolicy, which decides what run and
+// compile use. `winner` may be the default recipe: a decision to keep the default. False when
+// nothing was measured (no rounds or measurer, or `stop` turned true).
+bool confirm_schedule(Task& t, RecordsDB& db, const Schedule& winner, int rounds, const std::atomic<bool>* stop);
 
 // The schedule each workload of `part` should run: where the winner was re-measured against
 // the default, the winner if it was faster there; else (older databases) the fastest valid

@@ -77,6 +77,37 @@ TEST(Partition, ExactKeyHasShapesClassKeyDoesNot) {
   EXPECT_EQ(fnv1a_hex("abc"), "e71fa2190541574b");
 }
 
+// The class is the operation sequence (tuning reuse, Gibson and Cano): kernel sizes, strides,
+// pads and channel counts leave it; a conv's kind of grouping and the ops themselves do not.
+std::string class_of_conv(const std::string& file, int64_t cin, int64_t k, int64_t stride, int64_t group,
+                          const std::string& act) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, cin, 12, 12})
+      .initializer("w", test::rand_f32({16, cin / group, k, k}, 1))
+      .initializer("b", test::rand_f32({16}, 2))
+      .node("Conv", {"x", "w", "b"}, {"c"},
+            {{"pads", std::vector<int64_t>(4, k / 2)}, {"strides", std::vector<int64_t>{stride, stride}},
+             {"group", group}})
+      .node(act, {"c"}, {"y"})
+      .output("y");
+  Partition p = partition_graph(load(b.save(file)));
+  EXPECT_EQ(p.workloads.size(), 1u) << file;
+  return p.workloads.empty() ? "" : p.workloads[0].class_key;
+}
+
+TEST(Partition, ClassKeyIsTheOperationSequence) {
+  const std::string k3 = class_of_conv("k3.onnx", 8, 3, 1, 1, "Relu");
+  EXPECT_EQ(class_of_conv("k1.onnx", 8, 1, 1, 1, "Relu"), k3);
+  EXPECT_EQ(class_of_conv("k5s2.onnx", 4, 5, 2, 1, "Relu"), k3);
+  EXPECT_EQ(k3.find("pads"), std::string::npos) << k3;
+  EXPECT_NE(class_of_conv("sigmoid.onnx", 8, 3, 1, 1, "Sigmoid"), k3);
+  const std::string dw = class_of_conv("dw.onnx", 16, 3, 1, 16, "Relu");
+  EXPECT_NE(dw, k3);
+  EXPECT_NE(dw.find("group=depthwise"), std::string::npos) << dw;
+  EXPECT_EQ(class_of_conv("dw5.onnx", 16, 5, 2, 16, "Relu"), dw);
+  EXPECT_NE(class_of_conv("grouped.onnx", 16, 3, 1, 4, "Relu"), dw);
+}
+
 }  // namespace
 // A conv followed by SiLU (x * sigmoid(x), two readers of the conv's output) is one workload,
 // and a conv whose output also leaves the gate is not fused with it.

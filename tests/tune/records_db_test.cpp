@@ -569,6 +569,32 @@ TEST(RecordsDB, RefusesANewerSchemaVersion) {
   expect_refused(p, "schema version 99 is newer");
 }
 
+TEST(RecordsDB, KnowsWhichWorkloadsEachModelHolds) {
+  const fs::path p = test::temp_dir() / "models.db";
+  {
+    RecordsDB db(p.string());
+    db.add(make_record("conv@1", "h1", {1e-3}));
+    WorkloadEntry conv{"conv@1", "new-class:conv", "Conv+Relu", 10, "", ""};
+    WorkloadEntry pool{"pool@1", "class:pool", "GlobalAveragePool", 5, "", ""};
+    db.set_model("resnet", {{"", conv, 16}, {"", pool, 1}});
+    db.set_model("vgg", {{"", conv, 2}});
+    db.set_model("resnet", {{"", conv, 8}, {"", pool, 1}});  // replaces resnet's rows
+    EXPECT_THROW(db.set_model("", {{"", conv, 1}}), Error);
+    EXPECT_THROW(db.set_model("bad", {{"", conv, 0}}), Error);
+  }
+  RecordsDB db(p.string(), RecordsDB::Open::MustExist);  // as a later process sees it
+  auto resnet = db.model_workloads("resnet");
+  ASSERT_EQ(resnet.size(), 2u);
+  EXPECT_EQ(resnet[0].workload.exact_key, "conv@1");
+  EXPECT_EQ(resnet[0].count, 8);
+  EXPECT_EQ(resnet[1].workload.name, "GlobalAveragePool");
+  // The class key is the latest writer's (a workload first recorded by an older version).
+  EXPECT_EQ(resnet[0].workload.class_key, "new-class:conv");
+  EXPECT_EQ(db.records("conv@1").at(0).workload.class_key, "new-class:conv");
+  EXPECT_EQ(db.model_workloads().size(), 3u);
+  EXPECT_TRUE(db.model_workloads("alexnet").empty());
+}
+
 TEST(RecordsDB, MachineFingerprintDescribesThisMachine) {
   const auto& fp = machine_fingerprint();
   ASSERT_TRUE(fp.is_object());

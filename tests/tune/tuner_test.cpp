@@ -72,6 +72,17 @@ TEST(Tuner, AWinnerIsUsedOnlyWhenARemeasurementAgainstTheDefaultConfirmsIt) {
   confirm(2e-3, 1.5e-3);  // a later re-measurement confirms it
   EXPECT_EQ(best_schedules(part, db, warnings).at(w.exact_key).hash(), lucky.hash());
   EXPECT_TRUE(warnings.empty());
+  // A decision to keep the default (tuning reuse's full phase): the default re-measured against
+  // itself, even where that copy happened to run faster.
+  Record d1 = test::measured_record(w, def, 2e-3), d2 = test::measured_record(w, def, 1.9e-3);
+  d1.policy = d2.policy = kConfirmPolicy;
+  db.add({d1, d2});
+  ASSERT_TRUE(latest_confirmation(db, w.exact_key).has_value());
+  EXPECT_EQ(latest_confirmation(db, w.exact_key)->candidate.schedule_hash, def.hash());
+  EXPECT_FALSE(latest_confirmation(db, w.exact_key)->faster());
+  EXPECT_TRUE(best_schedules(part, db, warnings).empty());
+  confirm(2e-3, 1.5e-3);
+  EXPECT_EQ(best_schedules(part, db, warnings).count(w.exact_key), 1u);
 
   // A real tune re-measures its winner: the summary and the records say so.
   RecordsDB fresh((test::temp_dir() / "confirm2.db").string());

@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""Tuning-reuse experiment (issue 16, Gibson and Cano's Fig. 5-6): a model starts from the
+schedules other models earned, against tuning it from scratch for the same time.
+
+1. Donors: every model is tuned from scratch for --donor-time seconds (random search) into its own
+   records database, WORK/donors/MODEL.db (kept between runs: an existing one is reused).
+2. Reuse: each model in turn is the target, with every *other* model's database as a donor
+   (`tensorsched tune MODEL --reuse-from ... --donor auto --full-evals N --json`), a fresh records
+   database and a fresh code cache (its compiles count). From the run's JSON: the untuned model's
+   latency, the best latency after 0, 5, 10 and 20 full evaluations and the seconds each took
+   since the start (the standalone phase included), and the donor the heuristic picked.
+3. From scratch: the same target tuned from zero for the seconds reuse took to finish its 10th
+   full evaluation (or its last), with each --scratch policy, a fresh database and cache
+   (`tune --time S --json`): its end-to-end speed-up over the default as `tune` measures it
+   (default and tuned models timed alternately in one process).
+
+Speed-ups are untuned / tuned from the same run. Writes OUT/STEM.json, OUT/STEM.md and
+OUT/STEM.png (speed-up against full evaluations per model; reuse and scratch at equal time).
+Run nothing else meanwhile: 2 shared cores are noisy.
+
+  /usr/bin/python3 bench/tuning_reuse.py [--models resnet18,resnet50,...] [--donor-time 120]
+      [--full-evals 20] [--scratch random] [--work build/reuse] [--keep] [--out docs/bench]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAPER_MODELS = ("resnet18,resnet50,alexnet,vgg16,mobilenet_v2,efficientnet_b0,efficientnet_b4,googlenet,"
+                "mnasnet1_0")
+CHECKPOINTS = (0, 5, 10, 20)
+
+
+def run_json(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
+    return json.loads(p.stdout[p.stdout.index("{"):])
+
+
+def model_path(zoo, model):
+    return os.path.join(zoo, model, "model.onnx")
+
+
+def tune_donor(args, model):
+    db = os.path.join(args.work, "donors", model + ".db")
+    if os.path.exists(db):
+        return db
+    os.makedirs(os.path.dirname(db), exist_ok=True)
+    tmp = db + ".partial"
+    if os.path.exists(tmp):
+        os.remove(tmp)
+    with tempfile.TemporaryDirectory(prefix="ts_reuse_") as cache:
+        r = run_json([args.binary, "tune", model_path(args.zoo, model), "--db", tmp, "--time", str(args.donor_time),
+                      "--policy", "random", "--e2e-iters", "0", "--json", "-q", "--cache-dir", cache])
+    os.replace(tmp, db)
+    print(f"donor {model}: {r['tuned_workloads']} workloads tuned in {r['seconds']:.0f} s", flush=True)
+    return db
+
+
+def at_checkpoints(reuse):
+    """{k: (speed-up, seconds)} after k full evaluations (the last one where fewer were made)."""
+    evals = reuse["evaluations"]
+    out = {}
+    for k in CHECKPOINTS:
+        if not evals:
+            break
+        e = evals[min(k, len(evals) - 1)]
+        out[k] = (reuse["default_ms"] / e["best_ms"], e["seconds"])
+    return out
+
+
+def reuse_target(args, model, donors):
+    with tempfile.TemporaryDirectory(prefix="ts_reuse_") as tmp:
+        r = run_json([args.binary, "tune", model_path(args.zoo, model), "--db", os.path.join(tmp, "r.db"),
+                      "--reuse-from", ",".join(donors), "--donor", args.donor, "--full-evals", str(args.full_evals),
+                      "--json", "-q", "--cache-dir", os.path.join(tmp, "cache")])
+    chosen = [d["model"] for d in r["donors"] if d["chosen"]]
+    cp = at_checkpoints(r)
+    print(f"reuse {model} from {','.join(chosen) or 'nothing'}: "
+          + ", ".join(f"{k} evals {s:.3f}x at {t:.0f} s" for k, (s, t) in cp.items()), flush=True)
+    return r
+
+
+def scratch_target(args, model, policy, seconds):
+    with tempfile.TemporaryDirectory(prefix="ts_scratch_") as tmp:
+        r = run_json([args.binary, "tune", model_path(args.zoo, model), "--db", os.path.join(tmp, "r.db"),
+                      "--time", str(max(10, round(seconds))), "--policy", policy, "--json", "-q",
+                      "--cache-dir", os.path.join(tmp, "cache")])
+    print(f"scratch {model} {policy} {seconds:.0f} s: {r['speedup']:.3f}x", flush=True)
+    return {k: r[k] for k in ("speedup", "e2e_default_ms", "e2e_tuned_ms", "seconds", "tuned_workloads")}
+
+
+def rows_of(results, scratch):
+    rows = []
+    for model, r in results.items():
+        cp = at_checkpoints(r["reuse"])
+        row = {"model": model, "donor": ",".join(d["model"] for d in r["reuse"]["donors"] if d["chosen"]) or "-",
+               "default_ms": round(r["reuse"]["default_ms"], 3),
+               "standalone_s": round(r["reuse"]["standalone_seconds"], 1)}
+        for k in CHECKPOINTS:
+            s, t = cp.get(k, (None, None))
+            row[f"reuse_{k}"] = "-" if s is None else f"{s:.3f}x ({t:.0f} s)"
+        for p in scratch:
+            s = r.get("scratch", {}).get(p)
+            row[f"{p}_same_time"] = "-" if s is None else f"{s['speedup']:.3f}x ({s['seconds']:.0f} s)"
+        rows.append(row)
+    return rows
+
+
+def markdown(rows, args):
+    cols = list(rows[0]) if rows else []
+    lines = [f"Donors tuned {args.donor_time:.0f} s each (random); reuse: every other model's database as a donor, "
+             f"--donor {args.donor}, up to {args.full_evals} full evaluations; speed-ups are untuned / best model "
+             "latency, with the seconds since the start of the run. From scratch: the same target tuned for the "
+             "seconds reuse took to its 10th full evaluation.", "",
+             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results, scratch, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for model, r in results.items():
+        evals = r["reuse"]["evaluations"]
+        axes[0].plot([e["index"] for e in evals], [r["reuse"]["default_ms"] / e["best_ms"] for e in evals],
+                     marker=".", label=model)
+    axes[0].set_xlabel("full evaluations")
+    axes[0].set_ylabel("speed-up over the untuned model")
+    axes[0].set_title("tuning reuse")
+    axes[0].legend(fontsize=8)
+    models = list(results)
+    width = 0.8 / (1 + len(scratch))
+    cp = [at_checkpoints(results[m]["reuse"]).get(10, (0, 0))[0] for m in models]
+    axes[1].bar([i for i in range(len(models))], cp, width, label="reuse, 10 full evaluations")
+    for j, p in enumerate(scratch):
+        vals = [results[m].get("scratch", {}).get(p, {}).get("speedup", 0) for m in models]
+        axes[1].bar([i + (j + 1) * width for i in range(len(models))], vals, width, label=f"{p} from scratch")
+    axes[1].set_xticks([i + width * len(scratch) / 2 for i in range(len(models))])
+    axes[1].set_xticklabels(models, rotation=30, fontsize=8)
+    axes[1].axhline(1.0, color="gray", lw=0.5)
+    axes[1].set_ylabel("speed-up over the untuned model")
+    axes[1].set_title("same time")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def save(results, args):
+    os.makedirs(args.out, exist_ok=True)
+    stem = os.path.join(args.out, args.stem)
+    with open(stem + ".json", "w") as f:
+        json.dump({"args": vars(args), "results": results}, f, indent=1)
+    md = markdown(rows_of(results, args.scratch_list), args)
+    with open(stem + ".md", "w") as f:
+        f.write(md)
+    plot(results, args.scratch_list, stem + ".png")
+    return md
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default=os.path.join(REPO, "build", "tensorsched"))
+    ap.add_argument("--zoo", default=os.path.join(REPO, "build", "zoo"))
+    ap.add_argument("--models", default=PAPER_MODELS)
+    ap.add_argument("--donor-time", type=float, default=120, help="seconds of from-scratch tuning per donor")
+    ap.add_argument("--donor", default="auto", help="auto (the heuristic's best), all, or a model")
+    ap.add_argument("--full-evals", type=int, default=20)
+    ap.add_argument("--scratch", default="random", help="comma-separated policies tuned from scratch")
+    ap.add_argument("--work", default=os.path.join(REPO, "build", "reuse"), help="donor databases live here")
+    ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
+    ap.add_argument("--stem", default="tuning_reuse")
+    ap.add_argument("--keep", action="store_true", help="keep the targets of an earlier OUT/STEM.json")
+    args = ap.parse_args()
+    args.scratch_list = [p for p in args.scratch.split(",") if p]
+    models = [m for m in args.models.split(",") if m]
+    missing = [m for m in models if not os.path.exists(model_path(args.zoo, m))]
+    if missing:
+        subprocess.run(["/usr/bin/python3", os.path.join(REPO, "tools", "export_models.py"), "--out", args.zoo,
+                        "--graph-only-dir", os.path.join(args.zoo, "graph-only"), "--models", ",".join(missing)],
+                       check=True)
+    donors = {m: tune_donor(args, m) for m in models}
+    json_path = os.path.join(args.out, args.stem + ".json")
+    results = {}
+    if args.keep and os.path.exists(json_path):
+        with open(json_path) as f:
+            results = json.load(f)["results"]
+    for model in models:
+        r = results.setdefault(model, {})
+        if "reuse" not in r:
+            r["reuse"] = reuse_target(args, model, [db for m, db in donors.items() if m != model])
+            save(results, args)
+        seconds = at_checkpoints(r["reuse"]).get(10, (0, 0))[1]
+        for p in args.scratch_list:
+            if p not in r.setdefault("scratch", {}):
+                r["scratch"][p] = scratch_target(args, model, p, seconds)
+                save(results, args)
+    print(save(results, args))
+
+
+if __name__ == "__main__":
+    main()

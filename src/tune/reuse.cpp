@@ -1,0 +1,390 @@
+#include "tune/reuse.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "graph/error.h"
+#include "measure/time_stats.h"
+#include "measure/workload_compiler.h"
+#include "runtime/compiled_model.h"
+#include "schedule/autoscheduler.h"
+#include "schedule/refit.h"
+#include "tune/tuner.h"
+
+namespace ts {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kReusePolicy = "reuse";
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// A tuned model of a donor database.
+struct Donor {
+  std::string model;                    // its name there
+  const RecordsDB* db = nullptr;        // the database
+  std::vector<WorkloadEntry> workloads; // what it holds
+};
+
+// The models of a donor database; a database from before models were recorded is one model
+// named after its file.
+std::vector<Donor> donors_in(const RecordsDB& db) {
+  std::vector<Donor> out;
+  for (const auto& m : db.model_workloads()) {
+    if (out.empty() || out.back().model != m.model) out.push_back({m.model, &db, {}});
+    out.back().workloads.push_back(m.workload);
+  }
+  if (out.empty()) out.push_back({std::filesystem::path(db.path()).stem().string(), &db, db.workloads()});
+  return out;
+}
+
+// Classes of the target by first use, with their shares of the untuned time.
+std::vector<ReuseClass> classes_of(const std::vector<Task>& tasks) {
+  std::vector<ReuseClass> out;
+  double total = 0;
+  for (const auto& t : tasks) total += t.summary.error.empty() ? t.count * t.default_s : 0;
+  for (const auto& t : tasks) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const ReuseClass& c) { return c.class_key == t.w->class_key; });
+    if (it == out.end()) {
+      const std::string label = out.size() < 26 ? std::string(1, static_cast<char>('A' + out.size()))
+                                                : fmt::format("C{}", out.size());
+      out.push_back({label, t.w->name, t.w->class_key, 0, 0});
+      it = out.end() - 1;
+    }
+    it->workloads++;
+    if (t.summary.error.empty() && total > 0) it->share += t.count * t.default_s / total;
+  }
+  return out;
+}
+
+DonorScore score(const Donor& d, const std::vector<ReuseClass>& classes) {
+  DonorScore s{d.model, d.db->path(), {}, 0, false};
+  for (const auto& c : classes) {
+    int n = 0;
+    for (const auto& w : d.workloads)
+      if (w.class_key == c.class_key && !d.db->best(w.exact_key, 1).empty()) n++;
+    if (n == 0) continue;
+    s.per_class[c.label] = n;
+    s.score += c.share * c.share * std::sqrt(static_cast<double>(n));
+  }
+  return s;
+}
+
+// Marks the donors `which` selects (auto, all or a name); the target itself is never a donor.
+void choose(std::vector<DonorScore>& scores, const std::string& which, const std::string& target) {
+  std::erase_if(scores, [&](const DonorScore& s) { return s.model == target; });
+  std::stable_sort(scores.begin(), scores.end(), [](const DonorScore& a, const DonorScore& b) { return a.score > b.score; });
+  if (which == "all") {
+    for (auto& s : scores) s.chosen = s.score > 0;
+  } else if (which == "auto") {
+    if (!scores.empty() && scores[0].score > 0) scores[0].chosen = true;
+  } else {
+    bool found = false;
+    for (auto& s : scores) found |= s.chosen = s.model == which;
+    if (!found) {
+      std::string names;
+      for (const auto& s : scores) names += (names.empty() ? "" : ", ") + s.model;
+      throw Error(fmt::format("tune --donor {}: no such model in the donor databases (they hold: {})", which,
+                              names.empty() ? "none" : names));
+    }
+  }
+}
+
+// One re-fitted candidate of a target workload, with its standalone time once measured.
+struct Candidate {
+  Schedule schedule;
+  std::string hash;
+  double standalone_s = 0;  // valid median (0 when it failed or is not measured)
+};
+
+// Re-fits the chosen donors' schedules of w's class to task t; counts what could not be carried.
+std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>& donors,
+                                        const std::vector<DonorScore>& scores, int per_workload, ReuseWorkload& out) {
+  const std::vector<Halide::Func> outputs = lower_workload(*t.w).outputs;
+  std::vector<Candidate> cands;
+  std::set<std::string> seen;
+  for (const auto& d : donors) {
+    const bool chosen = std::any_of(scores.begin(), scores.end(),
+                                    [&](const DonorScore& s) { return s.chosen && s.model == d.model && s.db == d.db->path(); });
+    if (!chosen) continue;
+    for (const auto& w : d.workloads) {
+      if (w.class_key != t.w->class_key) continue;
+      for (const Record& r : d.db->best(w.exact_key, static_cast<size_t>(per_workload))) {
+        Schedule s;
+        try {
+          s = Schedule::from_json(r.schedule_json);
+        } catch (const Error&) {
+          continue;  // import validated it; a newer format is not ours to read
+        }
+        if (s.autoscheduler && s.autoscheduler->name == kDefaultRecipeName) continue;  // the default is measured anyway
+        out.donor_schedules++;
+        RefitResult fit = refit(s, *t.space, outputs);
+        if (!fit.ok()) {
+          out.refused++;
+          spdlog::debug("reuse: {} from {} ({}): not carried: {}", t.w->name, d.model, r.schedule_hash, fit.error);
+          continue;
+        }
+        const std::string h = fit.schedule.hash();
+        if (seen.insert(h).second) cands.push_back({std::move(fit.schedule), h, 0});
+      }
+    }
+  }
+  return cands;
+}
+
+// Measures the candidates not yet in `db` alone, records them, and reads every candidate's time.
+void measure_standalone(Task& t, std::vector<Candidate>& cands, RecordsDB& db, ReuseWorkload& out) {
+  std::vector<Schedule> batch;
+  for (const auto& c : cands)
+    if (!db.has(t.w->exact_key, c.hash)) batch.push_back(c.schedule);
+  if (!batch.empty()) {
+    const auto results = t.measurer->measure_batch(batch);
+    std::vector<Record> records;
+    for (size_t k = 0; k < batch.size(); k++)
+      records.push_back(make_record(*t.w, batch[k], results[k], kReusePolicy, t.features.get()));
+    db.add(records);
+  }
+  std::map<std::string, double> best;  // hash -> fastest valid median of this machine
+  for (const auto& r : db.records(t.w->exact_key))
+    if (r.valid() && (!best.count(r.schedule_hash) || r.median < best[r.schedule_hash])) best[r.schedule_hash] = r.median;
+  for (auto& c : cands) {
+    if (auto it = best.find(c.hash); it != best.end()) c.standalone_s = it->second;
+    if (c.standalone_s > 0) {
+      out.measured++;
+      if (out.best_standalone_s == 0 || c.standalone_s < out.best_standalone_s) out.best_standalone_s = c.standalone_s;
+    }
+  }
+  std::erase_if(cands, [](const Candidate& c) { return c.standalone_s <= 0; });
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.standalone_s < b.standalone_s; });
+}
+
+// The model's median latency with `schedules` (by exact key; others run the default).
+double model_latency(const Graph& g, const std::map<std::string, Schedule>& schedules, const ReuseOptions& opts) {
+  CompileOptions co;
+  co.cache_root = opts.measure.cache_root;
+  co.schedules = schedules;
+  CompiledModel m(g, co);
+  if (opts.e2e_threads > 0) m.set_threads(opts.e2e_threads);
+  const auto inputs = random_inputs(g, 1);
+  for (int k = 0; k < 2; k++) m.run(inputs);  // warm-up: caches, thread pool
+  std::vector<double> times;
+  for (int k = 0; k < std::max(1, opts.e2e_iters); k++) {
+    const auto a = Clock::now();
+    m.run(inputs);
+    times.push_back(since(a));
+  }
+  return time_stats(times).median;
+}
+
+// Evaluations per workload: `total` split by each one's share of the model time (largest
+// remainders), none beyond the alternatives it has.
+std::vector<int> allocate(int total, const std::vector<double>& time, const std::vector<int>& alternatives) {
+  std::vector<int> n(time.size(), 0);
+  double sum = 0;
+  for (size_t i = 0; i < time.size(); i++) sum += alternatives[i] > 0 ? time[i] : 0;
+  if (sum <= 0 || total <= 0) return n;
+  std::vector<std::pair<double, size_t>> rest;
+  int given = 0;
+  for (size_t i = 0; i < time.size(); i++) {
+    if (alternatives[i] == 0) continue;
+    const double want = total * time[i] / sum;
+    n[i] = std::min(alternatives[i], static_cast<int>(want));
+    given += n[i];
+    rest.push_back({want - std::floor(want), i});
+  }
+  std::sort(rest.rbegin(), rest.rend());
+  for (const auto& [frac, i] : rest)
+    if (given < total && n[i] < alternatives[i]) n[i]++, given++;
+  return n;
+}
+
+// The full phase (see the top of reuse.h): evaluation 0 with the standalone choices, then the
+// allocated evaluations, a workload's next alternative each, kept when the model got faster.
+// Returns per workload the index of its chosen candidate, -1 for the default.
+std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, const std::vector<std::vector<Candidate>>& cands,
+                            const ReuseOptions& opts, Clock::time_point t0, ReuseSummary& sum, const ReuseProgress& say) {
+  const size_t n = tasks.size();
+  std::map<std::string, Schedule> chosen;  // by exact key
+  std::vector<int> choice(n, -1);          // index into cands[i]; -1 = the default
+  std::vector<double> time(n, 0);          // count x standalone time of the choice
+  std::vector<std::vector<int>> alternatives(n);  // the other candidates by standalone time, then the default
+  for (size_t i = 0; i < n; i++) {
+    if (!tasks[i].summary.error.empty()) continue;
+    time[i] = tasks[i].count * tasks[i].default_s;
+    if (!cands[i].empty() && cands[i][0].standalone_s < tasks[i].default_s) {
+      choice[i] = 0;
+      chosen[tasks[i].w->exact_key] = cands[i][0].schedule;
+      time[i] = tasks[i].count * cands[i][0].standalone_s;
+    }
+    for (int k = 0; k < static_cast<int>(cands[i].size()); k++)
+      if (k != choice[i]) alternatives[i].push_back(k);
+    if (choice[i] >= 0) alternatives[i].push_back(-1);
+  }
+  double best = model_latency(g, chosen, opts);
+  sum.evaluations.push_back({0, since(t0), best, best, "", true});
+  if (say) say("full", fmt::format("evaluation 0 (standalone choices): {:.3f} ms", best * 1e3));
+  std::vector<int> counts;
+  for (const auto& a : alternatives) counts.push_back(static_cast<int>(a.size()));
+  const std::vector<int> budget = allocate(opts.full_evals, time, counts);
+  std::vector<size_t> by_time(n);
+  for (size_t i = 0; i < n; i++) by_time[i] = i;
+  std::stable_sort(by_time.begin(), by_time.end(), [&](size_t a, size_t b) { return time[a] > time[b]; });
+  std::vector<int> tried(n, 0);
+  for (int done = 0, round = 0; done < opts.full_evals && round < opts.full_evals; round++) {
+    for (size_t i : by_time) {
+      if (tried[i] >= budget[i] || done >= opts.full_evals || (opts.stop && opts.stop->load())) continue;
+      const int alt = alternatives[i][static_cast<size_t>(tried[i]++)];
+      std::map<std::string, Schedule> trial = chosen;
+      if (alt < 0) trial.erase(tasks[i].w->exact_key);
+      else trial[tasks[i].w->exact_key] = cands[i][static_cast<size_t>(alt)].schedule;
+      const double lat = model_latency(g, trial, opts);
+      const bool kept = lat < best;
+      if (kept) {
+        chosen = std::move(trial);
+        choice[i] = alt;
+        best = lat;
+      }
+      sum.evaluations.push_back({++done, since(t0), lat, best, tasks[i].w->name, kept});
+      if (say)
+        say("full", fmt::format("evaluation {}: {} {}: {:.3f} ms ({})", done, tasks[i].w->name,
+                                alt < 0 ? "default" : cands[i][static_cast<size_t>(alt)].hash, lat * 1e3,
+                                kept ? "kept" : "discarded"));
+    }
+  }
+  for (size_t i = 0; i < n; i++) sum.workloads[i].chosen = choice[i] >= 0 ? cands[i][static_cast<size_t>(choice[i])].hash : "";
+  return choice;
+}
+
+// Makes the full phase's choices what run and compile use (tune/tuner.h, confirm_schedule): each
+// chosen schedule is re-measured against the default, interleaved; where the default was kept
+// although a reuse record is the fastest alone, that decision is recorded as the default
+// re-measured against itself.
+void confirm_choices(std::vector<Task>& tasks, const std::vector<std::vector<Candidate>>& cands,
+                     const std::vector<int>& choice, RecordsDB& db, const ReuseOptions& opts, ReuseSummary& sum,
+                     const ReuseProgress& say) {
+  for (size_t i = 0; i < tasks.size() && !(opts.stop && opts.stop->load()); i++) {
+    if (cands[i].empty() || !tasks[i].summary.error.empty()) continue;
+    Schedule winner = default_schedule_recipe();
+    if (choice[i] >= 0) {
+      winner = cands[i][static_cast<size_t>(choice[i])].schedule;
+    } else {
+      auto best = db.best(tasks[i].w->exact_key, 1);
+      if (best.empty() || best[0].policy != kReusePolicy) continue;  // nothing of reuse's would be used
+    }
+    if (!confirm_schedule(tasks[i], db, winner, opts.confirm_rounds, opts.stop)) continue;
+    auto c = latest_confirmation(db, tasks[i].w->exact_key);
+    sum.workloads[i].confirmed = c && c->faster();
+    if (say)
+      say("confirm", fmt::format("{}: {} {}", tasks[i].w->name, choice[i] >= 0 ? sum.workloads[i].chosen : "default",
+                                 sum.workloads[i].confirmed ? "confirmed faster than the default" : "runs the default"));
+  }
+}
+
+}  // namespace
+
+ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts, const ReuseProgress& progress) {
+  const auto t0 = Clock::now();
+  auto stopped = [&] { return opts.stop && opts.stop->load(); };
+  ReuseSummary sum;
+  sum.model = model_name(g.path);
+  std::vector<std::unique_ptr<RecordsDB>> dbs;
+  std::vector<Donor> donors;
+  for (const auto& path : opts.donor_dbs) {
+    dbs.push_back(std::make_unique<RecordsDB>(path, RecordsDB::Open::MustExist));
+    dbs.back()->set_allow_foreign(true);  // re-measured here before anything trusts them
+    for (auto& d : donors_in(*dbs.back())) donors.push_back(std::move(d));
+  }
+  const Partition part = partition_graph(g);
+  record_model(db, g, part);
+  TuneOptions to;
+  to.measure = opts.measure;
+  to.stop = opts.stop;
+  std::vector<Task> tasks = make_tasks(part, db, kReusePolicy, to);
+  sum.classes = classes_of(tasks);
+  for (const auto& d : donors) sum.donors.push_back(score(d, sum.classes));
+  choose(sum.donors, opts.donor, sum.model);
+
+  std::vector<std::vector<Candidate>> cands(tasks.size());
+  for (size_t i = 0; i < tasks.size(); i++) {
+    Task& t = tasks[i];
+    ReuseWorkload rw;
+    rw.key_hash = t.w->key_hash();
+    rw.name = t.w->name;
+    rw.count = t.count;
+    rw.default_s = t.default_s;
+    for (const auto& c : sum.classes)
+      if (c.class_key == t.w->class_key) rw.class_label = c.label;
+    rw.error = t.summary.error;
+    if (rw.error.empty() && !stopped()) {
+      cands[i] = refit_candidates(t, donors, sum.donors, opts.per_donor_workload, rw);
+      measure_standalone(t, cands[i], db, rw);
+    }
+    if (progress)
+      progress("standalone", fmt::format("[{}/{}] {} (class {}): {} donor schedules, {} not carried, {} measured, best "
+                                         "{:.4f} ms (default {:.4f})",
+                                         i + 1, tasks.size(), rw.name, rw.class_label, rw.donor_schedules, rw.refused,
+                                         rw.measured, rw.best_standalone_s * 1e3, rw.default_s * 1e3));
+    sum.workloads.push_back(std::move(rw));
+  }
+  sum.standalone_seconds = since(t0);
+  if (!stopped()) {
+    sum.default_latency_s = model_latency(g, {}, opts);
+    if (progress) progress("full", fmt::format("default model: {:.3f} ms", sum.default_latency_s * 1e3));
+    const std::vector<int> choice = full_phase(g, tasks, cands, opts, t0, sum, progress);
+    confirm_choices(tasks, cands, choice, db, opts, sum, progress);
+  }
+  sum.stopped = stopped();
+  sum.seconds = since(t0);
+  return sum;
+}
+
+nlohmann::json reuse_json(const ReuseSummary& s) {
+  nlohmann::json classes = nlohmann::json::array(), donors = nlohmann::json::array(),
+                 workloads = nlohmann::json::array(), evals = nlohmann::json::array();
+  for (const auto& c : s.classes)
+    classes.push_back({{"label", c.label}, {"name", c.name}, {"class_key", c.class_key}, {"workloads", c.workloads},
+                       {"share", c.share}});
+  for (const auto& d : s.donors)
+    donors.push_back({{"model", d.model}, {"db", d.db}, {"per_class", d.per_class}, {"score", d.score}, {"chosen", d.chosen}});
+  for (const auto& w : s.workloads)
+    workloads.push_back({{"key", w.key_hash}, {"name", w.name}, {"class", w.class_label}, {"count", w.count},
+                         {"default_ms", w.default_s * 1e3}, {"donor_schedules", w.donor_schedules},
+                         {"refused", w.refused}, {"measured", w.measured},
+                         {"best_standalone_ms", w.best_standalone_s * 1e3}, {"chosen", w.chosen},
+                         {"confirmed", w.confirmed}, {"error", w.error}});
+  for (const auto& e : s.evaluations)
+    evals.push_back({{"index", e.index}, {"seconds", e.seconds}, {"latency_ms", e.latency_s * 1e3},
+                     {"best_ms", e.best_s * 1e3}, {"workload", e.workload}, {"kept", e.kept}});
+  return {{"model", s.model}, {"classes", classes}, {"donors", donors}, {"workloads", workloads},
+          {"default_ms", s.default_latency_s * 1e3}, {"evaluations", evals},
+          {"standalone_seconds", s.standalone_seconds}, {"seconds", s.seconds}, {"stopped", s.stopped}};
+}
+
+std::string donor_table(const ReuseSummary& s) {
+  std::string out = fmt::format("{:<24}", "class");
+  for (const auto& c : s.classes) out += fmt::format(" {:>6}", c.label);
+  out += fmt::format(" {:>8}\n{:<24}", "score", "share of " + s.model);
+  for (const auto& c : s.classes) out += fmt::format(" {:>5.1f}%", 100 * c.share);
+  out += "\n";
+  for (const auto& d : s.donors) {
+    out += fmt::format("{:<24}", (d.chosen ? "* " : "  ") + d.model);
+    for (const auto& c : s.classes) {
+      auto it = d.per_class.find(c.label);
+      out += fmt::format(" {:>6}", it == d.per_class.end() ? 0 : it->second);
+    }
+    out += fmt::format(" {:>8.4f}\n", d.score);
+  }
+  for (const auto& c : s.classes) out += fmt::format("  {}: {} ({} workloads)\n", c.label, c.name, c.workloads);
+  return out;
+}
+
+}  // namespace ts

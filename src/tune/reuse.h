@@ -1,0 +1,121 @@
+#pragma once
+// Tuning reuse (Gibson and Cano, ../shared/papers/tuning-reuse-gibson-cano.md): a new model starts
+// from the schedules earlier models earned, instead of from zero.
+//
+// Reading guide
+//  1. Classes. Workloads are matched by class (Workload::class_key: the operation sequence,
+//     whatever the sizes). Each class of the target model has a share P_c of its untuned time
+//     (count x default median, measured now).
+//  2. Donors. The records databases given know which workloads each tuned model holds
+//     (RecordsDB::model_workloads). A donor model T scores sum_c P_c^2 sqrt(|W_Tc|), W_Tc its
+//     workloads of class c that have a valid record (the paper's equation 1); `auto` takes the
+//     best, `all` pools every donor, or a model is named.
+//  3. Standalone phase. Per target workload, the best few schedules of every donor workload of
+//     its class are re-fitted to it (schedule/refit.h; what cannot be carried is counted) and
+//     measured alone like any candidate, recorded with policy "reuse".
+//  4. Full phase. The model is compiled with each workload's fastest standalone schedule (where
+//     it beats the default) and timed: full evaluation 0. Then `full_evals` more evaluations,
+//     allocated to workloads by their share of the model's time (a softmax over log times, i.e.
+//     proportional), each trying a workload's next most promising schedule in the whole model
+//     and keeping it only if the model got faster. Compiled code is cached per workload and
+//     schedule, so an evaluation compiles only the workload that changed.
+//  5. Confirmation. Each choice is re-measured against the default, interleaved, and recorded as
+//     tune records its winners (tuner.h, confirm_schedule), so `run --db` and `compile --db` run
+//     what the full phase chose (where the re-measurement confirms it).
+// Donor databases are only read; their records of other machines and builds are used too (the
+// schedules are re-measured here before anything trusts them).
+#include <atomic>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "measure/measurer.h"
+#include "tune/records_db.h"
+
+namespace ts {
+
+struct ReuseOptions {
+  std::vector<std::string> donor_dbs;   // records databases of earlier models (read only)
+  std::string donor = "auto";           // a donor model's name, "auto" (the best score) or "all"
+  int full_evals = 10;                  // full-model evaluations after the standalone phase
+  int per_donor_workload = 3;           // fastest schedules taken from each donor workload of a class
+  int e2e_iters = 10;                   // timed runs of the model per full evaluation (median)
+  int e2e_threads = 0;                  // Halide threads for them (0 = default)
+  int confirm_rounds = 3;               // re-measurement rounds of each choice against the default (0 = none)
+  MeasureOptions measure;               // standalone measurements (repeats, cache, jobs)
+  const std::atomic<bool>* stop = nullptr;  // when it turns true: stop, keeping what was recorded
+};
+
+// A workload class of the target model (the paper's Table 2 rows).
+struct ReuseClass {
+  std::string label;          // "A", "B", ... in order of first use
+  std::string name;           // a workload name of the class, e.g. "Conv+Relu"
+  std::string class_key;      // Workload::class_key
+  int workloads = 0;          // distinct target workloads of the class
+  double share = 0;           // P_c: its share of the untuned model time
+};
+
+// A candidate donor model and its score.
+struct DonorScore {
+  std::string model;                    // the model's name in its database
+  std::string db;                       // the database holding it
+  std::map<std::string, int> per_class; // class label -> its workloads of that class with a valid record
+  double score = 0;                     // sum over classes of P_c^2 sqrt(|W_Tc|)
+  bool chosen = false;                  // its schedules are used
+};
+
+// What reuse did for one target workload.
+struct ReuseWorkload {
+  std::string key_hash;       // workload key hash
+  std::string name;           // workload name
+  std::string class_label;    // its ReuseClass::label
+  int count = 0;              // occurrences in the model
+  double default_s = 0;       // default median (this run)
+  int donor_schedules = 0;    // donor schedules of its class considered
+  int refused = 0;            // of which could not be carried (refit errors)
+  int measured = 0;           // re-fitted schedules measured alone (this run and earlier ones)
+  double best_standalone_s = 0;  // fastest valid standalone median (0 when none)
+  std::string chosen;         // schedule hash the model runs after the full phase ("" = the default)
+  bool confirmed = false;     // `chosen` re-measured faster than the default: run and compile use it
+  std::string error;          // why it was skipped ("" if it was not)
+};
+
+// One full evaluation.
+struct FullEvaluation {
+  int index = 0;              // 0 = the standalone choices, then 1..full_evals
+  double seconds = 0;         // since reuse started
+  double latency_s = 0;       // model latency measured (median)
+  double best_s = 0;          // best model latency so far
+  std::string workload;       // the workload whose schedule changed ("" for evaluation 0)
+  bool kept = false;          // the change made the model faster and was kept
+};
+
+struct ReuseSummary {
+  std::string model;                    // the target's model name
+  std::vector<ReuseClass> classes;      // by label
+  std::vector<DonorScore> donors;       // best score first
+  std::vector<ReuseWorkload> workloads; // in the model's workload order
+  double default_latency_s = 0;         // the model with default schedules (median)
+  std::vector<FullEvaluation> evaluations;  // in order
+  double standalone_seconds = 0;        // the standalone phase's wall time
+  double seconds = 0;                   // the whole run's wall time
+  bool stopped = false;                 // ReuseOptions::stop ended it early
+};
+
+// Progress: a phase ("standalone" or "full") and a line saying what was just done.
+using ReuseProgress = std::function<void(const std::string& phase, const std::string& line)>;
+
+// Reuses the donors' schedules for `g`, recording standalone measurements in `db`. Throws Error
+// when a donor database cannot be opened or a named donor is in none of them.
+ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts, const ReuseProgress& progress = {});
+
+// {"model", "classes", "donors", "workloads", "default_ms", "evaluations", "standalone_seconds",
+// "seconds", "stopped"} (docs/cli.md).
+nlohmann::json reuse_json(const ReuseSummary& s);
+// The donor table (the paper's Table 2-3): one row per donor, one column per class.
+std::string donor_table(const ReuseSummary& s);
+
+}  // namespace ts

@@ -1,0 +1,156 @@
+// Tuning reuse with real models, real measurements and real SQLite files: a donor model tuned
+// into one database, a target model of other sizes (same classes) reusing it; the donor table,
+// the standalone records, the full evaluations; named, unknown and pre-model-table donors.
+#include "tune/reuse.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "search/random_search.h"
+#include "support/onnx_builder.h"
+#include "tune/tuner.h"
+
+namespace ts {
+namespace {
+
+using test::OnnxBuilder;
+using test::rand_f32;
+
+// Conv 3x3 + Relu, then a 1x1 conv + Relu (one class: the operation sequence), then global
+// average pooling; `c` channels on a `hw` x `hw` image. Saved as <name>/model.onnx.
+std::string conv_net(const std::string& name, int64_t c, int64_t hw) {
+  OnnxBuilder b;
+  b.input("x", DType::Float32, {1, 3, hw, hw})
+      .initializer("w0", rand_f32({c, 3, 3, 3}, 1))
+      .initializer("w1", rand_f32({c, c, 1, 1}, 2))
+      .node("Conv", {"x", "w0"}, {"c0"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Relu", {"c0"}, {"r0"})
+      .node("Conv", {"r0", "w1"}, {"c1"})
+      .node("Relu", {"c1"}, {"r1"})
+      .node("GlobalAveragePool", {"r1"}, {"y"})
+      .output("y");
+  std::filesystem::create_directories(test::temp_dir() / name);
+  return b.save(name + "/model.onnx");
+}
+
+std::string cache() { return (test::temp_dir() / "reuse_cache").string(); }
+
+// A donor database: `name` tuned with a few random sketch points per workload.
+std::string tuned_donor(const std::string& name, int64_t c, int64_t hw) {
+  const std::string path = (test::temp_dir() / (name + ".db")).string();
+  RecordsDB db(path);
+  RandomSearch policy;
+  TuneOptions o;
+  o.trials = 3;
+  o.measure.repeats = 2;
+  o.measure.cache_root = cache();
+  o.e2e_iters = 0;
+  o.confirm_rounds = 0;
+  tune_model(test::import_model(conv_net(name, c, hw)), db, policy, o);
+  return path;
+}
+
+ReuseOptions quick(const std::vector<std::string>& donors, int full_evals) {
+  ReuseOptions o;
+  o.donor_dbs = donors;
+  o.full_evals = full_evals;
+  o.e2e_iters = 3;
+  o.measure.repeats = 2;
+  o.measure.cache_root = cache();
+  return o;
+}
+
+TEST(Reuse, CarriesADonorsSchedulesToAModelOfOtherSizes) {
+  const std::string donor = tuned_donor("donor_net", 16, 20);
+  {
+    RecordsDB d(donor, RecordsDB::Open::MustExist);
+    auto held = d.model_workloads("donor_net");
+    EXPECT_EQ(held.size(), 3u);  // two convs and the pooling
+  }
+  const Graph target = test::import_model(conv_net("target_net", 8, 12));
+  RecordsDB db((test::temp_dir() / "target.db").string());
+  std::vector<std::string> phases;
+  ReuseSummary s = reuse_tune(target, db, quick({donor}, 2),
+                              [&](const std::string& phase, const std::string&) { phases.push_back(phase); });
+  EXPECT_EQ(s.model, "target_net");
+  ASSERT_GE(s.classes.size(), 2u);  // conv+relu (one class, or two where the layout plan blocks r0), pooling
+  double shares = 0;
+  for (const auto& c : s.classes) shares += c.share;
+  EXPECT_NEAR(shares, 1.0, 1e-9);
+  ASSERT_EQ(s.donors.size(), 1u);
+  EXPECT_EQ(s.donors[0].model, "donor_net");
+  EXPECT_TRUE(s.donors[0].chosen);
+  EXPECT_EQ(s.donors[0].per_class.count("A"), 1u);  // the first conv's class
+  EXPECT_GT(s.donors[0].score, 0);
+  int measured = 0;
+  for (const auto& w : s.workloads) {
+    EXPECT_TRUE(w.error.empty()) << w.name << ": " << w.error;
+    EXPECT_EQ(w.measured + w.refused <= w.donor_schedules, true);
+    measured += w.measured;
+  }
+  EXPECT_GT(measured, 0);
+  int reuse_records = 0;
+  for (const auto& w : db.workloads())
+    for (const auto& r : db.records(w.exact_key)) reuse_records += r.policy == "reuse";
+  EXPECT_GE(reuse_records, measured / 2);  // a schedule carried to both convs is one record per workload
+  EXPECT_GT(s.default_latency_s, 0);
+  ASSERT_GE(s.evaluations.size(), 1u);
+  EXPECT_LE(s.evaluations.size(), 3u);
+  for (size_t k = 0; k < s.evaluations.size(); k++) {
+    EXPECT_EQ(s.evaluations[k].index, static_cast<int>(k));
+    EXPECT_GT(s.evaluations[k].latency_s, 0);
+    EXPECT_LE(s.evaluations[k].best_s, s.evaluations[0].latency_s);
+  }
+  EXPECT_EQ(phases.front(), "standalone");
+  EXPECT_NE(std::find(phases.begin(), phases.end(), "full"), phases.end());
+  // run and compile use exactly the choices the re-measurement against the default confirmed.
+  std::vector<std::string> warnings;
+  const auto used = best_schedules(partition_graph(target), db, warnings);
+  const Partition part = partition_graph(target);
+  for (size_t i = 0; i < s.workloads.size(); i++) {
+    auto it = used.find(part.workloads[i].exact_key);
+    if (s.workloads[i].confirmed) {
+      ASSERT_NE(it, used.end()) << s.workloads[i].name;
+      EXPECT_EQ(it->second.hash(), s.workloads[i].chosen);
+    } else {  // the default was kept, or the choice was not confirmed
+      EXPECT_EQ(it, used.end()) << s.workloads[i].name << " runs an unconfirmed schedule";
+    }
+  }
+  EXPECT_NE(donor_table(s).find("donor_net"), std::string::npos);
+  EXPECT_EQ(reuse_json(s)["evaluations"].size(), s.evaluations.size());
+
+  // A rerun measures no carried schedule again (only its choices against the default).
+  auto count_reuse = [&] {
+    int n = 0;
+    for (const auto& w : db.workloads())
+      for (const auto& r : db.records(w.exact_key)) n += r.policy != kConfirmPolicy;
+    return n;
+  };
+  const int before = count_reuse();
+  reuse_tune(target, db, quick({donor}, 0));
+  EXPECT_EQ(count_reuse(), before);
+}
+
+TEST(Reuse, NamesTheDonorsWhenTheOneAskedForIsMissingAndNeverReusesItself) {
+  const std::string donor = tuned_donor("lender_net", 8, 10);
+  const Graph target = test::import_model(conv_net("lender_net", 8, 10));  // the same model
+  RecordsDB db((test::temp_dir() / "self.db").string());
+  ReuseOptions o = quick({donor}, 0);
+  o.donor = "no_such_model";
+  try {
+    reuse_tune(target, db, o);
+    FAIL() << "an unknown donor was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no such model"), std::string::npos) << e.what();
+  }
+  o.donor = "auto";
+  ReuseSummary s = reuse_tune(target, db, o);
+  EXPECT_TRUE(s.donors.empty());  // its own records are not a donor
+  for (const auto& w : s.workloads) EXPECT_EQ(w.measured, 0);
+  EXPECT_THROW(reuse_tune(target, db, quick({(test::temp_dir() / "missing.db").string()}, 0)), Error);
+}
+
+}  // namespace
+}  // namespace ts
