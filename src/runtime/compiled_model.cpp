@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "lower/lower.h"
+#include "measure/time_stats.h"
 #include "measure/workload_code.h"
 #include "schedule/default_schedule.h"
 
@@ -222,6 +223,22 @@ std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inpu
     throw Error(fmt::format("{}: {}{}", m.graph.path, e.what(), why.empty() ? "" : ": " + why));
   }
   return outs;
+}
+
+std::vector<double> time_alternately(const std::vector<CompiledModel*>& models,
+                                     const std::map<std::string, Tensor>& inputs, int iters, int warmup) {
+  const size_t n = models.size();
+  std::vector<std::vector<double>> times(n);
+  for (int round = 0; round < warmup + iters; round++)
+    for (size_t k = 0; k < n; k++) {
+      const size_t i = (k + static_cast<size_t>(round)) % n;
+      const auto t0 = std::chrono::steady_clock::now();
+      models[i]->run(inputs);
+      if (round >= warmup) times[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  std::vector<double> medians;
+  for (const auto& t : times) medians.push_back(time_stats(t).median);
+  return medians;
 }
 
 }  // namespace ts

@@ -65,5 +65,10 @@ class CompiledModel {
   std::unique_ptr<Impl> impl_;
 };
 
+// Median seconds of each of `models` over `iters` inferences on `inputs`, after `warmup` untimed
+// ones: the models take turns, starting one later each round, so that drift on the machine (a
+// shared core, the other core's load) hits all of them alike and their ratio means something.
+std::vector<double> time_alternately(const std::vector<CompiledModel*>& models,
+                                     const std::map<std::string, Tensor>& inputs, int iters, int warmup = 2);
 
 }  // namespace ts

@@ -12,7 +12,6 @@
 #include <set>
 
 #include "graph/error.h"
-#include "measure/time_stats.h"
 #include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
 #include "schedule/autoscheduler.h"
@@ -167,22 +166,15 @@ void measure_standalone(Task& t, std::vector<Candidate>& cands, RecordsDB& db, R
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.standalone_s < b.standalone_s; });
 }
 
-// The model's median latency with `schedules` (by exact key; others run the default).
-double model_latency(const Graph& g, const std::map<std::string, Schedule>& schedules, const ReuseOptions& opts) {
+// The model compiled with `schedules` (by exact key; others run the default).
+std::shared_ptr<CompiledModel> compile_model_with(const Graph& g, const std::map<std::string, Schedule>& schedules,
+                                                  const ReuseOptions& opts) {
   CompileOptions co;
   co.cache_root = opts.measure.cache_root;
   co.schedules = schedules;
-  CompiledModel m(g, co);
-  if (opts.e2e_threads > 0) m.set_threads(opts.e2e_threads);
-  const auto inputs = random_inputs(g, 1);
-  for (int k = 0; k < 2; k++) m.run(inputs);  // warm-up: caches, thread pool
-  std::vector<double> times;
-  for (int k = 0; k < std::max(1, opts.e2e_iters); k++) {
-    const auto a = Clock::now();
-    m.run(inputs);
-    times.push_back(since(a));
-  }
-  return time_stats(times).median;
+  auto m = std::make_shared<CompiledModel>(g, co);
+  if (opts.e2e_threads > 0) m->set_threads(opts.e2e_threads);
+  return m;
 }
 
 // Evaluations per workload: `total` split by each one's share of the model time (largest
@@ -209,31 +201,49 @@ std::vector<int> allocate(int total, const std::vector<double>& time, const std:
 
 // The full phase (see the top of reuse.h): evaluation 0 with the standalone choices, then the
 // allocated evaluations, a workload's next alternative each, kept when the model got faster.
-// Returns per workload the index of its chosen candidate, -1 for the default.
+// Every evaluation times the default model, the best so far and the trial alternately in the
+// same rounds (time_alternately): whole-model times drift by 10-20% on shared cores, more than
+// most changes are worth. Returns per workload the index of its chosen candidate, -1 for the default.
 std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, const std::vector<std::vector<Candidate>>& cands,
                             const ReuseOptions& opts, Clock::time_point t0, ReuseSummary& sum, const ReuseProgress& say) {
   const size_t n = tasks.size();
   std::map<std::string, Schedule> chosen;  // by exact key
   std::vector<int> choice(n, -1);          // index into cands[i]; -1 = the default
-  std::vector<double> time(n, 0);          // count x standalone time of the choice
-  std::vector<std::vector<int>> alternatives(n);  // the other candidates by standalone time, then the default
-  for (size_t i = 0; i < n; i++) {
-    if (!tasks[i].summary.error.empty()) continue;
-    time[i] = tasks[i].count * tasks[i].default_s;
-    if (!cands[i].empty() && cands[i][0].standalone_s < tasks[i].default_s) {
+  for (size_t i = 0; i < n; i++)
+    if (tasks[i].summary.error.empty() && !cands[i].empty() && cands[i][0].standalone_s < tasks[i].default_s) {
       choice[i] = 0;
       chosen[tasks[i].w->exact_key] = cands[i][0].schedule;
-      time[i] = tasks[i].count * cands[i][0].standalone_s;
     }
-    for (int k = 0; k < static_cast<int>(cands[i].size()); k++)
-      if (k != choice[i]) alternatives[i].push_back(k);
-    if (choice[i] >= 0) alternatives[i].push_back(-1);
+  const auto inputs = random_inputs(g, 1);
+  const int iters = std::max(1, opts.e2e_iters);
+  const std::shared_ptr<CompiledModel> def = compile_model_with(g, {}, opts);
+  std::shared_ptr<CompiledModel> best = chosen.empty() ? def : compile_model_with(g, chosen, opts);
+  std::vector<double> t = time_alternately({def.get(), best.get()}, inputs, iters);
+  sum.default_latency_s = t[0];
+  const bool kept0 = !chosen.empty() && t[1] < t[0];
+  if (!kept0) {  // the standalone choices do not make the model faster: start from the default
+    chosen.clear();
+    std::fill(choice.begin(), choice.end(), -1);
+    best = def;
   }
-  double best = model_latency(g, chosen, opts);
-  sum.evaluations.push_back({0, since(t0), best, best, "", true});
-  if (say) say("full", fmt::format("evaluation 0 (standalone choices): {:.3f} ms", best * 1e3));
-  std::vector<int> counts;
-  for (const auto& a : alternatives) counts.push_back(static_cast<int>(a.size()));
+  double best_s = kept0 ? t[1] : t[0];
+  sum.evaluations.push_back({0, since(t0), t[1], best_s, t[0], "", kept0});
+  if (say) say("full", fmt::format("evaluation 0 (standalone choices): {:.3f} ms, default {:.3f} ms", t[1] * 1e3, t[0] * 1e3));
+
+  // Per workload its alternatives to the choice, by standalone time, then the default; and its
+  // share of the model's time, which splits the evaluations.
+  std::vector<std::vector<int>> alternatives(n);
+  std::vector<double> time(n, 0);
+  std::vector<int> counts(n, 0);
+  for (size_t i = 0; i < n; i++) {
+    if (!tasks[i].summary.error.empty()) continue;
+    time[i] = tasks[i].count * (choice[i] >= 0 ? cands[i][static_cast<size_t>(choice[i])].standalone_s : tasks[i].default_s);
+    for (int k = 0; k < static_cast<int>(cands[i].size()); k++)
+      if (k != choice[i] && cands[i][static_cast<size_t>(k)].standalone_s < tasks[i].default_s * 1.25)
+        alternatives[i].push_back(k);  // much slower alone is not worth a whole-model run
+    if (choice[i] >= 0) alternatives[i].push_back(-1);
+    counts[i] = static_cast<int>(alternatives[i].size());
+  }
   const std::vector<int> budget = allocate(opts.full_evals, time, counts);
   std::vector<size_t> by_time(n);
   for (size_t i = 0; i < n; i++) by_time[i] = i;
@@ -246,18 +256,20 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
       std::map<std::string, Schedule> trial = chosen;
       if (alt < 0) trial.erase(tasks[i].w->exact_key);
       else trial[tasks[i].w->exact_key] = cands[i][static_cast<size_t>(alt)].schedule;
-      const double lat = model_latency(g, trial, opts);
-      const bool kept = lat < best;
+      const std::shared_ptr<CompiledModel> m = compile_model_with(g, trial, opts);
+      t = time_alternately({def.get(), best.get(), m.get()}, inputs, iters);
+      const bool kept = t[2] < t[1];
       if (kept) {
         chosen = std::move(trial);
         choice[i] = alt;
-        best = lat;
+        best = m;
       }
-      sum.evaluations.push_back({++done, since(t0), lat, best, tasks[i].w->name, kept});
+      best_s = std::min(t[1], t[2]);
+      sum.evaluations.push_back({++done, since(t0), t[2], best_s, t[0], tasks[i].w->name, kept});
       if (say)
-        say("full", fmt::format("evaluation {}: {} {}: {:.3f} ms ({})", done, tasks[i].w->name,
-                                alt < 0 ? "default" : cands[i][static_cast<size_t>(alt)].hash, lat * 1e3,
-                                kept ? "kept" : "discarded"));
+        say("full", fmt::format("evaluation {}: {} {}: {:.3f} ms against {:.3f} ms ({}), default {:.3f} ms", done,
+                                tasks[i].w->name, alt < 0 ? "default" : cands[i][static_cast<size_t>(alt)].hash,
+                                t[2] * 1e3, t[1] * 1e3, kept ? "kept" : "discarded", t[0] * 1e3));
     }
   }
   for (size_t i = 0; i < n; i++) sum.workloads[i].chosen = choice[i] >= 0 ? cands[i][static_cast<size_t>(choice[i])].hash : "";
@@ -337,8 +349,6 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
   }
   sum.standalone_seconds = since(t0);
   if (!stopped()) {
-    sum.default_latency_s = model_latency(g, {}, opts);
-    if (progress) progress("full", fmt::format("default model: {:.3f} ms", sum.default_latency_s * 1e3));
     const std::vector<int> choice = full_phase(g, tasks, cands, opts, t0, sum, progress);
     confirm_choices(tasks, cands, choice, db, opts, sum, progress);
   }
@@ -363,7 +373,8 @@ nlohmann::json reuse_json(const ReuseSummary& s) {
                          {"confirmed", w.confirmed}, {"error", w.error}});
   for (const auto& e : s.evaluations)
     evals.push_back({{"index", e.index}, {"seconds", e.seconds}, {"latency_ms", e.latency_s * 1e3},
-                     {"best_ms", e.best_s * 1e3}, {"workload", e.workload}, {"kept", e.kept}});
+                     {"best_ms", e.best_s * 1e3}, {"default_ms", e.default_s * 1e3}, {"workload", e.workload},
+                     {"kept", e.kept}});
   return {{"model", s.model}, {"classes", classes}, {"donors", donors}, {"workloads", workloads},
           {"default_ms", s.default_latency_s * 1e3}, {"evaluations", evals},
           {"standalone_seconds", s.standalone_seconds}, {"seconds", s.seconds}, {"stopped", s.stopped}};

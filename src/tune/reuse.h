@@ -14,10 +14,11 @@
 //     its class are re-fitted to it (schedule/refit.h; what cannot be carried is counted) and
 //     measured alone like any candidate, recorded with policy "reuse".
 //  4. Full phase. The model is compiled with each workload's fastest standalone schedule (where
-//     it beats the default) and timed: full evaluation 0. Then `full_evals` more evaluations,
-//     allocated to workloads by their share of the model's time (a softmax over log times, i.e.
-//     proportional), each trying a workload's next most promising schedule in the whole model
-//     and keeping it only if the model got faster. Compiled code is cached per workload and
+//     it beats the default) and timed against the default model: full evaluation 0 (kept only
+//     when faster). Then `full_evals` more evaluations, allocated to workloads by their share of
+//     the model's time (a softmax over log times, i.e. proportional), each trying a workload's
+//     next most promising schedule in the whole model, timed alternately with the best so far
+//     and the default, and keeping it only if the model got faster. Compiled code is cached per workload and
 //     schedule, so an evaluation compiles only the workload that changed.
 //  5. Confirmation. Each choice is re-measured against the default, interleaved, and recorded as
 //     tune records its winners (tuner.h, confirm_schedule), so `run --db` and `compile --db` run
@@ -83,12 +84,13 @@ struct ReuseWorkload {
   std::string error;          // why it was skipped ("" if it was not)
 };
 
-// One full evaluation.
+// One full evaluation: the default model, the best so far and the trial timed alternately.
 struct FullEvaluation {
   int index = 0;              // 0 = the standalone choices, then 1..full_evals
   double seconds = 0;         // since reuse started
-  double latency_s = 0;       // model latency measured (median)
-  double best_s = 0;          // best model latency so far
+  double latency_s = 0;       // the trial model's latency (median)
+  double best_s = 0;          // the best model latency after it (the same rounds)
+  double default_s = 0;       // the default model's latency (the same rounds)
   std::string workload;       // the workload whose schedule changed ("" for evaluation 0)
   bool kept = false;          // the change made the model faster and was kept
 };
@@ -98,7 +100,7 @@ struct ReuseSummary {
   std::vector<ReuseClass> classes;      // by label
   std::vector<DonorScore> donors;       // best score first
   std::vector<ReuseWorkload> workloads; // in the model's workload order
-  double default_latency_s = 0;         // the model with default schedules (median)
+  double default_latency_s = 0;         // the model with default schedules (median, evaluation 0)
   std::vector<FullEvaluation> evaluations;  // in order
   double standalone_seconds = 0;        // the standalone phase's wall time
   double seconds = 0;                   // the whole run's wall time

@@ -246,22 +246,9 @@ void measure_end_to_end(const Graph& g, const Partition& part, const RecordsDB& 
     dm.set_threads(opts.e2e_threads);
     tm.set_threads(opts.e2e_threads);
   }
-  const auto inputs = random_inputs(g, 1);
-  for (int k = 0; k < 2; k++) {  // warm-up
-    dm.run(inputs);
-    tm.run(inputs);
-  }
-  std::vector<double> dt, tt;
-  for (int k = 0; k < opts.e2e_iters; k++) {
-    auto a = Clock::now();
-    dm.run(inputs);
-    dt.push_back(since(a));
-    a = Clock::now();
-    tm.run(inputs);
-    tt.push_back(since(a));
-  }
-  sum.e2e_default_s = time_stats(dt).median;
-  sum.e2e_tuned_s = time_stats(tt).median;
+  const std::vector<double> t = time_alternately({&dm, &tm}, random_inputs(g, 1), opts.e2e_iters);
+  sum.e2e_default_s = t[0];
+  sum.e2e_tuned_s = t[1];
 }
 
 }  // namespace
