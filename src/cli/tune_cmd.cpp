@@ -11,6 +11,7 @@
 #include <csignal>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/commands.h"
 #include "search/gbt_sa_search.h"
@@ -74,15 +75,14 @@ int terminal_columns() {
 // `tune --reuse-from`: the donors' schedules re-fitted, measured alone, then in the whole model
 // (tune/reuse.h).
 int reuse_command(const TuneArgs& a) {
-  if (a.trials > 0 || a.seconds > 0)
-    throw Error("tune --reuse-from: its budget is --full-evals (and the donors' schedules), not --trials or --time");
+  if (a.e2e_iters < 1) throw Error("tune --reuse-from: --e2e-iters must be at least 1 (the full phase times the model)");
   Graph g = load_model(a.model);
   RecordsDB db(a.db_path);
   ReuseOptions o;
   o.donor_dbs = a.reuse_from;
   o.donor = a.donor;
   o.full_evals = a.full_evals;
-  o.e2e_iters = a.e2e_iters > 0 ? a.e2e_iters : 10;
+  o.e2e_iters = a.e2e_iters;
   o.e2e_threads = a.threads;
   o.measure.repeats = a.repeats;
   o.measure.compile_jobs = a.jobs;
@@ -111,6 +111,7 @@ int reuse_command(const TuneArgs& a) {
                              !w.error.empty()   ? "not reused: " + w.error
                              : w.chosen.empty() ? "default"
                              : w.confirmed      ? w.chosen
+                             : s.stopped        ? w.chosen + " (stopped before its confirmation)"
                                                 : w.chosen + " (not confirmed: runs the default)");
   if (!s.evaluations.empty()) {
     const auto& last = s.evaluations.back();
@@ -278,7 +279,24 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--full-evals", a->full_evals, "Reuse: full-model evaluations after the standalone phase")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  on_command(sub, [a] { return tune_command(*a); });
+  on_command(sub, [a, sub] {
+    // Reuse measures the donors' schedules: the search's options would be silently ignored.
+    static const std::set<std::string> search_only = {
+        "--trials", "--time",      "--policy",  "--scheduler", "--slot",   "--seed",      "--workloads",
+        "--sampling", "--transfer", "--allow-foreign-records", "--cost-model", "--plan-size", "--epsilon",
+        "--lambda",  "--alpha",     "--sa-chains", "--sa-steps"};
+    for (const CLI::Option* o : sub->get_options()) {
+      if (o->count() == 0) continue;
+      const std::string name = o->get_name();
+      if (!a->reuse_from.empty() && search_only.count(name))
+        throw Error(fmt::format("tune --reuse-from: {} does not apply (reuse measures the donors' schedules; its "
+                                "budget is --full-evals)",
+                                name));
+      if (a->reuse_from.empty() && (name == "--donor" || name == "--full-evals"))
+        throw Error(fmt::format("tune: {} applies only with --reuse-from", name));
+    }
+    return tune_command(*a);
+  });
 }
 
 }  // namespace ts

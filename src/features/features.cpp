@@ -577,23 +577,15 @@ void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs) 
                                 def_name(at)));
       // Its accesses in c, composed through the inlined consumers between them (as
       // ScheduleSpace's compute_at candidates are).
-      auto accesses_in = [&](int from, int to) {
-        std::vector<Access> out;
-        for (const auto& [cons, e] : p.out_edges[from])
-          if (cons == to) out.insert(out.end(), e->accesses.begin(), e->accesses.end());
-        return out;
-      };
-      int cur = si.consumers.empty() ? -1 : si.consumers[0];
-      std::vector<Access> chain = cur < 0 ? std::vector<Access>{} : accesses_in(st, cur);
-      for (int hops = 0; cur >= 0 && cur != c; hops++) {
-        const Stage& via = v.stages[cur];
-        if (!funcs[cur].inlined || p.stages[cur].consumers.size() != 1 || via.definitions.size() != 1 || hops > 16)
-          throw Error(fmt::format("stage '{}': computed at '{}', which reads it through '{}', not a chain of inlined Funcs",
-                                  si.name, at.func, p.stages[cur].name));
-        const int next = p.stages[cur].consumers[0];
-        chain = compose_accesses(chain, via, accesses_in(cur, next));
-        cur = next;
-      }
+      const auto uses = uses_through_inlined(v, stage.name, [&](const std::string& n) -> std::optional<bool> {
+        for (size_t k = 0; k < v.stages.size(); k++)
+          if (v.stages[k].name == n) return funcs[k].decided ? std::optional<bool>(funcs[k].inlined) : std::nullopt;
+        return std::nullopt;
+      });
+      if (!uses || uses->stage != v.stages[static_cast<size_t>(c)].name)
+        throw Error(fmt::format("stage '{}': computed at '{}', which does not read it through inlined Funcs only",
+                                si.name, at.func));
+      const std::vector<Access>& chain = uses->accesses;
       std::vector<Access> accs;
       for (const Access& a : chain)
         if (a.definition == at.definition) accs.push_back(a);

@@ -1,6 +1,7 @@
 #pragma once
 // Statistics of repeated timings, shared by the Measurer, the RecordsDB and the tuner's
 // end-to-end comparison (the value-learning paper's noise measure: (max - min) / mean).
+#include <chrono>
 #include <vector>
 
 namespace ts {
@@ -14,5 +15,10 @@ struct TimeStats {
 
 // All zero for an empty list.
 TimeStats time_stats(const std::vector<double>& times);
+
+// Seconds from `t0` to now.
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 }  // namespace ts

@@ -203,4 +203,39 @@ std::vector<Access> compose_accesses(const std::vector<Access>& inner, const Sta
   return out;
 }
 
+std::optional<UsesInStage> uses_through_inlined(const PipelineView& view, const std::string& producer,
+                                                const std::function<std::optional<bool>(const std::string&)>& inlined) {
+  const Stage* ps = view.stage(producer);
+  if (!ps || ps->consumers.empty()) return std::nullopt;
+  std::vector<std::pair<std::string, std::vector<Access>>> pending;  // a stage reached, the accesses that reach it
+  auto follow = [&](const std::string& from, const std::vector<std::string>& to, const std::vector<Access>* inner,
+                    const Stage* via) {
+    for (const auto& c : to) {
+      const Edge* e = view.edge(from, c);
+      if (!e || e->accesses.empty()) return false;
+      pending.push_back({c, inner ? compose_accesses(*inner, *via, e->accesses) : e->accesses});
+    }
+    return true;
+  };
+  if (!follow(producer, ps->consumers, nullptr, nullptr)) return std::nullopt;
+  std::optional<UsesInStage> out;
+  for (int steps = 0; !pending.empty(); steps++) {
+    if (steps > 64) return std::nullopt;
+    auto [name, accesses] = std::move(pending.back());
+    pending.pop_back();
+    const std::optional<bool> in = inlined(name);
+    if (!in) return std::nullopt;
+    if (!*in) {
+      if (out && out->stage != name) return std::nullopt;
+      if (!out) out = UsesInStage{name, {}};
+      out->accesses.insert(out->accesses.end(), accesses.begin(), accesses.end());
+      continue;
+    }
+    const Stage* via = view.stage(name);
+    if (!via || via->definitions.size() != 1 || via->consumers.empty()) return std::nullopt;
+    if (!follow(name, via->consumers, &accesses, via)) return std::nullopt;
+  }
+  return out;
+}
+
 }  // namespace ts

@@ -10,6 +10,8 @@
 // (see schedule.h: the pure definition's args, an update's RVars then its pure args, innermost
 // first, unless `order` says otherwise).
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,5 +68,19 @@ std::vector<int64_t> access_region(const std::vector<Access>& accesses, const st
 // sites in its own consumer, over that consumer's definition loops), one access per pair of
 // sites. A dim stays affine when its index and the via indices it uses are affine.
 std::vector<Access> compose_accesses(const std::vector<Access>& inner, const Stage& via, const std::vector<Access>& outer);
+
+// Where a producer's uses end up when the stages reading it are inlined: the one stage that every
+// path of inlined stages (each with one definition) from `producer` reaches, and the producer's
+// accesses there, composed along every path, a diamond such as t -> sigmoid(t) -> t * sigmoid(t)
+// included. `inlined(stage)` says whether a stage is inlined, or nullopt when that is not known
+// yet. Nullopt when that is not known for a stage on the way, paths end in different stages, an
+// edge has no accesses, or there are more than 64 steps. Shared by the space's compute_at
+// candidates and the features, so both see the same placements.
+struct UsesInStage {
+  std::string stage;               // the stage the uses end up in (not inlined)
+  std::vector<Access> accesses;    // the producer's accesses over that stage's loops
+};
+std::optional<UsesInStage> uses_through_inlined(const PipelineView& view, const std::string& producer,
+                                                const std::function<std::optional<bool>(const std::string&)>& inlined);
 
 }  // namespace ts

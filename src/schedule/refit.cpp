@@ -131,6 +131,11 @@ std::string fit_entry(StageSchedule& e, const Stage& st, const std::vector<int64
   for (auto& t : e.tiling) {
     auto it = loops.find(t.loop);
     if (it == loops.end()) return fmt::format("stage {}: the target has no loop {}", e.name(), t.loop);
+    // Donor databases are anyone's files: a tiling the space never makes is refused, not fitted.
+    if (t.factors.empty() || t.factors.size() > 2 ||
+        std::any_of(t.factors.begin(), t.factors.end(), [](int64_t f) { return f < 1; }))
+      return fmt::format("stage {}: loop {} tiled by {} (one or two factors of at least 1 expected)", e.name(), t.loop,
+                         fmt::join(t.factors, "x"));
     fit_tiling(e, t, it->second, root, changes);
   }
   // An untiled loop vectorized with a guarded tail: at least one vector of the target's extent.
@@ -185,12 +190,12 @@ RefitResult refit(const Schedule& s, const ScheduleSpace& to, const std::vector<
         if (e.func == to.schedule_name(i)) entries.push_back(e);
       if (entries.empty()) continue;
       const Stage& st = *to.view().stage(to.decisions()[i]);
-      const StageSchedule* pure = nullptr;
+      bool compute_at = false;  // the pure definition is computed at a consumer's loop
       for (const auto& e : entries)
-        if (e.definition == 0) pure = &out.schedule.set(e);
+        if (e.definition == 0) compute_at = out.schedule.set(e).placement == Placement::ComputeAt;
       std::vector<int64_t> region;  // empty: the Func's estimates
-      const bool root = !pure || pure->placement != Placement::ComputeAt;
-      if (pure && pure->placement == Placement::ComputeAt) {
+      const bool root = !compute_at;
+      if (compute_at) {
         try {
           region = to.region(out.schedule, i);
         } catch (const Error&) {

@@ -274,28 +274,20 @@ std::vector<ScheduleSpace::Placement_> ScheduleSpace::placements(const Schedule&
   out.push_back({Placement::Root, {}, full});
 
   // compute_at: a single consumer, decided and not inlined, reading through affine accesses
-  // in one of its definitions; an inlined consumer with a single consumer of its own is looked
-  // through (its accesses composed), as Halide computes a Func at a loop of the stage its
-  // inlined uses end up in.
+  // in one of its definitions; inlined consumers are looked through (their accesses composed)
+  // to the one stage their uses end up in, as Halide computes a Func at a loop of that stage.
   if (st.consumers.size() != 1) return out;
-  std::string cname = st.consumers[0];
-  const Edge* e = view_.edge(order_[i], cname);
-  if (!e || e->accesses.empty()) return out;
-  std::vector<Access> accesses = e->accesses;
-  std::map<std::string, size_t>::const_iterator ci;
-  for (int hops = 0;; hops++) {
-    ci = index_of_.find(cname);
-    if (ci == index_of_.end() || ci->second >= i) return out;
-    const StageSchedule* c0 = partial.find(names_[ci->second], 0);
-    if (!c0) return out;
-    if (c0->placement != Placement::Inline) break;
-    const Stage& via = *view_.stage(cname);
-    if (hops > 16 || via.consumers.size() != 1 || via.definitions.size() != 1) return out;
-    const Edge* next = view_.edge(cname, via.consumers[0]);
-    if (!next || next->accesses.empty()) return out;
-    accesses = compose_accesses(accesses, via, next->accesses);
-    cname = via.consumers[0];
-  }
+  const auto uses = uses_through_inlined(view_, order_[i], [&](const std::string& n) -> std::optional<bool> {
+    auto it = index_of_.find(n);
+    if (it == index_of_.end() || it->second >= i) return std::nullopt;  // consumers are decided first
+    const StageSchedule* c0 = partial.find(names_[it->second], 0);
+    if (!c0) return std::nullopt;
+    return c0->placement == Placement::Inline;
+  });
+  if (!uses) return out;
+  const std::string& cname = uses->stage;
+  const std::vector<Access>& accesses = uses->accesses;
+  const auto ci = index_of_.find(cname);
   const int d = accesses[0].definition;
   for (const auto& a : accesses)
     if (a.definition != d) return out;
@@ -327,9 +319,14 @@ std::vector<ScheduleSpace::Placement_> ScheduleSpace::placements(const Schedule&
 ScheduleSpace::Placement_ ScheduleSpace::placement_of(const Schedule& partial, size_t i) const {
   const StageSchedule* s = partial.find(names_[i], 0);
   if (!s) throw Error(fmt::format("stage '{}' is undecided", names_[i]));
-  for (const auto& p : placements(partial, i))
+  std::string sites;  // the compute_at loops the space offers, for the message
+  for (const auto& p : placements(partial, i)) {
     if (p.placement == s->placement && (p.placement != Placement::ComputeAt || p.at == s->compute_at)) return p;
-  throw Error(fmt::format("stage '{}': its placement is not one of the space's candidates", names_[i]));
+    if (p.placement == Placement::ComputeAt) sites += fmt::format(" {}.{}", p.at.func, p.at.loop);
+  }
+  throw Error(fmt::format("stage '{}': its placement{} is not one of the space's candidates (compute_at sites:{})",
+                          names_[i], s->placement == Placement::ComputeAt ? " at " + s->compute_at.func + "." + s->compute_at.loop : "",
+                          sites.empty() ? " none" : sites));
 }
 
 std::vector<int64_t> ScheduleSpace::region(const Schedule& partial, size_t i) const { return placement_of(partial, i).region; }

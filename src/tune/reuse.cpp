@@ -9,9 +9,11 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "graph/error.h"
+#include "measure/time_stats.h"
 #include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
 #include "schedule/autoscheduler.h"
@@ -25,7 +27,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr const char* kReusePolicy = "reuse";
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // A tuned model of a donor database.
 struct Donor {
@@ -65,12 +66,18 @@ std::vector<ReuseClass> classes_of(const std::vector<Task>& tasks) {
   return out;
 }
 
+// W_Tc counts the donor's workloads of class c that tuning made faster than their default (every
+// tuned workload has a valid record: its default's).
 DonorScore score(const Donor& d, const std::vector<ReuseClass>& classes) {
   DonorScore s{d.model, d.db->path(), {}, 0, false};
+  const std::string def = default_schedule_recipe().hash();
+  std::map<std::string, int> tuned;  // class key -> such workloads
+  for (const auto& w : d.workloads) {
+    auto best = d.db->best(w.exact_key, 1);
+    if (!best.empty() && best[0].schedule_hash != def) tuned[w.class_key]++;
+  }
   for (const auto& c : classes) {
-    int n = 0;
-    for (const auto& w : d.workloads)
-      if (w.class_key == c.class_key && !d.db->best(w.exact_key, 1).empty()) n++;
+    const int n = tuned.count(c.class_key) ? tuned.at(c.class_key) : 0;
     if (n == 0) continue;
     s.per_class[c.label] = n;
     s.score += c.share * c.share * std::sqrt(static_cast<double>(n));
@@ -103,28 +110,39 @@ struct Candidate {
   Schedule schedule;
   std::string hash;
   double standalone_s = 0;  // valid median (0 when it failed or is not measured)
+  bool earlier = false;     // what the target ran before (an earlier tune or reuse), not re-fitted
 };
 
-// Re-fits the chosen donors' schedules of w's class to task t; counts what could not be carried.
+// Re-fits the chosen donors' schedules of w's class to task t (their `per_workload` fastest each);
+// counts what could not be carried. What the target runs already (`current`, from an earlier tune
+// or reuse) comes first, so that the full phase weighs the donors against it, not against nothing.
 std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>& donors,
-                                        const std::vector<DonorScore>& scores, int per_workload, ReuseWorkload& out) {
+                                        const std::vector<DonorScore>& scores, int per_workload,
+                                        const std::optional<Schedule>& current, ReuseWorkload& out) {
   const std::vector<Halide::Func> outputs = lower_workload(*t.w).outputs;
   std::vector<Candidate> cands;
   std::set<std::string> seen;
+  if (current) {
+    seen.insert(current->hash());
+    cands.push_back({*current, current->hash(), 0, true});
+  }
   for (const auto& d : donors) {
     const bool chosen = std::any_of(scores.begin(), scores.end(),
                                     [&](const DonorScore& s) { return s.chosen && s.model == d.model && s.db == d.db->path(); });
     if (!chosen) continue;
     for (const auto& w : d.workloads) {
       if (w.class_key != t.w->class_key) continue;
-      for (const Record& r : d.db->best(w.exact_key, static_cast<size_t>(per_workload))) {
+      int taken = 0;  // the donor's default is not a schedule to carry: one more is read in its place
+      for (const Record& r : d.db->best(w.exact_key, static_cast<size_t>(per_workload) + 1)) {
+        if (taken == per_workload) break;
         Schedule s;
         try {
           s = Schedule::from_json(r.schedule_json);
         } catch (const Error&) {
-          continue;  // import validated it; a newer format is not ours to read
+          continue;  // a newer format is not ours to read
         }
         if (s.autoscheduler && s.autoscheduler->name == kDefaultRecipeName) continue;  // the default is measured anyway
+        taken++;
         out.donor_schedules++;
         RefitResult fit = refit(s, *t.space, outputs);
         if (!fit.ok()) {
@@ -133,7 +151,7 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
           continue;
         }
         const std::string h = fit.schedule.hash();
-        if (seen.insert(h).second) cands.push_back({std::move(fit.schedule), h, 0});
+        if (seen.insert(h).second) cands.push_back({std::move(fit.schedule), h, 0, false});
       }
     }
   }
@@ -141,12 +159,17 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
 }
 
 // Measures the candidates not yet in `db` alone, records them, and reads every candidate's time.
-void measure_standalone(Task& t, std::vector<Candidate>& cands, RecordsDB& db, ReuseWorkload& out) {
+void measure_standalone(Task& t, std::vector<Candidate>& cands, RecordsDB& db, const std::atomic<bool>* stop,
+                        ReuseWorkload& out) {
   std::vector<Schedule> batch;
   for (const auto& c : cands)
     if (!db.has(t.w->exact_key, c.hash)) batch.push_back(c.schedule);
   if (!batch.empty()) {
     const auto results = t.measurer->measure_batch(batch);
+    if (stop && stop->load()) {  // its workers were interrupted too: not measurements
+      cands.clear();
+      return;
+    }
     std::vector<Record> records;
     for (size_t k = 0; k < batch.size(); k++)
       records.push_back(make_record(*t.w, batch[k], results[k], kReusePolicy, t.features.get()));
@@ -157,7 +180,7 @@ void measure_standalone(Task& t, std::vector<Candidate>& cands, RecordsDB& db, R
     if (r.valid() && (!best.count(r.schedule_hash) || r.median < best[r.schedule_hash])) best[r.schedule_hash] = r.median;
   for (auto& c : cands) {
     if (auto it = best.find(c.hash); it != best.end()) c.standalone_s = it->second;
-    if (c.standalone_s > 0) {
+    if (c.standalone_s > 0 && !c.earlier) {
       out.measured++;
       if (out.best_standalone_s == 0 || c.standalone_s < out.best_standalone_s) out.best_standalone_s = c.standalone_s;
     }
@@ -218,7 +241,17 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
   const int iters = std::max(1, opts.e2e_iters);
   const std::shared_ptr<CompiledModel> def = compile_model_with(g, {}, opts);
   std::shared_ptr<CompiledModel> best = chosen.empty() ? def : compile_model_with(g, chosen, opts);
-  std::vector<double> t = time_alternately({def.get(), best.get()}, inputs, iters);
+  // The default, the best so far and the trial, each model timed once per round when two are the same.
+  auto time_models = [&](const std::vector<CompiledModel*>& models) {
+    std::vector<CompiledModel*> distinct;
+    for (CompiledModel* m : models)
+      if (std::find(distinct.begin(), distinct.end(), m) == distinct.end()) distinct.push_back(m);
+    const std::vector<double> d = time_alternately(distinct, inputs, iters);
+    std::vector<double> out;
+    for (CompiledModel* m : models) out.push_back(d[static_cast<size_t>(std::find(distinct.begin(), distinct.end(), m) - distinct.begin())]);
+    return out;
+  };
+  std::vector<double> t = time_models({def.get(), best.get()});
   sum.default_latency_s = t[0];
   const bool kept0 = !chosen.empty() && t[1] < t[0];
   if (!kept0) {  // the standalone choices do not make the model faster: start from the default
@@ -227,7 +260,7 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
     best = def;
   }
   double best_s = kept0 ? t[1] : t[0];
-  sum.evaluations.push_back({0, since(t0), t[1], best_s, t[0], "", kept0});
+  sum.evaluations.push_back({0, seconds_since(t0), t[1], best_s, t[0], "", kept0});
   if (say) say("full", fmt::format("evaluation 0 (standalone choices): {:.3f} ms, default {:.3f} ms", t[1] * 1e3, t[0] * 1e3));
 
   // Per workload its alternatives to the choice, by standalone time, then the default; and its
@@ -257,7 +290,7 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
       if (alt < 0) trial.erase(tasks[i].w->exact_key);
       else trial[tasks[i].w->exact_key] = cands[i][static_cast<size_t>(alt)].schedule;
       const std::shared_ptr<CompiledModel> m = compile_model_with(g, trial, opts);
-      t = time_alternately({def.get(), best.get(), m.get()}, inputs, iters);
+      t = time_models({def.get(), best.get(), m.get()});
       const bool kept = t[2] < t[1];
       if (kept) {
         chosen = std::move(trial);
@@ -265,7 +298,7 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
         best = m;
       }
       best_s = std::min(t[1], t[2]);
-      sum.evaluations.push_back({++done, since(t0), t[2], best_s, t[0], tasks[i].w->name, kept});
+      sum.evaluations.push_back({++done, seconds_since(t0), t[2], best_s, t[0], tasks[i].w->name, kept});
       if (say)
         say("full", fmt::format("evaluation {}: {} {}: {:.3f} ms against {:.3f} ms ({}), default {:.3f} ms", done,
                                 tasks[i].w->name, alt < 0 ? "default" : cands[i][static_cast<size_t>(alt)].hash,
@@ -278,20 +311,16 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
 
 // Makes the full phase's choices what run and compile use (tune/tuner.h, confirm_schedule): each
 // chosen schedule is re-measured against the default, interleaved; where the default was kept
-// although a reuse record is the fastest alone, that decision is recorded as the default
-// re-measured against itself.
+// while run would use another schedule (a reuse record fastest alone, an earlier winner the full
+// phase weighed), that decision is recorded as the default re-measured against itself.
 void confirm_choices(std::vector<Task>& tasks, const std::vector<std::vector<Candidate>>& cands,
                      const std::vector<int>& choice, RecordsDB& db, const ReuseOptions& opts, ReuseSummary& sum,
                      const ReuseProgress& say) {
   for (size_t i = 0; i < tasks.size() && !(opts.stop && opts.stop->load()); i++) {
     if (cands[i].empty() || !tasks[i].summary.error.empty()) continue;
     Schedule winner = default_schedule_recipe();
-    if (choice[i] >= 0) {
-      winner = cands[i][static_cast<size_t>(choice[i])].schedule;
-    } else {
-      auto best = db.best(tasks[i].w->exact_key, 1);
-      if (best.empty() || best[0].policy != kReusePolicy) continue;  // nothing of reuse's would be used
-    }
+    if (choice[i] >= 0) winner = cands[i][static_cast<size_t>(choice[i])].schedule;
+    else if (!used_record(db, tasks[i].w->exact_key)) continue;  // the default runs already
     if (!confirm_schedule(tasks[i], db, winner, opts.confirm_rounds, opts.stop)) continue;
     auto c = latest_confirmation(db, tasks[i].w->exact_key);
     sum.workloads[i].confirmed = c && c->faster();
@@ -322,8 +351,16 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
   to.stop = opts.stop;
   std::vector<Task> tasks = make_tasks(part, db, kReusePolicy, to);
   sum.classes = classes_of(tasks);
-  for (const auto& d : donors) sum.donors.push_back(score(d, sum.classes));
+  for (const auto& d : donors) {
+    sum.donors.push_back(score(d, sum.classes));
+    if (sum.donors.back().score == 0 && d.model != sum.model)
+      spdlog::warn("{}: model {} has no tuned workload of a class {} holds (a database written before class keys "
+                   "became operation sequences matches nothing: tune that model again)",
+                   d.db->path(), d.model, sum.model);
+  }
   choose(sum.donors, opts.donor, sum.model);
+  std::vector<std::string> warnings;  // records of the target that no longer parse: not candidates
+  const std::map<std::string, Schedule> current = best_schedules(part, db, warnings);
 
   std::vector<std::vector<Candidate>> cands(tasks.size());
   for (size_t i = 0; i < tasks.size(); i++) {
@@ -337,8 +374,10 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
       if (c.class_key == t.w->class_key) rw.class_label = c.label;
     rw.error = t.summary.error;
     if (rw.error.empty() && !stopped()) {
-      cands[i] = refit_candidates(t, donors, sum.donors, opts.per_donor_workload, rw);
-      measure_standalone(t, cands[i], db, rw);
+      auto it = current.find(t.w->exact_key);
+      cands[i] = refit_candidates(t, donors, sum.donors, opts.per_donor_workload,
+                                  it == current.end() ? std::nullopt : std::optional<Schedule>(it->second), rw);
+      measure_standalone(t, cands[i], db, opts.stop, rw);
     }
     if (progress)
       progress("standalone", fmt::format("[{}/{}] {} (class {}): {} donor schedules, {} not carried, {} measured, best "
@@ -347,13 +386,13 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
                                          rw.measured, rw.best_standalone_s * 1e3, rw.default_s * 1e3));
     sum.workloads.push_back(std::move(rw));
   }
-  sum.standalone_seconds = since(t0);
+  sum.standalone_seconds = seconds_since(t0);
   if (!stopped()) {
     const std::vector<int> choice = full_phase(g, tasks, cands, opts, t0, sum, progress);
     confirm_choices(tasks, cands, choice, db, opts, sum, progress);
   }
   sum.stopped = stopped();
-  sum.seconds = since(t0);
+  sum.seconds = seconds_since(t0);
   return sum;
 }
 

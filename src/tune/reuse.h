@@ -8,11 +8,12 @@
 //     (count x default median, measured now).
 //  2. Donors. The records databases given know which workloads each tuned model holds
 //     (RecordsDB::model_workloads). A donor model T scores sum_c P_c^2 sqrt(|W_Tc|), W_Tc its
-//     workloads of class c that have a valid record (the paper's equation 1); `auto` takes the
-//     best, `all` pools every donor, or a model is named.
+//     workloads of class c that tuning made faster than their default (the paper's equation 1);
+//     `auto` takes the best, `all` pools every donor, or a model is named.
 //  3. Standalone phase. Per target workload, the best few schedules of every donor workload of
 //     its class are re-fitted to it (schedule/refit.h; what cannot be carried is counted) and
-//     measured alone like any candidate, recorded with policy "reuse".
+//     measured alone like any candidate, recorded with policy "reuse". What the workload runs
+//     already (an earlier winner in `db`) is a candidate too.
 //  4. Full phase. The model is compiled with each workload's fastest standalone schedule (where
 //     it beats the default) and timed against the default model: full evaluation 0 (kept only
 //     when faster). Then `full_evals` more evaluations, allocated to workloads by their share of
@@ -63,7 +64,7 @@ struct ReuseClass {
 struct DonorScore {
   std::string model;                    // the model's name in its database
   std::string db;                       // the database holding it
-  std::map<std::string, int> per_class; // class label -> its workloads of that class with a valid record
+  std::map<std::string, int> per_class; // class label -> its tuned workloads of that class (faster than their default)
   double score = 0;                     // sum over classes of P_c^2 sqrt(|W_Tc|)
   bool chosen = false;                  // its schedules are used
 };

@@ -23,7 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Re-measures the task's fastest record against the default (confirm_schedule), unless the
 // default is the fastest already. True when it re-measured.
@@ -161,7 +160,7 @@ int run_slot(Task& t, TaskRun& run, const Slot& slot, SearchPolicy& policy, Reco
   int measured = 0;
   while (!(opts.stop && opts.stop->load())) {
     if (slot.trials > 0 && measured >= slot.trials) break;
-    if (slot.trials <= 0 && since(slot_t0) + run.batch_s >= slot.seconds && measured > 0) break;
+    if (slot.trials <= 0 && seconds_since(slot_t0) + run.batch_s >= slot.seconds && measured > 0) break;
     size_t n = batch;
     if (slot.trials > 0) n = std::min<size_t>(n, static_cast<size_t>(slot.trials - measured));
     const auto batch_t0 = Clock::now();
@@ -183,7 +182,7 @@ int run_slot(Task& t, TaskRun& run, const Slot& slot, SearchPolicy& policy, Reco
     measured += static_cast<int>(proposals.size());
     t.trials += static_cast<int>(proposals.size());
     t.summary.measured_now += static_cast<int>(proposals.size());
-    run.batch_s = since(batch_t0);
+    run.batch_s = seconds_since(batch_t0);
     report();
   }
   return measured;
@@ -381,24 +380,24 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   so.slot_trials = opts.slot_trials > 0 ? opts.slot_trials : static_cast<int>(batch);
   so.slot_seconds = opts.slot_seconds;
   if (opts.trials <= 0 && so.slot_seconds <= 0)
-    so.slot_seconds = std::max(2.0, (opts.seconds - since(t0) - e2e_reserve) / (10.0 * std::max<size_t>(1, active)));
+    so.slot_seconds = std::max(2.0, (opts.seconds - seconds_since(t0) - e2e_reserve) / (10.0 * std::max<size_t>(1, active)));
   so.peak_flops = estimated_peak_flops();
   so.seed = opts.seed;
   std::unique_ptr<TaskScheduler> scheduler = make_task_scheduler(opts.scheduler, so);
 
-  sum.curve.push_back({since(t0), model_latency(tasks)});
+  sum.curve.push_back({seconds_since(t0), model_latency(tasks)});
   while (!stopped()) {
     BudgetLeft left;
     if (opts.trials > 0) {
       left.trials = trials_left;
       if (left.trials <= 0) break;
     } else {
-      left.seconds = opts.seconds - since(t0) - e2e_reserve - confirm_reserve(tasks, opts);
+      left.seconds = opts.seconds - seconds_since(t0) - e2e_reserve - confirm_reserve(tasks, opts);
       if (left.seconds <= 0) break;
     }
     const auto pick_t0 = Clock::now();
     std::optional<Slot> slot = scheduler->next(tasks, left);
-    sum.scheduler_seconds += since(pick_t0);
+    sum.scheduler_seconds += seconds_since(pick_t0);
     if (!slot) break;
     Task& t = tasks[slot->task];
     auto report = [&] {
@@ -411,7 +410,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
       p.target = opts.trials;
       p.best_s = t.best_s;
       p.default_s = t.default_s;
-      const double elapsed = since(t0);
+      const double elapsed = seconds_since(t0);
       const double per_trial = sum.measured_now > 0 ? elapsed / sum.measured_now : 1.0;
       p.eta_s = opts.trials > 0 ? per_trial * trials_left : std::max(0.0, opts.seconds - elapsed);
       progress(p);
@@ -422,19 +421,19 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
     sum.measured_now += measured;
     trials_left -= measured;
     t.summary.slots++;
-    t.summary.seconds += since(slot_t0);
+    t.summary.seconds += seconds_since(slot_t0);
     if (measured == 0) t.finished = true;  // nothing more will come of it
     t.curve.push_back({t.summary.measured_now, t.best_s});
-    sum.curve.push_back({since(t0), model_latency(tasks)});
+    sum.curve.push_back({seconds_since(t0), model_latency(tasks)});
     const auto observe_t0 = Clock::now();
     scheduler->observe(tasks, *slot);
-    sum.scheduler_seconds += since(observe_t0);
+    sum.scheduler_seconds += seconds_since(observe_t0);
   }
   for (Task& t : tasks) {
     if (!stopped()) confirm_winner(t, db, def, opts.confirm_rounds, opts.stop);
     t.measurer.reset();  // its reference outputs are no longer needed
   }
-  sum.seconds = since(t0);
+  sum.seconds = seconds_since(t0);
   sum.stopped = stopped();
   summarize_tasks(tasks, db, policy, def, sum);
   if (opts.e2e_iters > 0 && !sum.stopped) measure_end_to_end(g, part, db, opts, sum);
@@ -459,25 +458,29 @@ std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string&
   return out;
 }
 
+std::optional<Record> used_record(const RecordsDB& db, const std::string& exact_key) {
+  std::optional<Record> used;
+  if (auto c = latest_confirmation(db, exact_key)) {
+    if (c->faster()) used = c->candidate;
+  } else if (auto best = db.best(exact_key, 1); !best.empty()) {
+    used = best[0];
+  }
+  // The default's record: the workload runs the default code, and is not counted as tuned.
+  if (used && used->schedule_hash == default_schedule_recipe().hash()) used.reset();
+  return used;
+}
+
 std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings) {
   std::map<std::string, Schedule> out;
   int64_t foreign = 0;
   for (const auto& w : part.workloads) {
     if (!db.allows_foreign()) foreign += db.foreign_count(w.exact_key);
-    std::vector<Record> best;
-    if (auto c = latest_confirmation(db, w.exact_key)) {
-      if (c->faster()) best.push_back(c->candidate);
-    } else {
-      best = db.best(w.exact_key, 1);
-    }
-    if (best.empty()) continue;
+    const std::optional<Record> used = used_record(db, w.exact_key);
+    if (!used) continue;
     try {
-      Schedule s = Schedule::from_json(best[0].schedule_json);
-      // The default's record: the workload runs the default code, and is not counted as tuned.
-      if (s.autoscheduler && s.autoscheduler->name == kDefaultRecipeName) continue;
-      out.emplace(w.exact_key, std::move(s));
+      out.emplace(w.exact_key, Schedule::from_json(used->schedule_json));
     } catch (const Error& e) {
-      warnings.push_back(fmt::format("{}: record {} of workload {} ({}): {}", db.path(), best[0].id, w.key_hash(), w.name,
+      warnings.push_back(fmt::format("{}: record {} of workload {} ({}): {}", db.path(), used->id, w.key_hash(), w.name,
                                      e.what()));
     }
   }

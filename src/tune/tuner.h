@@ -144,4 +144,6 @@ bool confirm_schedule(Task& t, RecordsDB& db, const Schedule& winner, int rounds
 // record. The default's own record is not a tuned schedule. Records whose schedule no longer
 // parses are skipped with a warning; so are other machines' (counted in a warning).
 std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings);
+// The record whose schedule best_schedules picks for one workload; nothing when it runs the default.
+std::optional<Record> used_record(const RecordsDB& db, const std::string& exact_key);
 }  // namespace ts

@@ -242,14 +242,20 @@ TEST(Features, PartialSchedulesZeroUndecidedAndKeepDecidedStages) {
   EXPECT_GT(compared, 100);
 }
 
-TEST(Features, RandomSchedulesOfResNet18HaveAFixedFiniteDeterministicLayout) {
-  const auto ws = test::zoo_workloads("resnet18.onnx");
+TEST(Features, RandomSchedulesOfResNet18AndEfficientNetHaveAFixedFiniteDeterministicLayout) {
+  std::vector<Workload> ws = test::zoo_workloads("resnet18.onnx");
   ASSERT_GE(ws.size(), 4u);
+  ws.resize(4);
+  // SiLU gates: the accumulator reaches the output through an inlined diamond (t, sigmoid(t),
+  // t * sigmoid(t)); its compute_at region is composed along both paths.
+  for (const auto& w : test::zoo_workloads("efficientnet_b0.onnx"))
+    if (w.name == "Conv+Sigmoid+Mul" && ws.size() < 6) ws.push_back(w);
+  ASSERT_EQ(ws.size(), 6u);
   SpaceOptions so;
   so.vector_bytes = 32;
   const size_t nflat = flat_feature_names().size(), nstage = stage_feature_names().size();
   int compute_at = 0;
-  for (size_t w = 0; w < 4; w++) {
+  for (size_t w = 0; w < ws.size(); w++) {
     LoweredWorkload lw = lower_workload(ws[w]);
     ScheduleSpace space(build_pipeline_view(lw.outputs), space_options_for(ws[w], so));
     FeatureExtractor fx(space);

@@ -183,7 +183,9 @@ TEST(Sketch, DepthwiseChannelVectorsStoreThePaddedInputChannelsInnermostAndCompu
 
 TEST(Sketch, EveryDrawAndMutationIsAValidDecodablePointOfTheSpace) {
   int matched = 0, total = 0, draws = 0, channel_draws = 0;
-  for (const char* file : {"resnet18.onnx", "mobilenet_v2.onnx", "transformer.onnx"}) {
+  // EfficientNet: SiLU gates inline a diamond (t, sigmoid(t), t * sigmoid(t)) between the
+  // accumulator and the output, which compute_at looks through.
+  for (const char* file : {"resnet18.onnx", "mobilenet_v2.onnx", "transformer.onnx", "efficientnet_b0.onnx"}) {
     for (const auto& w : test::zoo_workloads(file)) {
       total++;
       LoweredWorkload lw = lower_workload(w);
