@@ -36,7 +36,7 @@ import torchvision
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPSET = 13
-GRAPH_ONLY_LIMIT = 100 * 1024          # bytes; graph-only files must stay below this
+GRAPH_ONLY_LIMIT = 200 * 1024          # bytes; graph-only files must stay below this
 SMALL_INT_LIMIT = 16                   # integer initializers up to this many elements are kept
 BIG_CONSTANT_LIMIT = 16                # float Constant nodes above this many elements become weights
 WEIGHTS_KEY = "tensorsched.weights"
