@@ -49,6 +49,22 @@ std::string tuned_donor(const std::string& name, int64_t c, int64_t hw) {
   o.e2e_iters = 0;
   o.confirm_rounds = 0;
   tune_model(test::import_model(conv_net(name, c, hw)), db, policy, o);
+  // Three random trials on a model this small beat the default only by luck, and a donor scores
+  // only the workloads its tuning improved. Where no trial won, the fastest valid trial is
+  // recorded again as 10% faster than the default: the donor's history, made deterministic (reuse
+  // re-measures every schedule it takes, so these times never reach a result).
+  const std::string def = default_schedule_recipe().hash();
+  for (const auto& w : db.workloads()) {
+    const auto best = db.best(w.exact_key, 8);
+    if (best.empty() || best[0].schedule_hash != def) continue;
+    auto trial = std::find_if(best.begin(), best.end(), [&](const Record& r) { return r.schedule_hash != def; });
+    if (trial == best.end()) continue;
+    Record faster = *trial;
+    faster.id = 0;
+    faster.timestamp_us = 0;
+    faster.times.assign(trial->times.size(), best[0].median * 0.9);
+    db.add(faster);
+  }
   return path;
 }
 
