@@ -72,6 +72,16 @@ int terminal_columns() {
   return ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 20 ? w.ws_col : 100;
 }
 
+// Standalone measurements as the arguments ask (shared by search and reuse).
+MeasureOptions measure_options(const TuneArgs& a) {
+  MeasureOptions m;
+  m.repeats = a.repeats;
+  m.compile_jobs = a.jobs;
+  m.threads = a.threads;
+  m.cache_root = a.cache_dir;
+  return m;
+}
+
 // `tune --reuse-from`: the donors' schedules re-fitted, measured alone, then in the whole model
 // (tune/reuse.h).
 int reuse_command(const TuneArgs& a) {
@@ -84,10 +94,7 @@ int reuse_command(const TuneArgs& a) {
   o.full_evals = a.full_evals;
   o.e2e_iters = a.e2e_iters;
   o.e2e_threads = a.threads;
-  o.measure.repeats = a.repeats;
-  o.measure.compile_jobs = a.jobs;
-  o.measure.threads = a.threads;
-  o.measure.cache_root = a.cache_dir;
+  o.measure = measure_options(a);
   o.stop = &g_stop;
   install_sigint_handler();
   auto progress = [&](const std::string& phase, const std::string& line) {
@@ -143,11 +150,8 @@ int tune_command(const TuneArgs& a) {
   o.trials = a.trials;
   o.seconds = a.seconds;
   o.seed = a.seed;
-  o.measure.repeats = a.repeats;
-  o.measure.compile_jobs = a.jobs;
-  o.measure.threads = a.threads;
+  o.measure = measure_options(a);
   o.e2e_threads = a.threads;
-  o.measure.cache_root = a.cache_dir;
   o.e2e_iters = a.e2e_iters;
   o.scheduler = a.scheduler;
   o.slot_seconds = a.slot;
