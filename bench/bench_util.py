@@ -17,6 +17,18 @@ FMA_PEAK_SRC = os.path.join(REPO, "bench", "fma_peak.cpp")
 FMA_PEAK_BIN = os.path.join(REPO, "build", "fma_peak")
 
 
+
+def repo_relative(value):
+    """`value` (nested dicts, lists, strings) with paths inside the repository made relative to
+    it, so that results committed to docs/ name no folder of the machine that measured them."""
+    if isinstance(value, str):
+        return os.path.relpath(value, REPO) if value.startswith(REPO + os.sep) else value
+    if isinstance(value, dict):
+        return {k: repo_relative(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [repo_relative(v) for v in value]
+    return value
+
 def torch_median_ms(fn, x, iters):
     """Median milliseconds of fn(x) over iters runs, after 3 warm-up runs (lazy initialization)."""
     with torch.no_grad():

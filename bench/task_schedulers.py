@@ -36,6 +36,9 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import repo_relative  # noqa: E402
+
 
 def tune(binary, model, scheduler, seed, seconds, policy):
     with tempfile.TemporaryDirectory(prefix="ts_sched_") as tmp:
@@ -219,9 +222,9 @@ def save(runs, schedulers, args, json_path):
     rows = analyse(runs, schedulers)
     os.makedirs(args.out, exist_ok=True)
     with open(json_path, "w") as f:
-        json.dump({"args": vars(args), "rows": rows,
-                   "runs": {f"{m}/{k}/{s}": r for (m, k), d in sorted(runs.items()) for s, r in d.items()}}, f,
-                  indent=1)
+        json.dump(repo_relative({"args": vars(args), "rows": rows,
+                                "runs": {f"{m}/{k}/{s}": r for (m, k), d in sorted(runs.items()) for s, r in d.items()}}),
+                  f, indent=1)
     md = markdown(rows, args, args.time)
     with open(os.path.join(args.out, args.stem + ".md"), "w") as f:
         f.write(md)

@@ -24,11 +24,14 @@ Run nothing else meanwhile: 2 shared cores are noisy.
 import argparse
 import json
 import os
-import shutil
 import subprocess
+import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import repo_relative  # noqa: E402
 PAPER_MODELS = ("resnet18,resnet50,alexnet,vgg16,mobilenet_v2,efficientnet_b0,efficientnet_b4,googlenet,"
                 "mnasnet1_0")
 CHECKPOINTS = (0, 5, 10, 20)
@@ -168,7 +171,7 @@ def save(results, args):
     os.makedirs(args.out, exist_ok=True)
     stem = os.path.join(args.out, args.stem)
     with open(stem + ".json", "w") as f:
-        json.dump({"args": vars(args), "results": results}, f, indent=1)
+        json.dump(repo_relative({"args": vars(args), "results": results}), f, indent=1)
     md = markdown(rows_of(results, args.scratch_list), args)
     with open(stem + ".md", "w") as f:
         f.write(md)
