@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "graph/const_eval.h"
@@ -146,6 +148,66 @@ int pretranspose_gemm_weights(Graph& g) {
   return done;
 }
 
+namespace {
+
+// The axes a ReduceMean reduces, normalized to [0, rank); nullopt when they are not constant.
+std::optional<std::vector<int64_t>> reduce_axes(const Graph& g, const Node& n, int64_t rank) {
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (n.inputs.size() > 1 && !n.inputs[1].empty()) {  // opset 18: axes is an input
+    const TensorInfo& a = g.tensor(n.inputs[1]);
+    if (!a.value) return std::nullopt;
+    axes = a.value->to_i64_vector();
+  }
+  for (auto& a : axes) a = a < 0 ? a + rank : a;
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+}  // namespace
+
+int reduce_mean_to_global_pool(Graph& g) {
+  int done = 0;
+  std::vector<Node> out;
+  for (Node& n : g.nodes) {
+    const bool candidate = n.op == "ReduceMean" && n.inputs.size() >= 1 && n.outputs.size() == 1 && !n.inputs[0].empty();
+    const TensorInfo* x = candidate ? &g.tensor(n.inputs[0]) : nullptr;
+    const int64_t rank = x ? static_cast<int64_t>(x->shape.size()) : 0;
+    std::vector<int64_t> spatial;
+    for (int64_t a = 2; a < rank; a++) spatial.push_back(a);
+    const auto axes = x && x->dtype == DType::Float32 && rank >= 3 && rank <= 5 ? reduce_axes(g, n, rank) : std::nullopt;
+    if (!axes || *axes != spatial) {
+      out.push_back(std::move(n));
+      continue;
+    }
+    const bool keep = n.attr_int("keepdims", 1) != 0;
+    Node pool;
+    pool.name = n.name;
+    pool.op = "GlobalAveragePool";
+    pool.inputs = {n.inputs[0]};
+    pool.outputs = n.outputs;
+    if (!keep) {
+      Shape pooled = x->shape;
+      for (int64_t a = 2; a < rank; a++) pooled[a] = 1;
+      const std::string t = n.outputs[0] + "::pooled";
+      g.tensors[t] = TensorInfo{t, DType::Float32, pooled, std::nullopt, Layout{}};
+      pool.outputs = {t};
+      Node flat;
+      flat.name = n.name + "::flatten";
+      flat.op = "Flatten";
+      flat.attrs["axis"] = Attribute{int64_t{1}};
+      flat.inputs = {t};
+      flat.outputs = n.outputs;
+      out.push_back(std::move(pool));
+      out.push_back(std::move(flat));
+    } else {
+      out.push_back(std::move(pool));
+    }
+    done++;
+  }
+  g.nodes = std::move(out);
+  return done;
+}
+
 int remove_dead_nodes(Graph& g) {
   std::set<std::string> live(g.outputs.begin(), g.outputs.end());
   std::vector<bool> keep(g.nodes.size(), false);
@@ -169,6 +231,7 @@ void run_default_passes(Graph& g) {
   remove_identity_ops(g);
   fold_batchnorm_into_conv(g);
   pretranspose_gemm_weights(g);
+  reduce_mean_to_global_pool(g);
   remove_dead_nodes(g);
 }
 

@@ -15,6 +15,11 @@ int fold_batchnorm_into_conv(Graph& g);
 // and transB cleared, so the product reads B's rows along the output columns (dense vectors)
 // instead of gathering a column per vector. Returns the Gemms rewritten.
 int pretranspose_gemm_weights(Graph& g);
+// ReduceMean over every spatial axis of a float [N, C, spatial...] tensor (x.mean([2, 3]) in
+// PyTorch: MNASNet, ShuffleNetV2) becomes GlobalAveragePool, followed by Flatten when keepdims is
+// 0: the same sums, but a pool reads channel-blocked tensors, so the conv before it can write a
+// blocked layout (a plain 1x1 conv over 7x7 pixels ran at a tenth of peak). Returns rewrites.
+int reduce_mean_to_global_pool(Graph& g);
 // Removes nodes whose outputs nothing reads; returns nodes removed.
 int remove_dead_nodes(Graph& g);
 

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include "graph/layout_plan.h"
 #include "graph/onnx_import.h"
 #include "lower/lower.h"
 #include "runtime/graph_runner.h"
@@ -78,6 +81,49 @@ TEST(Passes, PretransposesGemmWeightsOfMatrixProductsOnly) {
   EXPECT_TRUE(cmp.ok) << cmp.message;
   Graph vector_product = model(1, "gemm1.onnx");  // keeps transB: its lowering reads rows of B along k
   EXPECT_EQ(pretranspose_gemm_weights(vector_product), 0);
+}
+
+// x.mean([2, 3]) after a conv (MNASNet, ShuffleNetV2): a pool, so the conv writes a blocked layout.
+std::string conv_mean_model(const std::vector<int64_t>& axes, int64_t keepdims, const std::string& file) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 8, 5, 7})
+      .initializer("w", test::rand_f32({32, 8, 1, 1}, 1))
+      .node("Conv", {"x", "w"}, {"c"})
+      .node("Relu", {"c"}, {"r"})
+      .node("ReduceMean", {"r"}, {"y"}, {{"axes", axes}, {"keepdims", keepdims}})
+      .output("y");
+  return b.save(file);
+}
+
+TEST(Passes, ReduceMeanOverSpatialAxesBecomesAGlobalPool) {
+  struct Case {
+    std::vector<int64_t> axes;
+    int64_t keepdims;
+    int rewrites;
+    std::vector<std::string> ops;
+  };
+  const std::vector<Case> cases = {{{2, 3}, 0, 1, {"Conv", "Relu", "GlobalAveragePool", "Flatten"}},
+                                   {{-1, -2}, 1, 1, {"Conv", "Relu", "GlobalAveragePool"}},
+                                   {{1}, 0, 0, {"Conv", "Relu", "ReduceMean"}},
+                                   {{3}, 1, 0, {"Conv", "Relu", "ReduceMean"}}};
+  for (size_t k = 0; k < cases.size(); k++) {
+    const Case& c = cases[k];
+    Graph before = import_raw(conv_mean_model(c.axes, c.keepdims, fmt::format("conv_mean{}.onnx", k)));
+    Graph after = before;
+    EXPECT_EQ(reduce_mean_to_global_pool(after), c.rewrites) << k;
+    EXPECT_EQ(reduce_mean_to_global_pool(after), 0) << k;  // idempotent
+    std::vector<std::string> ops;
+    for (const auto& n : after.nodes) ops.push_back(n.op);
+    EXPECT_EQ(ops, c.ops) << k;
+    EXPECT_EQ(after.tensor("y").shape, before.tensor("y").shape) << k;
+    std::map<std::string, Tensor> in = {{"x", test::rand_f32({1, 8, 5, 7}, 9)}};
+    auto cmp = compare_tensors(GraphRunner(after).run(in)[0], GraphRunner(before).run(in)[0], 1e-5, 1e-5);
+    EXPECT_TRUE(cmp.ok) << k << ": " << cmp.message;
+    if (c.rewrites == 1) {
+      plan_layouts(after, 16);
+      EXPECT_TRUE(after.tensor("r").layout.blocked()) << k << ": the conv's output feeds a pool now";
+    }
+  }
 }
 
 TEST(Passes, RemovesDropoutAndDeadNodes) {
