@@ -232,6 +232,46 @@ int64_t node_flops(const Graph& g, const Node& n) {
   return 0;  // data movement only
 }
 
+namespace {
+
+// Ops that only move elements (no arithmetic): a chain of them fuses into one copy, so
+// ShuffleNet's channel shuffle (Concat, Reshape, Transpose, Reshape) is one pass over memory,
+// not four steps (each a launch and a copy).
+bool is_data_movement(const std::string& op) {
+  static const std::set<std::string> s = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Slice"};
+  return s.count(op) > 0;
+}
+
+// Extends `group` (headed by node i) along the single-consumer chain of nodes `joins` accepts
+// (node, the tensor it reads from the chain), and gates x * f(x) when `gates` (SiLU: Sigmoid
+// and Mul both read x). Stops at graph outputs and at kMaxFusedNodes.
+template <typename Joins>
+void follow_chain(const Graph& g, size_t i, bool gates, std::vector<size_t>& group, std::vector<bool>& taken,
+                  const std::set<std::string>& graph_outputs, Joins joins) {
+  size_t cur = i;
+  while (g.nodes[cur].outputs.size() == 1 && group.size() < kMaxFusedNodes) {
+    const std::string& t = g.nodes[cur].outputs[0];
+    auto cons = g.consumers(t);
+    if (graph_outputs.count(t)) break;
+    if (const auto gate = gates ? gate_of(g, t, cons, taken) : std::nullopt; gate) {
+      if (group.size() + 2 > kMaxFusedNodes) break;
+      group.push_back(gate->first);
+      group.push_back(gate->second);
+      taken[gate->first] = taken[gate->second] = true;
+      cur = gate->second;
+      continue;
+    }
+    if (cons.size() != 1) break;
+    const size_t j = cons[0];
+    if (taken[j] || g.nodes[j].outputs.size() != 1 || !joins(g.nodes[j], t)) break;
+    group.push_back(j);
+    taken[j] = true;
+    cur = j;
+  }
+}
+
+}  // namespace
+
 Partition partition_graph(const Graph& g) {
   Partition p;
   std::vector<bool> taken(g.nodes.size(), false);
@@ -243,31 +283,13 @@ Partition partition_graph(const Graph& g) {
     taken[i] = true;
     const Node& head = g.nodes[i];
     if (is_anchor(head.op) || is_fusable_elementwise(head.op)) {
-      // Follow the single-consumer chain of same-shaped elementwise ops, and gates x * f(x)
-      // (SiLU: Sigmoid and Mul both read x).
-      size_t cur = i;
-      while (g.nodes[cur].outputs.size() == 1 && group.size() < kMaxFusedNodes) {
-        const std::string& t = g.nodes[cur].outputs[0];
-        auto cons = g.consumers(t);
-        if (graph_outputs.count(t)) break;
-        if (const auto gate = gate_of(g, t, cons, taken); gate) {
-          if (group.size() + 2 > kMaxFusedNodes) break;
-          group.push_back(gate->first);
-          group.push_back(gate->second);
-          taken[gate->first] = taken[gate->second] = true;
-          cur = gate->second;
-          continue;
-        }
-        if (cons.size() != 1) break;
-        size_t j = cons[0];
-        const Node& next = g.nodes[j];
-        if (taken[j] || !is_fusable_elementwise(next.op) || next.outputs.size() != 1 ||
-            g.tensor(next.outputs[0]).shape != g.tensor(t).shape)
-          break;
-        group.push_back(j);
-        taken[j] = true;
-        cur = j;
-      }
+      // Same-shaped elementwise ops after an anchor or an elementwise op.
+      follow_chain(g, i, true, group, taken, graph_outputs, [&](const Node& next, const std::string& t) {
+        return is_fusable_elementwise(next.op) && g.tensor(next.outputs[0]).shape == g.tensor(t).shape;
+      });
+    } else if (is_data_movement(head.op) && head.outputs.size() == 1) {
+      follow_chain(g, i, false, group, taken, graph_outputs,
+                   [&](const Node& next, const std::string&) { return is_data_movement(next.op); });
     }
     groups.push_back(group);
   }

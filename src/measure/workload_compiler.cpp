@@ -178,6 +178,30 @@ std::string CodeCache::ensure_runtime() const {
   return so;
 }
 
+namespace {
+
+// Every buffer a workload is called with is dense, with the workload's fixed (storage) shape
+// (WorkloadCall, CompiledModel and the C API allocate them so): telling Halide makes every
+// stride a constant, so addresses fold into immediate offsets and no register holds a stride
+// (MobileNetV2 7.3 -> 6.7 ms, EfficientNet-B0 13.7 -> 10.4 ms on one thread). Inputs also get
+// their bounds; outputs only their strides: with an output's extent fixed too, Halide 14 gave
+// wrong values for an Adams2019 schedule of a conv (tests/schedule/autoscheduler_test.cpp).
+// A caller passing anything else gets Halide's constraint error, never wrong results.
+template <typename DimOf>
+void constrain_dense(const Shape& storage, bool bounds, DimOf dim_of) {
+  if (num_elements(storage) == 0) return;  // an empty tensor's strides are whatever its allocator chose
+  const int rank = static_cast<int>(storage.size());
+  int64_t stride = 1;
+  for (int k = 0; k < rank; k++) {
+    const int64_t extent = storage[rank - 1 - k];
+    if (bounds) dim_of(k).set_bounds(0, static_cast<int>(extent));
+    dim_of(k).set_stride(static_cast<int>(stride));
+    stride *= extent;
+  }
+}
+
+}  // namespace
+
 LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>& layouts) {
   LoweredWorkload lw;
   std::map<std::string, LTensor> bound;
@@ -199,6 +223,7 @@ LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>
     const int rank = static_cast<int>(shape.size());
     Halide::ImageParam p(halide_type(info.dtype), rank, name);
     for (int k = 0; k < rank; k++) p.dim(k).set_estimate(0, static_cast<int>(shape[rank - 1 - k]));
+    constrain_dense(shape, true, [&](int k) { return p.dim(k); });
     lw.params.push_back(p);
     lw.args.push_back(p);
     if (info.layout.blocked()) {
@@ -222,6 +247,11 @@ LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>
     lw.outputs.push_back(define_tensor("output_" + o, t.shape, t.dtype, [&](const std::vector<Halide::Expr>& i) {
       return t.at(i);
     }, w.graph.tensor(o).layout).func);
+  }
+  for (size_t k = 0; k < lw.outputs.size(); k++) {
+    const auto& info = w.graph.tensor(w.graph.outputs[k]);
+    Halide::Func f = lw.outputs[k];
+    constrain_dense(storage_shape(info.layout, info.shape), false, [&](int d) { return f.output_buffer().dim(d); });
   }
   lw.pipeline = Halide::Pipeline(lw.outputs);
   return lw;

@@ -132,7 +132,10 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
     if (!chosen) continue;
     for (const auto& w : d.workloads) {
       if (w.class_key != t.w->class_key) continue;
-      int taken = 0;  // the donor's default is not a schedule to carry: one more is read in its place
+      // Only what tuning earned is carried: records faster than the donor workload's own default
+      // (best() is fastest first, so its default ends the list). Random trials that never beat
+      // their default made up most of what an earlier version carried, and cost minutes.
+      int taken = 0;
       for (const Record& r : d.db->best(w.exact_key, static_cast<size_t>(per_workload) + 1)) {
         if (taken == per_workload) break;
         Schedule s;
@@ -141,7 +144,7 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
         } catch (const Error&) {
           continue;  // a newer format is not ours to read
         }
-        if (s.autoscheduler && s.autoscheduler->name == kDefaultRecipeName) continue;  // the default is measured anyway
+        if (s.autoscheduler && s.autoscheduler->name == kDefaultRecipeName) break;
         taken++;
         out.donor_schedules++;
         RefitResult fit = refit(s, *t.space, outputs);

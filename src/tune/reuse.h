@@ -11,7 +11,7 @@
 //     workloads of class c that tuning made faster than their default (the paper's equation 1);
 //     `auto` takes the best, `all` pools every donor, or a model is named.
 //  3. Standalone phase. Per target workload, the best few schedules of every donor workload of
-//     its class are re-fitted to it (schedule/refit.h; what cannot be carried is counted) and
+//     its class that beat that donor workload's default (what its tuning earned) are re-fitted to it (schedule/refit.h; what cannot be carried is counted) and
 //     measured alone like any candidate, recorded with policy "reuse". What the workload runs
 //     already (an earlier winner in `db`) is a candidate too.
 //  4. Full phase. The model is compiled with each workload's fastest standalone schedule (where
@@ -43,7 +43,7 @@ struct ReuseOptions {
   std::vector<std::string> donor_dbs;   // records databases of earlier models (read only)
   std::string donor = "auto";           // a donor model's name, "auto" (the best score) or "all"
   int full_evals = 10;                  // full-model evaluations after the standalone phase
-  int per_donor_workload = 3;           // fastest schedules taken from each donor workload of a class
+  int per_donor_workload = 3;           // fastest schedules taken from each donor workload of a class (only those faster than its default)
   int e2e_iters = 10;                   // timed runs of the model per full evaluation (median)
   int e2e_threads = 0;                  // Halide threads for them (0 = default)
   int confirm_rounds = 3;               // re-measurement rounds of each choice against the default (0 = none)

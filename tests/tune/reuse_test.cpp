@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "search/random_search.h"
 #include "support/onnx_builder.h"
@@ -107,6 +108,24 @@ TEST(Reuse, CarriesADonorsSchedulesToAModelOfOtherSizes) {
     measured += w.measured;
   }
   EXPECT_GT(measured, 0);
+  {
+    // Only what the donor's tuning earned is carried: its records faster than its workload's default.
+    RecordsDB d(donor, RecordsDB::Open::MustExist);
+    const std::string def = default_schedule_recipe().hash();
+    std::map<std::string, int> earned;  // class key -> carriable records over the donor's workloads
+    for (const auto& w : d.workloads()) {
+      const auto best = d.best(w.exact_key, 100);
+      int faster = 0;
+      for (const auto& r : best) {
+        if (r.schedule_hash == def) break;
+        faster++;
+      }
+      earned[w.class_key] += std::min(faster, quick({}, 0).per_donor_workload);
+    }
+    const Partition part = partition_graph(target);
+    for (size_t i = 0; i < s.workloads.size(); i++)
+      EXPECT_LE(s.workloads[i].donor_schedules, earned[part.workloads[i].class_key]) << s.workloads[i].name;
+  }
   int reuse_records = 0;
   for (const auto& w : db.workloads())
     for (const auto& r : db.records(w.exact_key)) reuse_records += r.policy == "reuse";
