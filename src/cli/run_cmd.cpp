@@ -7,6 +7,8 @@
 #include <cmath>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,8 @@
 #include "measure/time_stats.h"
 #include "runtime/compiled_model.h"
 #include "runtime/conformance.h"
+#include "measure/workload_compiler.h"
+#include "schedule/default_schedule.h"
 #include "runtime/graph_runner.h"
 #include "schedule/schedule.h"
 #include "tune/records_db.h"
@@ -222,9 +226,23 @@ void add_run_commands(CLI::App& app) {
   auto* sub = app.add_subcommand("workloads", "List the workloads a model is partitioned into");
   add_model_args(sub, *wl);
   sub->add_flag("--json", *wl_json, "One JSON object per workload");
-  on_command(sub, [wl, wl_json] {
+  auto wl_stmt = std::make_shared<std::string>();
+  sub->add_option("--stmt", *wl_stmt, "Print the Halide statement the default schedule lowers workload KEY (a key hash) to");
+  on_command(sub, [wl, wl_json, wl_stmt] {
     Graph g = load_model(*wl);
     Partition p = partition_graph(g);
+    if (!wl_stmt->empty()) {
+      auto it = std::find_if(p.workloads.begin(), p.workloads.end(), [&](const Workload& w) { return w.key_hash() == *wl_stmt; });
+      if (it == p.workloads.end()) throw Error(fmt::format("{}: no workload with key {}", g.path, *wl_stmt));
+      LoweredWorkload lw = lower_workload(*it);
+      apply_default_schedule(lw.outputs, Halide::get_host_target());
+      const std::string path = (std::filesystem::temp_directory_path() / fmt::format("ts_stmt_{}.txt", getpid())).string();
+      lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, Halide::get_host_target());
+      std::ifstream in(path);
+      std::cout << in.rdbuf();
+      std::filesystem::remove(path);
+      return 0;
+    }
     int64_t total_flops = 0;
     for (const auto& w : p.workloads) total_flops += w.flops * w.count;
     if (!*wl_json)

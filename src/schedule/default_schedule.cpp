@@ -106,15 +106,18 @@ bool is_load(const Halide::Internal::Call* op, const std::string& self) {
          op->name != self;
 }
 
-// Variables named in the arguments of each call in e.
-struct CallVars : Halide::Internal::IRGraphVisitor {
+// Variables named in the arguments of each call in e. A tree walk, not an IRGraphVisitor: that
+// visits a shared node once, so a pure variable already met in the stage's own accumulator call
+// went missing from the loads that share it (a depthwise conv's input load then looked free of
+// its spatial loops, and its padded input was materialized instead of streamed).
+struct CallVars : Halide::Internal::IRVisitor {
   std::string self;  // the stage's own name
   std::vector<std::set<std::string>> calls;
   std::set<std::string>* current = nullptr;
-  using IRGraphVisitor::visit;
+  using IRVisitor::visit;
   void visit(const Halide::Internal::Call* op) override {
     if (!is_load(op, self)) {
-      IRGraphVisitor::visit(op);
+      IRVisitor::visit(op);
       return;
     }
     calls.emplace_back();
@@ -349,6 +352,17 @@ void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Hali
   for (auto& [name, fn] : env)
     for (auto& [callee, cfn] : Halide::Internal::find_direct_calls(fn))
       if (callee != name) callers[callee].insert(name);  // an update reads its own stage
+  // The outputs' extents are the workload's fixed shape (its estimates): bounding them makes
+  // every loop extent and every per-tile allocation a constant, so an accumulator tile lives on
+  // the stack instead of a heap allocation per tile (a depthwise conv's tile sized by a fused
+  // parallel loop's batch index was malloc'ed 2,352 times per call). Only the default does this:
+  // Adams2019's schedules gave wrong values under fixed output bounds in Halide 14
+  // (tests/schedule/autoscheduler_test.cpp), so the bound is not part of lowering.
+  for (const auto& o : outputs) {
+    const std::vector<int64_t> ext = extents(o.function());
+    if (std::all_of(ext.begin(), ext.end(), [](int64_t e) { return e > 0; }))
+      for (size_t d = 0; d < ext.size(); d++) Halide::Func(o).bound(o.args()[d], 0, static_cast<int>(ext[d]));
+  }
   std::set<std::string> tiled;
   for (const auto& o : outputs) {
     std::set<std::string> chain;

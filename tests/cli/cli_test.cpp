@@ -221,6 +221,16 @@ TEST(Cli, DbExportImportRoundTrip) {
   expect_one_line_error(run_cli("db export --db " + text), "not a tensorsched records database");
 }
 
+TEST(Cli, WorkloadsStmtPrintsTheDefaultSchedulesLoweredCode) {
+  const std::string model = test::save_matmul_relu_model();
+  const Workload w = test::matmul_relu_workload();
+  Result r = run_cli("workloads " + model + " --stmt " + w.key_hash());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("produce output_"), std::string::npos) << r.out;  // the output stage's loop nest
+  EXPECT_NE(r.out.find("ramp("), std::string::npos) << r.out;            // vectorized by the default schedule
+  expect_one_line_error(run_cli("workloads " + model + " --stmt 0123456789abcdef"), "no workload with key 0123456789abcdef");
+}
+
 TEST(Cli, RunWithTunedSchedulesFromDb) {
   const std::string model = test::save_matmul_relu_model();
   const Workload w = test::matmul_relu_workload();
