@@ -14,6 +14,7 @@
 
 #include "graph/error.h"
 #include "schedule/autoscheduler.h"
+#include "schedule/default_schedule.h"
 #include "schedule/schedule.h"
 
 namespace ts {
@@ -696,6 +697,7 @@ void apply(const Schedule& s, const std::vector<Halide::Func>& outputs, const Ha
   Checker ck(s, outputs);
   if (auto why = ck.run()) throw Error("invalid schedule: " + *why);
   try {
+    bound_outputs_to_estimates(outputs);
     for (const auto& ss : s.canonical().stages) {
       Halide::Func f(ck.env.at(ss.func));
       if (ss.definition == 0) {

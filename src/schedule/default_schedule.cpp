@@ -15,6 +15,12 @@ constexpr int64_t kMinParallelTasks = 8;  // fuse outer loops until there are th
 // microseconds, more than a small copy or a tiny conv takes (ShuffleNet's 149 steps ran slower
 // on 2 threads than on 1). Work = the stage's points x its reduction's iterations.
 constexpr int64_t kMinParallelWork = int64_t{1} << 18;
+// Work (points x reduction iterations) a parallel task should have at least: Halide 14's thread
+// pool takes a global lock per task, so a thousand ~1 us tasks (a WaveNet conv's column tiles)
+// ran slower on 2 threads than on 1. Runs of consecutive iterations are grouped into one task
+// until it holds this much, keeping at least kMinGroupedTasks tasks for load balance.
+constexpr int64_t kMinTaskWork = int64_t{1} << 18;
+constexpr int64_t kMinGroupedTasks = 64;
 
 // True when f's value is g(args...) with f's own arguments: a rename that costs nothing inline.
 bool is_rename(const Function& f) {
@@ -48,6 +54,20 @@ int64_t stage_work(const std::vector<int64_t>& ext, const std::vector<Halide::In
   return w;
 }
 
+// Runs `loop` (with `tasks` iterations, `work` in all) in parallel, grouping consecutive
+// iterations into tasks of at least kMinTaskWork.
+template <typename StageT>
+void parallel_in_tasks(StageT s, const Halide::VarOrRVar& loop, int64_t tasks, int64_t work) {
+  const int64_t per_task = std::max<int64_t>(work / std::max<int64_t>(tasks, 1), 1);
+  const int64_t grain = std::min((kMinTaskWork + per_task - 1) / per_task, tasks / kMinGroupedTasks);
+  if (grain < 2) {
+    s.parallel(loop);
+    return;
+  }
+  Halide::Var outer(loop.name() + "_t"), inner(loop.name() + "_g");
+  s.split(loop, outer, inner, static_cast<int>(grain), Halide::TailStrategy::GuardWithIf).parallel(outer);
+}
+
 template <typename StageT>
 void vectorize_and_parallelize(StageT s, const std::vector<Halide::Var>& args, const std::vector<int64_t>& ext,
                                int width, bool vectorize_inner, int64_t work) {
@@ -70,6 +90,7 @@ void vectorize_and_parallelize(StageT s, const std::vector<Halide::Var>& args, c
     Halide::Var lo_o(args[lo].name() + "_po"), lo_i(args[lo].name() + "_pi");
     s.split(args[lo], lo_o, lo_i, factor, Halide::TailStrategy::GuardWithIf);
     loops[lo] = lo_o;
+    tasks = before * ((ext[lo] + factor - 1) / factor);
   }
   Halide::VarOrRVar outer = loops[n - 1];
   for (int k = n - 2; k >= lo; k--) {
@@ -77,7 +98,7 @@ void vectorize_and_parallelize(StageT s, const std::vector<Halide::Var>& args, c
     s.fuse(outer, loops[k], fused);
     outer = fused;
   }
-  s.parallel(outer);
+  parallel_in_tasks(s, outer, tasks, work);
 }
 
 void schedule_root(Halide::Func f, const Halide::Target& target) {
@@ -289,7 +310,8 @@ bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target
       o.fuse(par, outer[k], fused);
       par = fused;
     }
-    if (tasks >= 2 && stage_work(ext, rf.update(0).schedule().rvars()) >= kMinParallelWork) o.parallel(par);
+    const int64_t work = stage_work(ext, rf.update(0).schedule().rvars());
+    if (tasks >= 2 && work >= kMinParallelWork) parallel_in_tasks(o, par, tasks, work);
   }
 
   r.compute_at(o, columns_outer ? uo : xo).vectorize(ra[0]);  // at the loop just outside the register tile
@@ -330,6 +352,15 @@ void inline_closure(const Function& f, const std::set<std::string>& root, std::s
 
 }  // namespace
 
+void bound_outputs_to_estimates(const std::vector<Halide::Func>& outputs) {
+  for (const auto& o : outputs) {
+    const std::vector<int64_t> ext = extents(o.function());
+    if (ext.empty() || !std::all_of(ext.begin(), ext.end(), [](int64_t e) { return e > 0; })) continue;
+    Halide::Func f = o;
+    for (size_t d = 0; d < ext.size(); d++) f.bound(f.args()[d], 0, static_cast<int>(ext[d]));
+  }
+}
+
 void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
   std::map<std::string, Function> env;
   for (const auto& o : outputs) {
@@ -352,17 +383,7 @@ void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Hali
   for (auto& [name, fn] : env)
     for (auto& [callee, cfn] : Halide::Internal::find_direct_calls(fn))
       if (callee != name) callers[callee].insert(name);  // an update reads its own stage
-  // The outputs' extents are the workload's fixed shape (its estimates): bounding them makes
-  // every loop extent and every per-tile allocation a constant, so an accumulator tile lives on
-  // the stack instead of a heap allocation per tile (a depthwise conv's tile sized by a fused
-  // parallel loop's batch index was malloc'ed 2,352 times per call). Only the default does this:
-  // Adams2019's schedules gave wrong values under fixed output bounds in Halide 14
-  // (tests/schedule/autoscheduler_test.cpp), so the bound is not part of lowering.
-  for (const auto& o : outputs) {
-    const std::vector<int64_t> ext = extents(o.function());
-    if (std::all_of(ext.begin(), ext.end(), [](int64_t e) { return e > 0; }))
-      for (size_t d = 0; d < ext.size(); d++) Halide::Func(o).bound(o.args()[d], 0, static_cast<int>(ext[d]));
-  }
+  bound_outputs_to_estimates(outputs);
   std::set<std::string> tiled;
   for (const auto& o : outputs) {
     std::set<std::string> chain;

@@ -27,4 +27,12 @@ namespace ts {
 
 void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
 
+// Bounds every output's loops to its estimates (the workload's fixed shape, from 0): every loop
+// extent and every per-tile allocation becomes a constant, so an accumulator tile lives on the
+// stack instead of a heap allocation per tile (a depthwise conv's tile sized by a fused parallel
+// loop's batch index was malloc'ed 2,352 times per call). The default schedule and the sketch's
+// schedules call it; Halide's autoschedulers do not: an Adams2019 schedule of a conv gave wrong
+// values under fixed output bounds in Halide 14 (tests/schedule/autoscheduler_test.cpp).
+void bound_outputs_to_estimates(const std::vector<Halide::Func>& outputs);
+
 }  // namespace ts
