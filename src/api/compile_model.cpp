@@ -69,7 +69,7 @@ CompileResult compile_model(const CompileRequest& req) {
                  {"layout", req.load.layout},
                  {"shapes", req.load.shapes},
                  {"records_db", req.db_path},
-                 {"target", Halide::get_host_target().to_string()},
+                 {"target", host_code_target().to_string()},
                  {"tuned_workloads", st.tuned}};
   nlohmann::json workloads = nlohmann::json::array();
   const Partition& p = model.partition();

@@ -235,9 +235,9 @@ void add_run_commands(CLI::App& app) {
       auto it = std::find_if(p.workloads.begin(), p.workloads.end(), [&](const Workload& w) { return w.key_hash() == *wl_stmt; });
       if (it == p.workloads.end()) throw Error(fmt::format("{}: no workload with key {}", g.path, *wl_stmt));
       LoweredWorkload lw = lower_workload(*it);
-      apply_default_schedule(lw.outputs, Halide::get_host_target());
+      apply_default_schedule(lw.outputs, host_code_target());
       const std::string path = (std::filesystem::temp_directory_path() / fmt::format("ts_stmt_{}.txt", getpid())).string();
-      lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, Halide::get_host_target());
+      lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, host_code_target());
       std::ifstream in(path);
       std::cout << in.rdbuf();
       std::filesystem::remove(path);

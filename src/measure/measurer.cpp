@@ -188,7 +188,7 @@ Measurer::Measurer(const Workload& w, MeasureOptions opts) : w_(w), opts_(std::m
   try {
     Impl& m = *impl_;
     m.what = fmt::format("workload {} ({})", w_.key_hash(), w_.name);
-    m.cache = CodeCache::open_default(Halide::get_host_target(), opts_.cache_root);
+    m.cache = CodeCache::open_default(host_code_target(), opts_.cache_root);
     m.inputs = random_inputs(w_.graph, opts_.input_seed);
     m.unscheduled = lower_workload(w_);
 

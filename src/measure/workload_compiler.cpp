@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <fstream>
 #include <spdlog/spdlog.h>
 #include <thread>
@@ -125,6 +128,17 @@ std::string code_cache_root(const std::string& root) {
   }
   if (!home) throw Error("code cache: no HOME and no home directory for this user; set TENSORSCHED_CACHE_DIR");
   return fmt::format("{}/.cache/tensorsched", home);
+}
+
+Halide::Target host_code_target() {
+  Halide::Target t = Halide::get_host_target();
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool fp16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 23)) != 0;  // CPUID.7.0:EDX[23]
+  if (!fp16 && t.has_feature(Halide::Target::AVX512_SapphireRapids))
+    t = t.without_feature(Halide::Target::AVX512_SapphireRapids);
+#endif
+  return t;
 }
 
 std::string code_cache_build_dir() { return std::string(TENSORSCHED_VERSION) + "-" + TENSORSCHED_CODEGEN_HASH; }

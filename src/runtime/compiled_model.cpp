@@ -10,6 +10,7 @@
 #include "lower/lower.h"
 #include "measure/time_stats.h"
 #include "measure/workload_code.h"
+#include "measure/workload_compiler.h"
 #include "schedule/default_schedule.h"
 
 namespace fs = std::filesystem;
@@ -59,7 +60,7 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
   m.stats.workloads = static_cast<int>(m.partition.workloads.size());
   m.stats.steps = static_cast<int>(m.partition.steps.size());
 
-  CodeCache cache = CodeCache::open_default(Halide::get_host_target(), opts.cache_root);
+  CodeCache cache = CodeCache::open_default(host_code_target(), opts.cache_root);
   const std::string runtime_so = cache.ensure_runtime();
   const int jobs = opts.jobs;
 

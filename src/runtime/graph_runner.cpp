@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "lower/lower.h"
+#include "measure/workload_compiler.h"
 
 namespace ts {
 
@@ -42,7 +43,7 @@ GraphRunner::GraphRunner(const Graph& graph) : impl_(new Impl{graph, {}, {}, {}}
     for (auto& [name, fn] : Halide::Internal::find_transitive_calls(f.function()))
       if (fn.has_update_definition()) Halide::Func(fn).compute_root();
   impl_->pipeline = Halide::Pipeline(impl_->outputs);
-  impl_->pipeline.compile_jit(Halide::get_jit_target_from_environment());
+  impl_->pipeline.compile_jit(host_code_target());
 }
 
 GraphRunner::~GraphRunner() = default;

@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include <filesystem>
 #include <fstream>
@@ -17,6 +20,20 @@ namespace ts {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Code runs on this CPU: no AVX512-FP16 instruction (vmovw) where the CPU has none, whatever
+// Halide's host detection names; every other feature as Halide detects it.
+TEST(CodeCache, HostCodeTargetHasOnlyWhatTheCpuHas) {
+  using T = Halide::Target;
+  const T t = host_code_target();
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool fp16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 23)) != 0;
+  if (!fp16) EXPECT_FALSE(t.has_feature(T::AVX512_SapphireRapids)) << t.to_string();
+#endif
+  EXPECT_EQ(t.without_feature(T::AVX512_SapphireRapids), Halide::get_host_target().without_feature(T::AVX512_SapphireRapids));
+  EXPECT_EQ(CodeCache::open_default(t, (test::temp_dir() / "target_cache").string()).target, t);
+}
 
 TEST(CodeCache, ANewRootIsPrivate) {
   const fs::path root = test::temp_dir() / "cache";
