@@ -261,7 +261,7 @@ bool schedule_tiled(Halide::Func o, Halide::Func r, const Halide::Target& target
   // tile and 8 rows of the reuse loop, 16 accumulators; others 1 vector x 4.
   const int X = !blocked && u >= 0 && ext[0] >= 4 * V && loads_dense_along_x(rf) ? 2 : 1;
   const int U = u < 0 ? 1
-                      : static_cast<int>(blocked ? column_tile(ext[u]) : std::min<int64_t>(X == 2 ? 8 : 4, ext[u]));
+                      : static_cast<int>(blocked ? column_tile(ext[u]) : std::min<int64_t>(8, ext[u]));
   const std::vector<Halide::Var> oa = o.args(), ra = r.args();
   const int n = static_cast<int>(oa.size());
   // A plain matmul with more output columns than rows (N > M: B, K x N, is larger than A, M x K)
