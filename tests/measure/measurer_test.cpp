@@ -74,7 +74,7 @@ TEST(Measurer, ReferenceValidInvalidAndCompileTimeout) {
   EXPECT_EQ(results[2].times, results[0].times);
 
   // Candidate code is removed after its run; the reference's stays in the cache.
-  CodeCache cache = CodeCache::open_default(Halide::get_host_target(), opts.cache_root);
+  CodeCache cache = CodeCache::open_default(host_code_target(), opts.cache_root);
   EXPECT_FALSE(fs::exists(cache.object_path(w, good.hash())));
   EXPECT_TRUE(fs::exists(cache.object_path(w, kDefaultScheduleHash)));
 
@@ -100,7 +100,7 @@ TEST(Measurer, RemeasuresACandidateAgainstTheDefaultInRounds) {
   EXPECT_EQ(r.default_result.times.size(), 6u);
   EXPECT_EQ(r.candidate.schedule_hash, good.hash());
   EXPECT_GT(r.candidate.median, 0);
-  EXPECT_FALSE(fs::exists(CodeCache::open_default(Halide::get_host_target(), opts.cache_root).object_path(w, good.hash())));
+  EXPECT_FALSE(fs::exists(CodeCache::open_default(host_code_target(), opts.cache_root).object_path(w, good.hash())));
 
   Schedule broken = good;
   broken.stages.front().vectorize = "no_such_loop";

@@ -37,7 +37,7 @@ TEST(CodeCache, HostCodeTargetHasOnlyWhatTheCpuHas) {
 
 TEST(CodeCache, ANewRootIsPrivate) {
   const fs::path root = test::temp_dir() / "cache";
-  CodeCache::open_default(Halide::get_host_target(), root.string());
+  CodeCache::open_default(host_code_target(), root.string());
   struct stat st {};
   ASSERT_EQ(::stat(root.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
@@ -48,7 +48,7 @@ TEST(CodeCache, ARootOthersCanWriteIsRefused) {
   fs::create_directories(root);
   fs::permissions(root, fs::perms::all, fs::perm_options::replace);  // 0777
   try {
-    CodeCache::open_default(Halide::get_host_target(), root.string());
+    CodeCache::open_default(host_code_target(), root.string());
     FAIL() << "used a world-writable code cache";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("writable by group or others"), std::string::npos) << e.what();
@@ -57,7 +57,7 @@ TEST(CodeCache, ARootOthersCanWriteIsRefused) {
 
 TEST(CodeCache, TemporaryFilesOfDeadProcessesAreRemoved) {
   const fs::path root = test::temp_dir() / "cache";
-  CodeCache c = CodeCache::open_default(Halide::get_host_target(), root.string());
+  CodeCache c = CodeCache::open_default(host_code_target(), root.string());
   const pid_t child = fork();  // a process id that is certainly gone once reaped
   if (child == 0) _exit(0);
   waitpid(child, nullptr, 0);
@@ -66,7 +66,7 @@ TEST(CodeCache, TemporaryFilesOfDeadProcessesAreRemoved) {
   const fs::path alive = fs::path(c.dir) / ("ts_c_d.so.tmp" + std::to_string(getpid()));
   const fs::path entry = fs::path(c.dir) / "ts_e_f.so";
   for (const auto& p : {dead, dead_obj, alive, entry}) std::ofstream(p) << "x";
-  CodeCache::open_default(Halide::get_host_target(), root.string());
+  CodeCache::open_default(host_code_target(), root.string());
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_FALSE(fs::exists(dead_obj));
   EXPECT_TRUE(fs::exists(alive));

@@ -61,7 +61,7 @@ TEST(CompiledModel, DamagedCacheEntriesAreCompiledAgainNotLoaded) {
     want = first.run(in);
   }
   // Truncate one shared object and overwrite another with other bytes of the same size.
-  CodeCache cache = CodeCache::open_default(Halide::get_host_target(), opts.cache_root);
+  CodeCache cache = CodeCache::open_default(host_code_target(), opts.cache_root);
   Partition p = partition_graph(g);
   const std::string a = cache.object_path(p.workloads[0], kDefaultScheduleHash);
   const std::string b = cache.object_path(p.workloads[1], kDefaultScheduleHash);

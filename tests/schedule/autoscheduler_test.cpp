@@ -101,7 +101,7 @@ void check_recipe_on_cnn(const Schedule& s) {
   const Schedule back = Schedule::from_json(s.to_json());
   EXPECT_EQ(back, s);
   EXPECT_EQ(back.hash(), s.hash());
-  const Halide::Target host = Halide::get_host_target();
+  const Halide::Target host = host_code_target();
   const std::vector<Workload> workloads = cnn_workloads();
   ASSERT_EQ(workloads.size(), 5u);
   for (const Workload& w : workloads) {
@@ -183,7 +183,7 @@ TEST(Autoscheduler, RejectsUnknownNamesParametersAndStages) {
   both.set(root);
   EXPECT_NE(why(both).find("decided stage(s) and an autoscheduler recipe"), std::string::npos) << why(both);
   // apply() refuses before running anything.
-  EXPECT_NE(error_of([&] { apply(recipe("Ansor"), lw.outputs, Halide::get_host_target()); }).find("invalid schedule"),
+  EXPECT_NE(error_of([&] { apply(recipe("Ansor"), lw.outputs, host_code_target()); }).find("invalid schedule"),
             std::string::npos);
 
   // The autoschedulers need estimates: a Func without any is named.
@@ -217,7 +217,7 @@ TEST(Autoscheduler, PluginDirectoryFromEnvironmentComesFirst) {
 // The schedule Adams2019 prints for the Conv+Relu workload under `params`.
 std::string adams_source(const Workload& w, std::map<std::string, std::string> params) {
   LoweredWorkload lw = lower_workload(w);
-  return run_autoscheduler(AutoschedulerRecipe{"Adams2019", std::move(params)}, lw.outputs, Halide::get_host_target());
+  return run_autoscheduler(AutoschedulerRecipe{"Adams2019", std::move(params)}, lw.outputs, host_code_target());
 }
 
 TEST(Autoscheduler, Adams2019Replays) {

@@ -41,7 +41,7 @@ TEST(DefaultSchedule, SoftmaxLikeReductionsStayAtRoot) {
   sum.set_estimate(x, 0, 1).set_estimate(y, 0, M);
   out(x, y) = in(x, y) / sum(0, y);
   out.set_estimate(x, 0, N).set_estimate(y, 0, M);
-  apply_default_schedule({out}, Halide::get_host_target());
+  apply_default_schedule({out}, host_code_target());
   EXPECT_TRUE(computed_at_root(sum));
   Halide::Buffer<float> result = out.realize({N, M});
   for (int i = 0; i < M; i++) {
@@ -72,7 +72,7 @@ TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
     out(x, y) = Halide::max(acc(x, y) + bias(x), 0.0f);
     out.set_estimate(x, 0, N).set_estimate(y, 0, M);
     if (schedule) {
-      apply_default_schedule({out}, Halide::get_host_target());
+      apply_default_schedule({out}, host_code_target());
       // Rule 5: out is tiled (vector x unrolled rows), acc lives inside each tile.
       EXPECT_FALSE(computed_at_root(acc));
       EXPECT_TRUE(computed_at_root(scaled));

@@ -319,7 +319,7 @@ TEST(Schedule, ApplyTiledMatmulIsBitIdentical) {
   for (const Schedule& s : {tiled_schedule(), variant}) {
     SCOPED_TRACE(s.to_halide_source());
     auto outputs = mm.build();
-    apply(s, outputs, Halide::get_host_target());
+    apply(s, outputs, host_code_target());
     const auto& out = outputs[0].function();
     EXPECT_TRUE(has_loop_type(out, 0, ForType::Vectorized));
     EXPECT_TRUE(has_loop_type(out, 0, ForType::Unrolled));
@@ -340,13 +340,13 @@ TEST(Schedule, ApplyRejectsBeforeAnyHalideCall) {
   auto outputs = mm.build();
   Schedule bad = tiled_schedule();
   bad.find("acc", 1)->parallel = "r$x";
-  EXPECT_THROW(apply(bad, outputs, Halide::get_host_target()), Error);
+  EXPECT_THROW(apply(bad, outputs, host_code_target()), Error);
   const auto& out = outputs[0].function();
   EXPECT_TRUE(out.definition().schedule().splits().empty());  // nothing was scheduled
   EXPECT_FALSE(has_loop_type(out, 0, Halide::Internal::ForType::Vectorized));
-  apply(tiled_schedule(), outputs, Halide::get_host_target());
+  apply(tiled_schedule(), outputs, host_code_target());
   try {
-    apply(tiled_schedule(), outputs, Halide::get_host_target());
+    apply(tiled_schedule(), outputs, host_code_target());
     ADD_FAILURE() << "a second apply must be rejected";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("already scheduled"), std::string::npos) << e.what();
@@ -428,7 +428,7 @@ TEST(Schedule, RandomValidSchedulesCompile) {
     if (s.validate(outputs)) continue;
     valid++;
     EXPECT_NO_THROW({
-      apply(s, outputs, Halide::get_host_target());
+      apply(s, outputs, host_code_target());
       outputs[0].compile_jit();
     }) << s.to_halide_source();
   }
@@ -490,7 +490,7 @@ Halide::Buffer<float> run_conv_workload(const Workload& w, const Schedule* sched
   if (sched) {
     auto why = sched->validate(lw.outputs);
     EXPECT_EQ(why, std::nullopt) << *why;
-    apply(*sched, lw.outputs, Halide::get_host_target());
+    apply(*sched, lw.outputs, host_code_target());
   }
   std::vector<Tensor> inputs;  // the buffers view them
   for (size_t i = 0; i < w.graph.inputs.size(); i++) {
@@ -517,7 +517,7 @@ TEST(Schedule, AppliesToLoweredConvReluWorkload) {
   });
 
   // AOT through the code cache, keyed by the schedule's hash.
-  CodeCache cache = CodeCache::open_default(Halide::get_host_target(), (test::temp_dir() / "cache").string());
+  CodeCache cache = CodeCache::open_default(host_code_target(), (test::temp_dir() / "cache").string());
   compile_workload(w, schedule_fn(s), s.hash(), cache);
   EXPECT_TRUE(std::filesystem::exists(cache.object_path(w, s.hash()))) << cache.object_path(w, s.hash());
 }
