@@ -46,6 +46,35 @@ TEST(Partition, FusesElementwiseChainsIntoAnchors) {
   EXPECT_EQ(p.workloads[p.steps[0].workload].flops, 2 * 8 * 6 * 6 * 8 * 9 + 8 * 6 * 6);
 }
 
+// ShuffleNetV2's block tail: one half of x passes, the other is transformed, then the halves are
+// concatenated and channel-shuffled (Reshape, Transpose, Reshape). The data movement after the
+// passing half's Slice is one workload (one copy), up to a tensor with two readers.
+TEST(Partition, FusesDataMovementChainsIntoOneCopy) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 8, 4, 4})
+      .initializer("lo", Tensor::from_i64({0}, {1}))
+      .initializer("mid", Tensor::from_i64({4}, {1}))
+      .initializer("hi", Tensor::from_i64({8}, {1}))
+      .initializer("axis", Tensor::from_i64({1}, {1}))
+      .initializer("split", Tensor::from_i64({1, 2, 4, 4, 4}, {5}))
+      .initializer("merge", Tensor::from_i64({1, 8, 4, 4}, {4}))
+      .node("Slice", {"x", "lo", "mid", "axis"}, {"a"})
+      .node("Slice", {"x", "mid", "hi", "axis"}, {"b"})
+      .node("Relu", {"b"}, {"rb"})
+      .node("Concat", {"a", "rb"}, {"c"}, {{"axis", int64_t{1}}})
+      .node("Reshape", {"c", "split"}, {"s"})
+      .node("Transpose", {"s"}, {"t"}, {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}})
+      .node("Reshape", {"t", "merge"}, {"y"})
+      .node("Relu", {"y"}, {"z1"})
+      .node("Sigmoid", {"y"}, {"z2"})
+      .output("z1")
+      .output("z2");
+  Partition p = partition_graph(load(b.save("shuffle.onnx")));
+  std::vector<std::string> names;
+  for (const auto& st : p.steps) names.push_back(p.workloads[st.workload].name);
+  EXPECT_EQ(names, (std::vector<std::string>{"Slice", "Relu", "Slice+Concat+Reshape+Transpose+Reshape", "Relu", "Sigmoid"}));
+}
+
 TEST(Partition, IdenticalWorkloadsShareOneEntry) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {1, 4, 5, 5})
