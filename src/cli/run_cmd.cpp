@@ -8,20 +8,20 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "api/compile_model.h"
 #include "cli/commands.h"
 #include "graph/npy.h"
 #include "graph/workload.h"
 #include "measure/time_stats.h"
+#include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
 #include "runtime/conformance.h"
-#include "measure/workload_compiler.h"
-#include "schedule/default_schedule.h"
 #include "runtime/graph_runner.h"
+#include "schedule/default_schedule.h"
 #include "schedule/schedule.h"
 #include "tune/records_db.h"
 #include "tune/tuner.h"
@@ -234,10 +234,11 @@ void add_run_commands(CLI::App& app) {
     if (!wl_stmt->empty()) {
       auto it = std::find_if(p.workloads.begin(), p.workloads.end(), [&](const Workload& w) { return w.key_hash() == *wl_stmt; });
       if (it == p.workloads.end()) throw Error(fmt::format("{}: no workload with key {}", g.path, *wl_stmt));
+      const Halide::Target target = host_code_target();
       LoweredWorkload lw = lower_workload(*it);
-      apply_default_schedule(lw.outputs, host_code_target());
+      apply_default_schedule(lw.outputs, target);
       const std::string path = (std::filesystem::temp_directory_path() / fmt::format("ts_stmt_{}.txt", getpid())).string();
-      lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, host_code_target());
+      lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, target);
       std::ifstream in(path);
       std::cout << in.rdbuf();
       std::filesystem::remove(path);

@@ -185,23 +185,21 @@ int reduce_mean_to_global_pool(Graph& g) {
     pool.op = "GlobalAveragePool";
     pool.inputs = {n.inputs[0]};
     pool.outputs = n.outputs;
+    Node flat;  // keepdims = 0: the pool writes [N, C, 1...] and a Flatten drops the ones
     if (!keep) {
       Shape pooled = x->shape;
       for (int64_t a = 2; a < rank; a++) pooled[a] = 1;
       const std::string t = n.outputs[0] + "::pooled";
       g.tensors[t] = TensorInfo{t, DType::Float32, pooled, std::nullopt, Layout{}};
       pool.outputs = {t};
-      Node flat;
       flat.name = n.name + "::flatten";
       flat.op = "Flatten";
       flat.attrs["axis"] = Attribute{int64_t{1}};
       flat.inputs = {t};
       flat.outputs = n.outputs;
-      out.push_back(std::move(pool));
-      out.push_back(std::move(flat));
-    } else {
-      out.push_back(std::move(pool));
     }
+    out.push_back(std::move(pool));
+    if (!keep) out.push_back(std::move(flat));
     done++;
   }
   g.nodes = std::move(out);

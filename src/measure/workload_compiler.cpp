@@ -131,14 +131,17 @@ std::string code_cache_root(const std::string& root) {
 }
 
 Halide::Target host_code_target() {
-  Halide::Target t = Halide::get_host_target();
+  static const Halide::Target target = [] {  // the CPU does not change while the process runs
+    Halide::Target t = Halide::get_host_target();
 #if defined(__x86_64__) || defined(__i386__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  const bool fp16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 23)) != 0;  // CPUID.7.0:EDX[23]
-  if (!fp16 && t.has_feature(Halide::Target::AVX512_SapphireRapids))
-    t = t.without_feature(Halide::Target::AVX512_SapphireRapids);
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const bool fp16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 23)) != 0;  // CPUID.7.0:EDX[23]
+    if (!fp16 && t.has_feature(Halide::Target::AVX512_SapphireRapids))
+      t = t.without_feature(Halide::Target::AVX512_SapphireRapids);
 #endif
-  return t;
+    return t;
+  }();
+  return target;
 }
 
 std::string code_cache_build_dir() { return std::string(TENSORSCHED_VERSION) + "-" + TENSORSCHED_CODEGEN_HASH; }

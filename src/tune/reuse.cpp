@@ -134,7 +134,8 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
       if (w.class_key != t.w->class_key) continue;
       // Only what tuning earned is carried: records faster than the donor workload's own default
       // (best() is fastest first, so its default ends the list). Random trials that never beat
-      // their default made up most of what an earlier version carried, and cost minutes.
+      // their default made up most of what an earlier version carried, and cost minutes. One record
+      // more than carried is read, in place of one of a newer format that is skipped.
       int taken = 0;
       for (const Record& r : d.db->best(w.exact_key, static_cast<size_t>(per_workload) + 1)) {
         if (taken == per_workload) break;

@@ -11,9 +11,10 @@
 //     workloads of class c that tuning made faster than their default (the paper's equation 1);
 //     `auto` takes the best, `all` pools every donor, or a model is named.
 //  3. Standalone phase. Per target workload, the best few schedules of every donor workload of
-//     its class that beat that donor workload's default (what its tuning earned) are re-fitted to it (schedule/refit.h; what cannot be carried is counted) and
-//     measured alone like any candidate, recorded with policy "reuse". What the workload runs
-//     already (an earlier winner in `db`) is a candidate too.
+//     its class that beat that donor workload's default (what its tuning earned) are re-fitted
+//     to it (schedule/refit.h; what cannot be carried is counted) and measured alone like any
+//     candidate, recorded with policy "reuse". What the workload runs already (an earlier winner
+//     in `db`) is a candidate too.
 //  4. Full phase. The model is compiled with each workload's fastest standalone schedule (where
 //     it beats the default) and timed against the default model: full evaluation 0 (kept only
 //     when faster). Then `full_evals` more evaluations, allocated to workloads by their share of
