@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "lower/lower.h"
+#include "measure/spinning_pool.h"
 
 namespace ts {
 
@@ -43,6 +44,10 @@ void* load_halide_runtime(const std::string& so) {
   auto set_handler = reinterpret_cast<SetHandler>(dlsym(runtime_handle, "halide_set_error_handler"));
   if (!set_handler) throw Error(fmt::format("{}: the Halide runtime has no halide_set_error_handler", so));
   set_handler(keep_halide_error);
+  using SetParFor = halide_do_par_for_t (*)(halide_do_par_for_t);
+  auto set_par_for = reinterpret_cast<SetParFor>(dlsym(runtime_handle, "halide_set_custom_do_par_for"));
+  if (!set_par_for) throw Error(fmt::format("{}: the Halide runtime has no halide_set_custom_do_par_for", so));
+  set_par_for(spinning_do_par_for);
   return runtime_handle;
 }
 
@@ -57,6 +62,7 @@ void set_halide_threads(int threads) {
   auto fn = reinterpret_cast<SetThreads>(dlsym(rt, "halide_set_num_threads"));
   if (!fn) throw Error("the Halide runtime has no halide_set_num_threads");
   fn(threads > 0 ? threads : 0);  // 0 = Halide's default (HL_NUM_THREADS or the core count)
+  set_spinning_pool_threads(threads);  // parallel loops run there; Halide's pool keeps async tasks
 }
 
 void stop_halide_threads() {
@@ -66,6 +72,7 @@ void stop_halide_threads() {
     rt = runtime_handle;
   }
   if (!rt) return;
+  stop_spinning_pool();
   using Shutdown = void (*)();
   if (auto fn = reinterpret_cast<Shutdown>(dlsym(rt, "halide_shutdown_thread_pool"))) fn();
 }

@@ -11,10 +11,15 @@ namespace {
 using Halide::Internal::Function;
 
 constexpr int64_t kMinParallelTasks = 8;  // fuse outer loops until there are this many tasks
-// Below this much work a stage runs on one thread: waking the thread pool costs tens of
-// microseconds, more than a small copy or a tiny conv takes (ShuffleNet's 149 steps ran slower
-// on 2 threads than on 1). Work = the stage's points x its reduction's iterations.
+// Below this much work a stage runs on one thread: splitting a small stage costs more than it
+// saves (ShuffleNet's 149 steps ran slower on 2 threads than on 1 with Halide's own pool, whose
+// wake-up costs tens of microseconds; measure/spinning_pool.h cut that, not the cache traffic).
+// Work = the stage's points x its reduction's iterations.
 constexpr int64_t kMinParallelWork = int64_t{1} << 18;
+// Stages of at least this many points run in parallel whatever their work: a conv's padded copy
+// of its input (ResNet-18's 64 x 58 x 58) is otherwise a serial gap in which the other threads
+// wait. Smaller ones stay serial (ShuffleNet's 116 x 14 x 14 depthwise convs were slower split).
+constexpr int64_t kMinParallelPoints = int64_t{1} << 17;
 // Work (points x reduction iterations) a parallel task should have at least: Halide 14's thread
 // pool takes a global lock per task, so a thousand ~1 us tasks (a WaveNet conv's column tiles)
 // ran slower on 2 threads than on 1. Runs of consecutive iterations are grouped into one task
@@ -74,7 +79,9 @@ void vectorize_and_parallelize(StageT s, const std::vector<Halide::Var>& args, c
   const int n = static_cast<int>(args.size());
   if (n == 0) return;
   if (vectorize_inner) s.vectorize(args[0], width, Halide::TailStrategy::GuardWithIf);
-  if (work < kMinParallelWork) return;
+  int64_t points = 1;
+  for (int64_t e : ext) points *= std::max<int64_t>(e, 1);
+  if (work < kMinParallelWork && points < kMinParallelPoints) return;
   // Outer loops (all but the innermost, unless it is the only one), fused outermost-first.
   int lo = n - 1;
   int64_t tasks = std::max<int64_t>(ext[n - 1], 1);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "measure/spinning_pool.h"
 #include "runtime/plan_executor.h"
 
 #define TS_API extern "C" __attribute__((visibility("default")))
@@ -84,6 +85,7 @@ const ts::plan::Buffer* io_buffer(const ts_model* m, ts_io io, int index) {
 
 TS_API ts_model* ts_model_create(const char* constants_path) {
   halide_set_error_handler(keep_halide_error);
+  halide_set_custom_do_par_for(ts::spinning_do_par_for);  // the pool tensorsched measured with
   try {
     auto m = std::make_unique<ts_model>();
     const std::string text(reinterpret_cast<const char*>(ts_artifact_plan), ts_artifact_plan_end - ts_artifact_plan);
@@ -154,6 +156,7 @@ TS_API size_t ts_model_bytes(const ts_model* m, ts_io io, int index) {
 
 TS_API int ts_model_set_threads(int threads) {
   halide_set_num_threads(threads > 0 ? threads : 0);
+  ts::set_spinning_pool_threads(threads);
   return 0;
 }
 
