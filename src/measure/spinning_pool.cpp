@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -21,36 +22,54 @@ namespace ts {
 
 namespace {
 
-// Claims at or above this are refused: the counter sits here between loops, so a worker that
-// looks late (after the loop finished) takes nothing, and fields of the next loop are written
-// while no one can claim.
-constexpr int64_t kClosed = int64_t{1} << 60;
+// The claim counter holds the loop's size in its high 32 bits and the next index in its low 32,
+// so a claim reads the size of the loop it claimed from in the same atomic operation: a worker
+// late from one loop cannot take the next loop's indices by comparing with its size. 0 between
+// loops (size 0: every claim is refused), so the next loop's fields are written while no one can
+// claim. The low half stays below size + threads x chunk, far from overflowing into the size.
+constexpr uint64_t claim_word(int size) { return static_cast<uint64_t>(size) << 32; }
+constexpr int64_t claim_index(uint64_t word) { return static_cast<int64_t>(word & 0xffffffffu); }
+constexpr int64_t claim_size(uint64_t word) { return static_cast<int64_t>(word >> 32); }
 
 // Each thread claims about this many runs of a loop's indices: enough for load balance.
 constexpr int kChunksPerThread = 8;
 
 thread_local bool inside_task = false;  // this thread runs a task: nested loops run serially
 
+// False once the pool is destroyed (process exit, an artifact's dlclose): a loop Halide starts
+// afterwards (another static's destructor) runs serially instead of using a dead pool.
+std::atomic<bool> pool_alive{false};
+
 class SpinningPool {
  public:
-  ~SpinningPool() { stop(); }
+  SpinningPool() { pool_alive.store(true); }
+  ~SpinningPool() {
+    pool_alive.store(false);
+    stop();
+  }
+
+  static int run_serially(void* uc, halide_task_t f, int min, int size, uint8_t* closure) {
+    for (int i = min; i < min + size; i++)
+      if (int r = f(uc, i, closure)) return r;
+    return 0;
+  }
 
   int run(void* uc, halide_task_t f, int min, int size, uint8_t* closure) {
     if (size <= 0) return 0;
-    if (size == 1 || inside_task || desired_threads() <= 1) return run_serially(uc, f, min, size, closure);
+    if (size == 1 || inside_task || threads_.load(std::memory_order_relaxed) <= 1)
+      return run_serially(uc, f, min, size, closure);
     std::unique_lock<std::mutex> owner(loop_mutex_, std::try_to_lock);
-    if (!owner.owns_lock()) return run_serially(uc, f, min, size, closure);
-    start_workers();
+    if (!owner.owns_lock() || !start_workers()) return run_serially(uc, f, min, size, closure);
     // Publish: the fields first, then open the counter (release), then the generation workers watch.
     fn_.store(f, std::memory_order_relaxed);
     user_context_.store(uc, std::memory_order_relaxed);
     closure_.store(closure, std::memory_order_relaxed);
     min_.store(min, std::memory_order_relaxed);
-    size_.store(size, std::memory_order_relaxed);
-    chunk_.store(std::max(1, size / (kChunksPerThread * desired_threads())), std::memory_order_relaxed);
+    chunk_.store(std::max(1, size / (kChunksPerThread * threads_.load(std::memory_order_relaxed))),
+                 std::memory_order_relaxed);
     status_.store(0, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
-    next_.store(0, std::memory_order_release);
+    next_.store(claim_word(size), std::memory_order_release);
     generation_.fetch_add(1, std::memory_order_seq_cst);
     if (sleeping_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(sleep_mutex_);
@@ -58,14 +77,14 @@ class SpinningPool {
     }
     work();
     while (done_.load(std::memory_order_acquire) < size) TS_CPU_RELAX();
-    next_.store(kClosed, std::memory_order_relaxed);  // every index was claimed and finished
+    next_.store(0, std::memory_order_relaxed);  // every index was claimed and finished
     return status_.load(std::memory_order_relaxed);
   }
 
   void set_threads(int threads) {
     std::lock_guard<std::mutex> owner(loop_mutex_);
     join_workers();
-    threads_ = threads;
+    threads_.store(threads > 0 ? threads : default_threads());
   }
 
   void set_spin_us(int us) { spin_us_.store(us > 0 ? us : 0); }
@@ -76,14 +95,7 @@ class SpinningPool {
   }
 
  private:
-  static int run_serially(void* uc, halide_task_t f, int min, int size, uint8_t* closure) {
-    for (int i = min; i < min + size; i++)
-      if (int r = f(uc, i, closure)) return r;
-    return 0;
-  }
-
-  int desired_threads() const {
-    if (threads_ > 0) return threads_;
+  static int default_threads() {
     if (const char* env = std::getenv("HL_NUM_THREADS")) {
       int n = std::atoi(env);
       if (n > 0) return n;
@@ -99,9 +111,9 @@ class SpinningPool {
   void work() {
     inside_task = true;
     for (;;) {
-      const int64_t chunk = chunk_.load(std::memory_order_relaxed);
-      const int64_t first = next_.fetch_add(chunk, std::memory_order_acq_rel);
-      const int64_t size = size_.load(std::memory_order_relaxed);
+      const int64_t chunk = chunk_.load(std::memory_order_relaxed);  // stale is harmless: claims stay disjoint
+      const uint64_t word = next_.fetch_add(static_cast<uint64_t>(chunk), std::memory_order_acq_rel);
+      const int64_t first = claim_index(word), size = claim_size(word);
       if (first >= size) break;
       const int64_t end = std::min(first + chunk, size);
       for (int64_t i = first; i < end; i++) {
@@ -142,13 +154,19 @@ class SpinningPool {
     }
   }
 
-  // Called with loop_mutex_ held.
-  void start_workers() {
-    const int wanted = desired_threads() - 1;
-    if (static_cast<int>(workers_.size()) == wanted) return;
+  // Called with loop_mutex_ held. False when no thread could be started (the loop then runs
+  // serially: an exception must not cross Halide's C runtime).
+  bool start_workers() {
+    const int wanted = threads_.load(std::memory_order_relaxed) - 1;
+    if (static_cast<int>(workers_.size()) == wanted) return true;
     join_workers();
-    stopping_.store(false);
-    for (int i = 0; i < wanted; i++) workers_.emplace_back([this] { worker_loop(); });
+    try {
+      for (int i = 0; i < wanted; i++) workers_.emplace_back([this] { worker_loop(); });
+    } catch (const std::system_error&) {
+      join_workers();
+      return false;
+    }
+    return true;
   }
 
   // Called with loop_mutex_ held.
@@ -165,8 +183,8 @@ class SpinningPool {
   }
 
   std::mutex loop_mutex_;                    // held by the thread whose loop the pool runs
-  std::vector<std::thread> workers_;         // desired_threads() - 1 of them while started
-  int threads_ = 0;                          // what set_threads asked for (<= 0: default)
+  std::vector<std::thread> workers_;         // threads_ - 1 of them while started
+  std::atomic<int> threads_{default_threads()};  // threads of a loop, the caller's included
   std::atomic<int> spin_us_{2000};           // spin this long after the last task, then sleep
   std::atomic<bool> stopping_{false};        // workers return when set
   std::atomic<uint64_t> generation_{0};      // bumped once per loop; workers watch it
@@ -178,9 +196,8 @@ class SpinningPool {
   std::atomic<void*> user_context_{nullptr}; // passed through to fn_
   std::atomic<uint8_t*> closure_{nullptr};   // passed through to fn_
   std::atomic<int> min_{0};                  // first index
-  std::atomic<int> size_{0};                 // number of indices
   std::atomic<int> chunk_{1};                // indices per claim
-  std::atomic<int64_t> next_{kClosed};       // next index to claim (kClosed between loops)
+  std::atomic<uint64_t> next_{0};            // claim_word: the loop's size and next index
   std::atomic<int> done_{0};                 // indices finished
   std::atomic<int> status_{0};               // first nonzero task status
 };
@@ -193,7 +210,9 @@ SpinningPool& pool() {
 }  // namespace
 
 int spinning_do_par_for(void* user_context, halide_task_t f, int min, int size, uint8_t* closure) {
-  return pool().run(user_context, f, min, size, closure);
+  SpinningPool& p = pool();  // constructed on first use
+  if (!pool_alive.load(std::memory_order_relaxed)) return SpinningPool::run_serially(user_context, f, min, size, closure);
+  return p.run(user_context, f, min, size, closure);
 }
 
 void set_spinning_pool_threads(int threads) { pool().set_threads(threads); }

@@ -8,6 +8,8 @@
 #include "graph/workload.h"
 #include "lower/lower.h"
 #include "measure/workload_compiler.h"
+#include "runtime/compiled_model.h"
+#include "runtime/graph_runner.h"
 #include "support/onnx_builder.h"
 
 namespace ts {
@@ -131,6 +133,52 @@ TEST(DefaultSchedule, BlockedConvGetsTheRegisterTileMicroKernel) {
   EXPECT_EQ(vectorized, 1);  // the 16 output-channel lanes
   EXPECT_EQ(unrolled, 4);    // 7 columns, 2 channel blocks, 3x3 taps
   EXPECT_FALSE(computed_at_root(Halide::Func(*acc)));  // inside the output's register tile
+}
+
+
+// Odd multiples of 8 channels (24, 40, 1000) travel in 8-lane blocks; their convs pair two
+// blocks into one 16-lane accumulator vector (two vectorized loops, nested ramps) with the last
+// pair shifted inwards over an odd block count, and compute what the reference does.
+TEST(DefaultSchedule, HalfVectorBlocksPairIntoFullVectors) {
+  using V = std::vector<int64_t>;
+  for (int64_t channels : {24, 200}) {  // 3 blocks (one pair per tile), 25 blocks (two pairs)
+    test::OnnxBuilder b(13);
+    b.input("x", DType::Float32, {1, 16, 9, 11})
+        .initializer("w0", test::rand_f32({16, 16, 1, 1}, 1))
+        .initializer("w1", test::rand_f32({channels, 16, 3, 3}, 2))
+        .initializer("w2", test::rand_f32({8, channels, 1, 1}, 3))
+        .node("Conv", {"x", "w0"}, {"a"})
+        .node("Conv", {"a", "w1"}, {"c"}, {{"pads", V{1, 1, 1, 1}}})
+        .node("Relu", {"c"}, {"r"})
+        .node("Conv", {"r", "w2"}, {"y"})
+        .output("y");
+    const std::string path = b.save("half_blocks.onnx");
+    Graph g = test::import_model(path);
+    plan_layouts(g, 16);
+    const Partition p = partition_graph(g);
+    const Workload* w = nullptr;
+    for (const auto& wl : p.workloads)
+      if (wl.name == "Conv+Relu") w = &wl;
+    ASSERT_NE(w, nullptr);
+    ASSERT_EQ(w->graph.tensor(w->graph.outputs[0]).layout, (Layout{1, 8})) << channels;
+    LoweredWorkload lw = lower_workload(*w);
+    apply_default_schedule(lw.outputs, Halide::Target("x86-64-linux-avx512_skylake"));
+    const Halide::Internal::Function* acc = nullptr;
+    std::map<std::string, Halide::Internal::Function> env = Halide::Internal::find_transitive_calls(lw.outputs[0].function());
+    for (const auto& [name, f] : env)
+      if (name.find("_acc") != std::string::npos) acc = &f;
+    ASSERT_NE(acc, nullptr);
+    int vectorized = 0;
+    for (const auto& d : acc->update(0).schedule().dims()) vectorized += d.for_type == ForType::Vectorized;
+    EXPECT_EQ(vectorized, 2) << channels << ": the 8 lanes and the block pair";
+
+    CompileOptions opts;
+    opts.cache_root = (test::temp_dir() / "cache").string();
+    CompiledModel m(test::import_model(path), opts);
+    const std::map<std::string, Tensor> in = {{"x", test::rand_f32({1, 16, 9, 11}, 4)}};
+    auto c = compare_tensors(m.run(in)[0], test::run_model(path, in)[0], 1e-4, 1e-5);
+    EXPECT_TRUE(c.ok) << channels << ": " << c.message;
+  }
 }
 
 }  // namespace
