@@ -93,37 +93,51 @@ TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
 }
 
 
+// x -> 1x1 conv to `mid` channels -> 3x3 conv (pad 1) to `out` channels + Relu -> 1x1 conv to
+// 8: the middle workload (Conv+Relu) reads and writes blocked activations.
+std::string save_conv_chain(const std::string& file, int64_t in, int64_t mid, int64_t out, int64_t h, int64_t w) {
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, in, h, w})
+      .initializer("w0", test::rand_f32({mid, in, 1, 1}, 1))
+      .initializer("w1", test::rand_f32({out, mid, 3, 3}, 2))
+      .initializer("w2", test::rand_f32({8, out, 1, 1}, 3))
+      .node("Conv", {"x", "w0"}, {"a"})
+      .node("Conv", {"a", "w1"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Relu", {"c"}, {"r"})
+      .node("Conv", {"r", "w2"}, {"y"})
+      .output("y");
+  return b.save(file);
+}
+
+// The Conv+Relu workload of save_conv_chain's model, its layouts planned for 16 lanes.
+Workload conv_relu_workload(const std::string& path) {
+  Graph g = test::import_model(path);
+  plan_layouts(g, 16);
+  for (const auto& wl : partition_graph(g).workloads)
+    if (wl.name == "Conv+Relu") return wl;
+  ADD_FAILURE() << path << ": no Conv+Relu workload";
+  return {};
+}
+
+// The accumulator stage (the reduction) of a lowered workload scheduled by the default rule.
+Halide::Internal::Function default_scheduled_accumulator(const Workload& w) {
+  LoweredWorkload lw = lower_workload(w);
+  apply_default_schedule(lw.outputs, Halide::Target("x86-64-linux-avx512_skylake"));
+  for (const auto& [name, f] : Halide::Internal::find_transitive_calls(lw.outputs[0].function()))
+    if (name.find("_acc") != std::string::npos) return f;
+  ADD_FAILURE() << w.name << ": no accumulator stage";
+  return {};
+}
+
 // A conv between two convs reads and writes NCHW16c: the default gives it the blocked
 // micro-kernel (16 lanes x 7 columns x 2 output-channel blocks = 14 accumulators, the 3x3 taps
 // unrolled inside), decided from the shapes alone.
 TEST(DefaultSchedule, BlockedConvGetsTheRegisterTileMicroKernel) {
-  using V = std::vector<int64_t>;
-  test::OnnxBuilder b(13);
-  b.input("x", DType::Float32, {1, 8, 14, 14})
-      .initializer("w0", test::rand_f32({64, 8, 1, 1}, 1))
-      .initializer("w1", test::rand_f32({64, 64, 3, 3}, 2))
-      .initializer("w2", test::rand_f32({8, 64, 1, 1}, 3))
-      .node("Conv", {"x", "w0"}, {"a"})
-      .node("Conv", {"a", "w1"}, {"c"}, {{"pads", V{1, 1, 1, 1}}})
-      .node("Relu", {"c"}, {"r"})
-      .node("Conv", {"r", "w2"}, {"y"})
-      .output("y");
-  Graph g = test::import_model(b.save("chain.onnx"));
-  plan_layouts(g, 16);
-  const Partition p = partition_graph(g);
-  const Workload* w = nullptr;
-  for (const auto& wl : p.workloads)
-    if (wl.name == "Conv+Relu") w = &wl;
-  ASSERT_NE(w, nullptr);
-  ASSERT_EQ(w->graph.tensor(w->graph.inputs[0]).layout, (Layout{1, 16}));
-  LoweredWorkload lw = lower_workload(*w);
-  apply_default_schedule(lw.outputs, Halide::Target("x86-64-linux-avx512_skylake"));
-
-  std::map<std::string, Halide::Internal::Function> env = Halide::Internal::find_transitive_calls(lw.outputs[0].function());
-  const Halide::Internal::Function* acc = nullptr;
-  for (const auto& [name, f] : env)
-    if (name.find("_acc") != std::string::npos) acc = &f;
-  ASSERT_NE(acc, nullptr);
+  const Workload w = conv_relu_workload(save_conv_chain("chain.onnx", 8, 64, 64, 14, 14));
+  ASSERT_EQ(w.graph.tensor(w.graph.inputs[0]).layout, (Layout{1, 16}));
+  const Halide::Internal::Function f = default_scheduled_accumulator(w);
+  ASSERT_TRUE(f.get_contents().defined());
+  const Halide::Internal::Function* acc = &f;
   ASSERT_EQ(acc->updates().size(), 1u);
   int vectorized = 0, unrolled = 0;
   for (const auto& d : acc->update(0).schedule().dims()) {
@@ -135,39 +149,17 @@ TEST(DefaultSchedule, BlockedConvGetsTheRegisterTileMicroKernel) {
   EXPECT_FALSE(computed_at_root(Halide::Func(*acc)));  // inside the output's register tile
 }
 
-
 // Odd multiples of 8 channels (24, 40, 1000) travel in 8-lane blocks; their convs pair two
 // blocks into one 16-lane accumulator vector (two vectorized loops, nested ramps) with the last
 // pair shifted inwards over an odd block count, and compute what the reference does.
 TEST(DefaultSchedule, HalfVectorBlocksPairIntoFullVectors) {
-  using V = std::vector<int64_t>;
   for (int64_t channels : {24, 200}) {  // 3 blocks (one pair per tile), 25 blocks (two pairs)
-    test::OnnxBuilder b(13);
-    b.input("x", DType::Float32, {1, 16, 9, 11})
-        .initializer("w0", test::rand_f32({16, 16, 1, 1}, 1))
-        .initializer("w1", test::rand_f32({channels, 16, 3, 3}, 2))
-        .initializer("w2", test::rand_f32({8, channels, 1, 1}, 3))
-        .node("Conv", {"x", "w0"}, {"a"})
-        .node("Conv", {"a", "w1"}, {"c"}, {{"pads", V{1, 1, 1, 1}}})
-        .node("Relu", {"c"}, {"r"})
-        .node("Conv", {"r", "w2"}, {"y"})
-        .output("y");
-    const std::string path = b.save("half_blocks.onnx");
-    Graph g = test::import_model(path);
-    plan_layouts(g, 16);
-    const Partition p = partition_graph(g);
-    const Workload* w = nullptr;
-    for (const auto& wl : p.workloads)
-      if (wl.name == "Conv+Relu") w = &wl;
-    ASSERT_NE(w, nullptr);
-    ASSERT_EQ(w->graph.tensor(w->graph.outputs[0]).layout, (Layout{1, 8})) << channels;
-    LoweredWorkload lw = lower_workload(*w);
-    apply_default_schedule(lw.outputs, Halide::Target("x86-64-linux-avx512_skylake"));
-    const Halide::Internal::Function* acc = nullptr;
-    std::map<std::string, Halide::Internal::Function> env = Halide::Internal::find_transitive_calls(lw.outputs[0].function());
-    for (const auto& [name, f] : env)
-      if (name.find("_acc") != std::string::npos) acc = &f;
-    ASSERT_NE(acc, nullptr);
+    const std::string path = save_conv_chain("half_blocks.onnx", 16, 16, channels, 9, 11);
+    const Workload w = conv_relu_workload(path);
+    ASSERT_EQ(w.graph.tensor(w.graph.outputs[0]).layout, (Layout{1, 8})) << channels;
+    const Halide::Internal::Function f = default_scheduled_accumulator(w);
+    ASSERT_TRUE(f.get_contents().defined());
+    const Halide::Internal::Function* acc = &f;
     int vectorized = 0;
     for (const auto& d : acc->update(0).schedule().dims()) vectorized += d.for_type == ForType::Vectorized;
     EXPECT_EQ(vectorized, 2) << channels << ": the 8 lanes and the block pair";
