@@ -131,8 +131,9 @@ class SpinningPool {
     inside_task = false;
   }
 
-  void worker_loop() {
-    uint64_t seen = generation_.load(std::memory_order_acquire);
+  // `seen`: the generation before the loop that started this worker, so that a worker whose
+  // thread starts late still joins that loop.
+  void worker_loop(uint64_t seen) {
     for (;;) {
       auto spin_start = std::chrono::steady_clock::now();
       for (int k = 1; generation_.load(std::memory_order_acquire) == seen; k++) {
@@ -161,7 +162,8 @@ class SpinningPool {
     if (static_cast<int>(workers_.size()) == wanted) return true;
     join_workers();
     try {
-      for (int i = 0; i < wanted; i++) workers_.emplace_back([this] { worker_loop(); });
+      const uint64_t seen = generation_.load(std::memory_order_acquire);
+      for (int i = 0; i < wanted; i++) workers_.emplace_back([this, seen] { worker_loop(seen); });
     } catch (const std::system_error&) {
       join_workers();
       return false;

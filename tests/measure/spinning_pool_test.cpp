@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -23,6 +24,7 @@ struct Counts {
   std::mutex m;
   std::set<std::thread::id> threads;   // which threads ran a task
   int fail_at = -1;                    // this index returns an error
+  int meet_at = -1;                    // this index waits (up to 5 s) until a second thread has run a task
   explicit Counts(int n) : runs(n) {}
 };
 
@@ -33,8 +35,21 @@ int count_task(void*, int i, uint8_t* closure) {
     std::lock_guard<std::mutex> lock(c->m);
     c->threads.insert(std::this_thread::get_id());
   }
-  volatile double x = 0;  // long enough that the other thread gets a share
-  for (int k = 0; k < 20000; k++) x = x + k;
+  if (i == c->meet_at) {
+    // Proof that another thread takes part, whatever else loads the machine: it must claim a
+    // run of indices while this one waits.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(c->m);
+        if (c->threads.size() >= 2) break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::yield();
+    }
+  }
+  volatile double x = 0;
+  for (int k = 0; k < 2000; k++) x = x + k;
   return i == c->fail_at ? -7 : 0;
 }
 
@@ -42,6 +57,7 @@ TEST(SpinningPool, RunsEveryIndexOnceOnSeveralThreads) {
   set_spinning_pool_threads(2);
   for (int size : {1, 2, 3, 17, 116, 1000}) {
     Counts c(size + 5);
+    if (size >= 116) c.meet_at = 5;
     ASSERT_EQ(spinning_do_par_for(nullptr, count_task, 5, size, reinterpret_cast<uint8_t*>(&c)), 0);
     for (int i = 0; i < 5; i++) EXPECT_EQ(c.runs[i].load(), 0) << "index below min ran";
     for (int i = 5; i < size + 5; i++) EXPECT_EQ(c.runs[i].load(), 1) << "size " << size << " index " << i;
