@@ -40,7 +40,7 @@ def run_ms(binary, model, threads, iters, db=None):
 
 def tune(binary, model, db, args):
     cmd = [binary, "-q", "tune", model, "--db", db, "--time", str(args.time), "--threads", str(args.tune_threads),
-           "--policy", args.policy, "--e2e-iters", "0", "--json"]
+           "--policy", args.policy, "--e2e-iters", "0"]
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:

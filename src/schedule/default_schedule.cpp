@@ -79,9 +79,7 @@ void vectorize_and_parallelize(StageT s, const std::vector<Halide::Var>& args, c
   const int n = static_cast<int>(args.size());
   if (n == 0) return;
   if (vectorize_inner) s.vectorize(args[0], width, Halide::TailStrategy::GuardWithIf);
-  int64_t points = 1;
-  for (int64_t e : ext) points *= std::max<int64_t>(e, 1);
-  if (work < kMinParallelWork && points < kMinParallelPoints) return;
+  if (work < kMinParallelWork && stage_work(ext, {}) < kMinParallelPoints) return;
   // Outer loops (all but the innermost, unless it is the only one), fused outermost-first.
   int lo = n - 1;
   int64_t tasks = std::max<int64_t>(ext[n - 1], 1);
@@ -251,35 +249,33 @@ void schedule_tile_update(Halide::Func r, int u, int v, int Vt, bool pair_blocks
   const std::vector<Halide::Var> ra = r.args();
   const int n = static_cast<int>(ra.size());
   Halide::Stage st = r.update(0);
+  // Paired blocks put the block loop right outside the lanes (in the loops and the
+  // accumulator's storage): one dense vector of 2 x V lanes per column.
   std::vector<Halide::VarOrRVar> rorder = {ra[0]};
+  if (pair_blocks) rorder.push_back(ra[v]);
   if (u >= 0) rorder.push_back(ra[u]);
-  if (Vt > 1) rorder.push_back(ra[v]);
+  if (Vt > 1 && !pair_blocks) rorder.push_back(ra[v]);
   const auto& rvars = rf.update(0).schedule().rvars();
   for (const auto& rv : rvars) rorder.push_back(Halide::RVar(rv.var));
   for (int k = 1; k < n; k++)
     if (k != u && !(k == v && Vt > 1)) rorder.push_back(ra[k]);
+  st.reorder(rorder).vectorize(ra[0]);
+  if (u >= 0) st.unroll(ra[u]);
   if (pair_blocks) {
-    // Lanes then the block pair innermost in the accumulator's storage and loops: one dense
-    // vector of 2 x V lanes per column.
-    std::swap(rorder[1], rorder[2]);
     std::vector<Halide::Var> storage = {ra[0], ra[v]};
     for (int k = 1; k < n; k++)
       if (k != v) storage.push_back(ra[k]);
     r.reorder_storage(storage);
     // Both loops vectorized (nested ramps): the weights' halves stay two dense loads, where a
     // fused loop's div/mod index became a gather.
-    st.reorder(rorder).vectorize(ra[0]);
     if (Vt == 2) {
       st.vectorize(ra[v]);
     } else {
       Halide::Var pair_o("pair_o"), pair_i("pair_i");
       st.split(ra[v], pair_o, pair_i, 2).vectorize(pair_i).unroll(pair_o);
     }
-    st.unroll(ra[u]);
-  } else {
-    st.reorder(rorder).vectorize(ra[0]);
-    if (u >= 0) st.unroll(ra[u]);
-    if (Vt > 1) st.unroll(ra[v]);
+  } else if (Vt > 1) {
+    st.unroll(ra[v]);
   }
   // Unroll the innermost reduction loops while their product stays within 16 (a 3x3 kernel's
   // 9 taps, or a 1x1 conv's 16 block lanes).
