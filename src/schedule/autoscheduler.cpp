@@ -274,9 +274,7 @@ std::string find_autoscheduler_plugin(const std::string& name) {
 }
 
 std::optional<std::string> check_recipe(const AutoschedulerRecipe& recipe) {
-  if (recipe.name == kDefaultRecipeName)
-    return recipe.params.empty() ? std::nullopt
-                                 : std::optional<std::string>(fmt::format("{} takes no parameters", kDefaultRecipeName));
+  if (recipe.name == kDefaultRecipeName) return check_default_params(recipe.params);
   const auto& names = autoscheduler_names();
   if (std::find(names.begin(), names.end(), recipe.name) == names.end())
     return fmt::format("unknown autoscheduler '{}' (known: Adams2019, Li2018, Mullapudi2016)", recipe.name);
@@ -318,7 +316,7 @@ std::string run_autoscheduler(const AutoschedulerRecipe& recipe, const std::vect
                               const Halide::Target& target) {
   if (auto why = check_recipe(recipe)) throw Error("autoscheduler recipe: " + *why);
   if (recipe.name == kDefaultRecipeName) {
-    apply_default_schedule(outputs, target);
+    apply_default_variant(outputs, target, DefaultKnobs::from_params(recipe.params));
     return "// tensorsched's default schedule (schedule/default_schedule.h)\n";
   }
   std::lock_guard<std::mutex> lock(g_run_mutex);

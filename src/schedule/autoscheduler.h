@@ -37,7 +37,8 @@
 namespace ts {
 
 // A recipe naming tensorsched's own default heuristic (schedule/default_schedule.h; no
-// parameters, no plugin), so the default is recorded and chosen like any other schedule.
+// plugin; its parameters are the rule's knobs, DefaultKnobs), so the default and its variants are
+// recorded and chosen like any other schedule.
 inline constexpr const char* kDefaultRecipeName = "TensorschedDefault";
 
 // The autoschedulers a recipe can name (besides kDefaultRecipeName).

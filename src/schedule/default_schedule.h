@@ -19,13 +19,45 @@
 //     tile is the NCHWc micro-kernel: the lane vector x up to 8 columns x 2 output-channel
 //     blocks, the innermost reduction loops unrolled; where no load is reused (depthwise,
 //     pooling) the padded input is read in place instead of copied.
+//  Rule 5's tile has knobs (DefaultKnobs, the TensorschedDefault recipe's parameters): unset,
+//  each is the rule's own choice; set, the tuner's search over them (schedule/default_knobs.h)
+//  finds the variant of the micro-kernel a workload runs fastest with.
 #include <Halide.h>
 
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace ts {
 
+// Knobs of rule 5's register tile. Unset = the rule's choice; a value outside what a workload
+// allows is clamped to it (DefaultKnobSpace::canonical drops knobs that change nothing).
+struct DefaultKnobs {
+  std::optional<int> columns;        // "columns": tile extent of the reuse loop (a blocked conv's columns, a matmul's rows), 1-16
+  std::optional<int> blocks;         // "blocks": output-channel blocks per tile (blocked), 1-4; half-vector blocks: 1 unpaired, 2 one pair, 4 two pairs
+  std::optional<int> vectors;        // "vectors": vectors of the innermost loop per tile (plain, dense loads), 1-4
+  std::optional<int> columns_outer;  // "columns_outer": 1 = a plain matmul's column tiles outside its row tiles, 0 = inside
+  std::optional<int> outermost;      // "outermost": the rule's outer loop k (1 = innermost) moved outermost, 1-8
+  std::optional<int> tasks;          // "tasks": outer loops are fused until this many parallel tasks, 1-256 (1 = serial)
+  std::optional<int> grain;          // "grain": consecutive parallel iterations per task, 1-256
+  std::optional<int> unroll;         // "unroll": innermost reduction loops unrolled, 0-4
+  bool operator==(const DefaultKnobs&) const = default;
+
+  // The recipe parameters (set knobs only, as decimal strings).
+  std::map<std::string, std::string> params() const;
+  // Parses recipe parameters; throws Error naming an unknown parameter or a bad value.
+  static DefaultKnobs from_params(const std::map<std::string, std::string>& params);
+};
+
+// Why `params` are not valid TensorschedDefault parameters, or nullopt.
+std::optional<std::string> check_default_params(const std::map<std::string, std::string>& params);
+
+// The rule (every knob unset).
 void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
+// The rule with `knobs` (a TensorschedDefault recipe's parameters).
+void apply_default_variant(const std::vector<Halide::Func>& outputs, const Halide::Target& target,
+                           const DefaultKnobs& knobs);
 
 // Bounds every output's loops to its estimates (the workload's fixed shape, from 0): every loop
 // extent and every per-tile allocation becomes a constant, so an accumulator tile lives on the

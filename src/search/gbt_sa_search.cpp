@@ -84,6 +84,7 @@ GbtSaSearch::PlanStats GbtSaSearch::last_plan(const std::string& workload_key) c
 void GbtSaSearch::observe(const SearchTask& task, const std::vector<Schedule>& batch,
                           const std::vector<MeasureResult>& results) {
   TaskState& ts = state(task);
+  variants_.observe(task, batch, results);
   for (size_t k = 0; k < batch.size() && k < results.size(); k++) {
     ts.planned.insert(batch[k].hash());
     if (batch[k].autoscheduler) continue;  // a recipe: no stage decisions, no features
@@ -100,7 +101,7 @@ void GbtSaSearch::observe(const SearchTask& task, const std::vector<Schedule>& b
 
 std::vector<Schedule> GbtSaSearch::propose(const SearchTask& task, size_t n, std::mt19937_64& rng) {
   TaskState& ts = state(task);
-  std::vector<Schedule> out;
+  std::vector<Schedule> out = variants_.propose(task, variant_share(n, kVariantShare, rng), rng);
   auto fresh = [&](const Schedule& s) {
     const std::string h = s.hash();
     return !ts.planned.count(h) && !(task.measured && task.measured(h));

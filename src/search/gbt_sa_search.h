@@ -22,6 +22,8 @@
 //  - observe() also receives, before a resumed task starts, the task's earlier records (the
 //    tuner replays them): the model learns from every measurement of the workload. Recipes
 //    (the default, Halide's autoschedulers) have no features and are skipped.
+//  - Beyond the paper: a quarter of each batch (kVariantShare) goes to the default rule's knob
+//    variants (search/default_variants.h), proposed model-free, since they have no features.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "costmodel/cost_model.h"
+#include "search/default_variants.h"
 #include "search/search_policy.h"
 
 namespace ts {
@@ -51,6 +54,8 @@ struct GbtSaOptions {
 
 class GbtSaSearch : public SearchPolicy {
  public:
+  static constexpr double kVariantShare = 0.25;  // of each batch, to the default's variants
+
   explicit GbtSaSearch(GbtSaOptions opts = {});
   ~GbtSaSearch() override;
   std::string name() const override { return opts_.transfer_samples ? "gbt-sa-transfer" : "gbt-sa"; }
@@ -76,6 +81,7 @@ class GbtSaSearch : public SearchPolicy {
 
   GbtSaOptions opts_;
   std::map<std::string, std::unique_ptr<TaskState>> tasks_;  // by workload exact key
+  DefaultVariants variants_;                                 // the default's variants (model-free)
 };
 
 // Greedy maximization of eq. 3 of the AutoTVM paper: picks `k` of the candidates, each step the

@@ -12,6 +12,7 @@
 
 #include "graph/workload.h"
 #include "measure/measurer.h"
+#include "schedule/default_knobs.h"
 #include "schedule/schedule_space.h"
 
 namespace ts {
@@ -21,6 +22,7 @@ struct SearchTask {
   const Workload* workload = nullptr;     // the workload tuned
   const ScheduleSpace* space = nullptr;   // its schedule space (and PipelineView)
   std::function<bool(const std::string& schedule_hash)> measured;  // whether a schedule was measured already (any run)
+  const DefaultKnobSpace* default_knobs = nullptr;  // the default rule's variants (null: none proposed)
 };
 
 class SearchPolicy {

@@ -145,7 +145,7 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
         } catch (const Error&) {
           continue;  // a newer format is not ours to read
         }
-        if (s.autoscheduler && s.autoscheduler->name == kDefaultRecipeName) break;
+        if (s == default_schedule_recipe()) break;  // the donor's default: the rest were slower
         taken++;
         out.donor_schedules++;
         RefitResult fit = refit(s, *t.space, outputs);

@@ -300,6 +300,7 @@ std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const std::st
     try {
       LoweredWorkload lw = lower_workload(*t.w);
       t.space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), space_options_for(*t.w, sopts));
+      t.default_knobs = std::make_unique<DefaultKnobSpace>(lw.outputs, host_code_target());
       t.features = std::make_unique<FeatureExtractor>(*t.space);
       t.measurer = std::make_unique<Measurer>(*t.w, opts.measure);
       if (opts.stop && opts.stop->load()) throw Error("stopped");  // its reference may have been cut short
@@ -362,7 +363,8 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   int trials_left = 0;
   for (size_t i = 0; i < tasks.size(); i++) {
     const std::string key = tasks[i].w->exact_key;
-    runs[i].search = SearchTask{tasks[i].w, tasks[i].space.get(), [&db, key](const std::string& h) { return db.has(key, h); }};
+    runs[i].search = SearchTask{tasks[i].w, tasks[i].space.get(), [&db, key](const std::string& h) { return db.has(key, h); },
+                                tasks[i].default_knobs.get()};
     runs[i].rng.seed(opts.seed ^ std::hash<std::string>{}(key));
     if (!tasks[i].active()) continue;
     active++;

@@ -11,11 +11,14 @@
 #include "runtime/compiled_model.h"
 #include "runtime/graph_runner.h"
 #include "support/onnx_builder.h"
+#include "support/small_workloads.h"
 
 namespace ts {
 namespace {
 
 using Halide::Internal::ForType;
+using test::conv_relu_workload;
+using test::save_conv_chain;
 
 bool computed_at_root(const Halide::Func& f) {
   Halide::LoopLevel l = f.function().schedule().compute_level();
@@ -90,33 +93,6 @@ TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
   Halide::Buffer<float> plain = build(false), scheduled = build(true);
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) ASSERT_EQ(plain(j, i), scheduled(j, i)) << i << "," << j;
-}
-
-
-// x -> 1x1 conv to `mid` channels -> 3x3 conv (pad 1) to `out` channels + Relu -> 1x1 conv to
-// 8: the middle workload (Conv+Relu) reads and writes blocked activations.
-std::string save_conv_chain(const std::string& file, int64_t in, int64_t mid, int64_t out, int64_t h, int64_t w) {
-  test::OnnxBuilder b(13);
-  b.input("x", DType::Float32, {1, in, h, w})
-      .initializer("w0", test::rand_f32({mid, in, 1, 1}, 1))
-      .initializer("w1", test::rand_f32({out, mid, 3, 3}, 2))
-      .initializer("w2", test::rand_f32({8, out, 1, 1}, 3))
-      .node("Conv", {"x", "w0"}, {"a"})
-      .node("Conv", {"a", "w1"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
-      .node("Relu", {"c"}, {"r"})
-      .node("Conv", {"r", "w2"}, {"y"})
-      .output("y");
-  return b.save(file);
-}
-
-// The Conv+Relu workload of save_conv_chain's model, its layouts planned for 16 lanes.
-Workload conv_relu_workload(const std::string& path) {
-  Graph g = test::import_model(path);
-  plan_layouts(g, 16);
-  for (const auto& wl : partition_graph(g).workloads)
-    if (wl.name == "Conv+Relu") return wl;
-  ADD_FAILURE() << path << ": no Conv+Relu workload";
-  return {};
 }
 
 // The accumulator stage (the reduction) of a lowered workload scheduled by the default rule.

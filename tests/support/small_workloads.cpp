@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/pipeline_view.h"
+#include "graph/layout_plan.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "measure/workload_compiler.h"
@@ -124,6 +125,32 @@ Graph small_cnn() {
       .output("y");
   Graph g = test::import_model(b.save("cnn.onnx"));
   return g;
+}
+
+// x -> 1x1 conv to `mid` channels -> 3x3 conv (pad 1) to `out` channels + Relu -> 1x1 conv to
+// 8: the middle workload (Conv+Relu) reads and writes blocked activations.
+std::string save_conv_chain(const std::string& file, int64_t in, int64_t mid, int64_t out, int64_t h, int64_t w) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, in, h, w})
+      .initializer("w0", rand_f32({mid, in, 1, 1}, 1))
+      .initializer("w1", rand_f32({out, mid, 3, 3}, 2))
+      .initializer("w2", rand_f32({8, out, 1, 1}, 3))
+      .node("Conv", {"x", "w0"}, {"a"})
+      .node("Conv", {"a", "w1"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Relu", {"c"}, {"r"})
+      .node("Conv", {"r", "w2"}, {"y"})
+      .output("y");
+  return b.save(file);
+}
+
+// The Conv+Relu workload of save_conv_chain's model, its layouts planned for 16 lanes.
+Workload conv_relu_workload(const std::string& path) {
+  Graph g = import_model(path);
+  plan_layouts(g, 16);
+  for (const auto& wl : partition_graph(g).workloads)
+    if (wl.name == "Conv+Relu") return wl;
+  ADD_FAILURE() << path << ": no Conv+Relu workload";
+  return {};
 }
 
 }  // namespace ts::test

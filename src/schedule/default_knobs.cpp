@@ -1,0 +1,182 @@
+#include "schedule/default_knobs.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "graph/error.h"
+#include "schedule/autoscheduler.h"
+
+namespace ts {
+
+namespace {
+
+// One knob: its parameter name, its field and its valid range.
+struct KnobSpec {
+  const char* name;
+  std::optional<int> DefaultKnobs::*field;
+  int lo, hi;
+  bool power_of_two;  // drawn among the powers of two of the range (tasks, grain)
+};
+
+const std::vector<KnobSpec>& knob_specs() {
+  static const std::vector<KnobSpec> specs = {
+      {"columns", &DefaultKnobs::columns, 1, 16, false},
+      {"blocks", &DefaultKnobs::blocks, 1, 4, false},
+      {"vectors", &DefaultKnobs::vectors, 1, 4, false},
+      {"columns_outer", &DefaultKnobs::columns_outer, 0, 1, false},
+      {"outermost", &DefaultKnobs::outermost, 1, 8, false},
+      {"tasks", &DefaultKnobs::tasks, 1, 256, true},
+      {"grain", &DefaultKnobs::grain, 1, 256, true},
+      {"unroll", &DefaultKnobs::unroll, 0, 4, false},
+  };
+  return specs;
+}
+
+std::optional<int> parse_int(const std::string& s) {
+  if (s.empty() || s.size() > 9) return std::nullopt;
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (*end != '\0') return std::nullopt;
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> DefaultKnobs::params() const {
+  std::map<std::string, std::string> out;
+  for (const auto& spec : knob_specs())
+    if (const auto& v = this->*spec.field) out[spec.name] = std::to_string(*v);
+  return out;
+}
+
+std::optional<std::string> check_default_params(const std::map<std::string, std::string>& params) {
+  for (const auto& [key, value] : params) {
+    const auto& specs = knob_specs();
+    auto it = std::find_if(specs.begin(), specs.end(), [&](const KnobSpec& s) { return key == s.name; });
+    if (it == specs.end()) {
+      std::vector<std::string> known;
+      for (const auto& s : specs) known.push_back(s.name);
+      return fmt::format("{} has no parameter '{}' (its parameters: {})", kDefaultRecipeName, key, fmt::join(known, ", "));
+    }
+    const auto v = parse_int(value);
+    if (!v || *v < it->lo || *v > it->hi)
+      return fmt::format("{}: parameter {} must be an integer in [{}, {}], not '{}'", kDefaultRecipeName, key, it->lo,
+                         it->hi, value);
+  }
+  return std::nullopt;
+}
+
+DefaultKnobs DefaultKnobs::from_params(const std::map<std::string, std::string>& params) {
+  if (auto why = check_default_params(params)) throw Error(*why);
+  DefaultKnobs k;
+  for (const auto& spec : knob_specs()) {
+    auto it = params.find(spec.name);
+    if (it != params.end()) k.*spec.field = *parse_int(it->second);
+  }
+  return k;
+}
+
+DefaultKnobSpace::DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
+  for (const auto& t : default_structure(outputs, target).tiles) tiles_.push_back(t.facts);
+}
+
+std::vector<TilePlan> DefaultKnobSpace::plans(const DefaultKnobs& k) const {
+  std::vector<TilePlan> out;
+  for (const auto& f : tiles_) out.push_back(plan_tile(f, k));
+  return out;
+}
+
+DefaultKnobs DefaultKnobSpace::canonical(const DefaultKnobs& k) const {
+  if (tiles_.empty()) return {};
+  const std::vector<TilePlan> target = plans(k);
+  // The values the (first) plan uses: knobs out of range or past a cap read as what they do.
+  const TilePlan& p = target[0];
+  DefaultKnobs c = k;
+  if (c.columns) c.columns = p.U;
+  if (c.blocks) c.blocks = p.Vt;
+  if (c.vectors) c.vectors = p.X;
+  if (c.columns_outer) c.columns_outer = p.columns_outer ? 1 : 0;
+  if (c.tasks) c.tasks = p.fused > 0 ? static_cast<int>(std::min<int64_t>(p.tasks, 256)) : 1;
+  if (c.grain) c.grain = static_cast<int>(std::min<int64_t>(p.grain, 256));
+  if (c.unroll) c.unroll = p.unrolled_rvars;
+  if (plans(c) != target) c = k;  // the tiles disagree on what the values mean: keep them as given
+  // Drop every knob the plan does not need.
+  for (const auto& spec : knob_specs()) {
+    if (!(c.*spec.field)) continue;
+    DefaultKnobs d = c;
+    (d.*spec.field).reset();
+    if (plans(d) == target) c = d;
+  }
+  return c;
+}
+
+DefaultKnobs DefaultKnobSpace::draw_one(int knob, DefaultKnobs k, std::mt19937_64& rng) const {
+  const KnobSpec& spec = knob_specs()[knob];
+  const TileFacts& f = tiles_[0];
+  int lo = spec.lo, hi = spec.hi;
+  // Ranges the first tile can use (others clamp).
+  if (spec.field == &DefaultKnobs::columns && f.u >= 0) hi = static_cast<int>(std::min<int64_t>(hi, f.ext[f.u]));
+  if (spec.field == &DefaultKnobs::outermost)
+    hi = std::max(1, std::min(hi, static_cast<int>(plan_tile(f, k).outer.size()) - 2));
+  if (spec.field == &DefaultKnobs::unroll) hi = std::min(hi, static_cast<int>(f.rvar_ext.size()));
+  if (spec.field == &DefaultKnobs::tasks) hi = 64;
+  if (spec.field == &DefaultKnobs::grain) hi = 32;
+  int v;
+  if (spec.power_of_two) {
+    int bits = 0;
+    while ((2 << bits) <= hi) bits++;
+    v = 1 << std::uniform_int_distribution<int>(0, bits)(rng);
+  } else {
+    v = std::uniform_int_distribution<int>(lo, std::max(lo, hi))(rng);
+  }
+  k.*spec.field = v;
+  return k;
+}
+
+DefaultKnobs DefaultKnobSpace::draw(std::mt19937_64& rng) const {
+  if (tiles_.empty()) return {};
+  DefaultKnobs k;
+  for (int i = 0; i < static_cast<int>(knob_specs().size()); i++)
+    if (rng() & 1) k = draw_one(i, k, rng);
+  return canonical(k);
+}
+
+DefaultKnobs DefaultKnobSpace::mutate(const DefaultKnobs& k, std::mt19937_64& rng) const {
+  if (tiles_.empty()) return k;
+  const int n = static_cast<int>(knob_specs().size());
+  for (int tries = 0; tries < 10; tries++) {
+    DefaultKnobs m = canonical(draw_one(std::uniform_int_distribution<int>(0, n - 1)(rng), k, rng));
+    if (!(m == k)) return m;
+  }
+  return k;
+}
+
+Schedule DefaultKnobSpace::recipe(const DefaultKnobs& k) {
+  Schedule s;
+  s.autoscheduler = AutoschedulerRecipe{kDefaultRecipeName, k.params()};
+  return s;
+}
+
+std::optional<DefaultKnobs> DefaultKnobSpace::knobs_of(const Schedule& s) {
+  if (!s.autoscheduler || s.autoscheduler->name != kDefaultRecipeName || !s.stages.empty()) return std::nullopt;
+  if (check_default_params(s.autoscheduler->params)) return std::nullopt;
+  return DefaultKnobs::from_params(s.autoscheduler->params);
+}
+
+std::string DefaultKnobSpace::describe() const {
+  if (tiles_.empty()) return "no register tile (the default rule has no knobs here)";
+  std::string out;
+  for (const auto& f : tiles_) {
+    const TilePlan p = plan_tile(f, {});
+    out += fmt::format("{}tile over [{}] ({}, {} lanes): {} columns x {} blocks{} x {} vectors, {} outer loops, "
+                       "{} fused parallel ({} tasks, grain {}), {} reduction loops unrolled",
+                       out.empty() ? "" : "; ", fmt::join(f.ext, ", "), f.blocked ? "blocked" : "plain", f.V, p.U, p.Vt,
+                       p.pair_blocks ? " (paired)" : "", p.X, p.outer.size(), p.fused, p.tasks, p.grain, p.unrolled_rvars);
+  }
+  return out;
+}
+
+}  // namespace ts

@@ -1,0 +1,55 @@
+#pragma once
+// DefaultKnobSpace: the variants of the default rule's register tile (DefaultKnobs, the
+// TensorschedDefault recipe's parameters) a workload can take, for the tuner's search.
+//
+// Why: tuning searches the sketch space (schedule/sketch.h), which lacks the default's
+// channel-blocked micro-kernels (paired half blocks, streamed inputs, grouped parallel tasks),
+// so 600 s of it gained 1-3% over the default. The default's own knobs (columns and blocks per
+// tile, vectors, loop order, parallel tasks and grain, reduction unrolling) are a small space
+// around a kernel that is already good; measuring its variants finds the one a workload's
+// shapes and this machine's caches prefer. A variant is a recipe, so it is recorded, replayed
+// and carried to other workloads (clamped to their shapes) like any schedule; it has no stage
+// decisions, hence no features: learning policies propose variants model-free.
+//
+// Two knob sets that give the same tile plan give the same code: canonical() keeps only knobs
+// that change the plan, at the values the plan uses, so a variant has one hash.
+#include <Halide.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "schedule/default_schedule.h"
+#include "schedule/default_tile.h"
+#include "schedule/schedule.h"
+
+namespace ts {
+
+class DefaultKnobSpace {
+ public:
+  DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
+
+  // No tiled output: every knob set is the default itself.
+  bool empty() const { return tiles_.empty(); }
+  // The knobs that change the plan of some tile, at the values the plan uses (see top).
+  DefaultKnobs canonical(const DefaultKnobs& k) const;
+  // Random knobs, canonical: each knob left to the rule or drawn uniformly in its range (as the
+  // first tile allows), with even odds.
+  DefaultKnobs draw(std::mt19937_64& rng) const;
+  // `k` with one knob redrawn, canonical; `k` when ten tries changed nothing.
+  DefaultKnobs mutate(const DefaultKnobs& k, std::mt19937_64& rng) const;
+  // The TensorschedDefault recipe with these knobs.
+  static Schedule recipe(const DefaultKnobs& k);
+  // The knobs of a TensorschedDefault recipe, nullopt for any other schedule.
+  static std::optional<DefaultKnobs> knobs_of(const Schedule& s);
+  // One line: the tiles' facts and the rule's plan.
+  std::string describe() const;
+
+ private:
+  std::vector<TilePlan> plans(const DefaultKnobs& k) const;
+  DefaultKnobs draw_one(int knob, DefaultKnobs k, std::mt19937_64& rng) const;  // knob `knob` redrawn in its range
+
+  std::vector<TileFacts> tiles_;  // the tiled outputs' facts
+};
+
+}  // namespace ts

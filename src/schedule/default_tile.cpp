@@ -1,0 +1,331 @@
+#include "schedule/default_tile.h"
+
+#include <algorithm>
+
+namespace ts {
+
+namespace {
+
+using Halide::Internal::Function;
+
+constexpr int kMaxAccumulators = 24;  // vector accumulators a tile may hold (of 32 registers: weights and broadcasts need some)
+
+// True when f's value is g(args...) with f's own arguments: a rename that costs nothing inline.
+bool is_rename(const Function& f) {
+  if (f.has_update_definition() || f.values().size() != 1) return false;
+  const auto* call = f.values()[0].as<Halide::Internal::Call>();
+  if (!call || call->args.size() != f.args().size()) return false;
+  for (size_t i = 0; i < call->args.size(); i++) {
+    const auto* v = call->args[i].as<Halide::Internal::Variable>();
+    if (!v || v->name != f.args()[i]) return false;
+  }
+  return true;
+}
+
+// A load of another Func or input (reading a stage's own accumulator is not a load to reuse).
+bool is_load(const Halide::Internal::Call* op, const std::string& self) {
+  return (op->call_type == Halide::Internal::Call::Halide || op->call_type == Halide::Internal::Call::Image) &&
+         op->name != self;
+}
+
+// Variables named in the arguments of each call in e. A tree walk, not an IRGraphVisitor: that
+// visits a shared node once, so a pure variable already met in the stage's own accumulator call
+// went missing from the loads that share it (a depthwise conv's input load then looked free of
+// its spatial loops, and its padded input was materialized instead of streamed).
+struct CallVars : Halide::Internal::IRVisitor {
+  std::string self;  // the stage's own name
+  std::vector<std::set<std::string>> calls;
+  std::set<std::string>* current = nullptr;
+  using IRVisitor::visit;
+  void visit(const Halide::Internal::Call* op) override {
+    if (!is_load(op, self)) {
+      IRVisitor::visit(op);
+      return;
+    }
+    calls.emplace_back();
+    std::set<std::string>* saved = current;
+    current = &calls.back();
+    for (const auto& a : op->args) a.accept(this);
+    current = saved;
+  }
+  void visit(const Halide::Internal::Variable* op) override {
+    if (current) current->insert(op->name);
+  }
+};
+
+// The variables of each load in reduction r's update.
+std::vector<std::set<std::string>> update_loads(const Function& r) {
+  CallVars cv;
+  cv.self = r.name();
+  for (const auto& v : r.update(0).values()) v.accept(&cv);
+  return cv.calls;
+}
+
+// The pure loop of reduction r (not the vector loop x) whose iterations reuse the vector loads:
+// a variable absent from every load that depends on x (a conv's output channel, a matmul's row).
+int reuse_loop(const Function& r, const std::vector<int64_t>& ext) {
+  const auto calls = update_loads(r);
+  const std::string x = r.args()[0];
+  int best = -1;
+  for (size_t k = 1; k < r.args().size(); k++) {
+    bool absent = ext[k] >= 2;
+    for (const auto& c : calls)
+      if (c.count(x) && c.count(r.args()[k])) absent = false;
+    if (absent && (best < 0 || ext[k] > ext[best])) best = static_cast<int>(k);
+  }
+  return best;
+}
+
+// Largest power of two <= extent, capped at the native width; 0 below 4 (not worth a vector).
+int vector_width_for(int64_t extent, int native) {
+  int v = native;
+  while (v > extent) v /= 2;
+  return v >= 4 ? v : 0;
+}
+
+// Whether every load of reduction r that depends on its vector loop x uses x in the callee's
+// innermost dimension only (a dense or strided row, not a gather across rows: a matmul's B
+// read transposed is a gather, and wider tiles only gather more).
+bool loads_dense_along_x(const Function& r) {
+  struct Visitor : Halide::Internal::IRGraphVisitor {
+    std::string x, self;
+    bool dense = true;
+    using IRGraphVisitor::visit;
+    void visit(const Halide::Internal::Call* op) override {
+      if (is_load(op, self))
+        for (size_t i = 1; i < op->args.size(); i++) dense = dense && !Halide::Internal::expr_uses_var(op->args[i], x);
+      IRGraphVisitor::visit(op);
+    }
+  } v;
+  v.x = r.args()[0];
+  v.self = r.name();
+  for (const auto& e : r.update(0).values()) e.accept(&v);
+  return v.dense;
+}
+
+// For a channel-blocked reduction (its innermost loop is the lane of a blocked layout, one
+// vector wide, lower/lower.h tensor_args): the pure loop other than x that every x-dependent
+// load uses and no x-free load does (the output-channel block a weight vector belongs to), so
+// tiling it gives accumulators that share their broadcast input loads; -1 when none.
+int block_loop(const Function& r, const std::vector<int64_t>& ext) {
+  const auto calls = update_loads(r);
+  const std::string x = r.args()[0];
+  bool any_free = false;
+  for (const auto& c : calls) any_free |= !c.count(x);
+  if (!any_free) return -1;
+  for (size_t k = 1; k < r.args().size(); k++) {
+    bool ok = ext[k] >= 2;
+    for (const auto& c : calls) ok = ok && (c.count(x) ? c.count(r.args()[k]) > 0 : c.count(r.args()[k]) == 0);
+    if (ok) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+// Largest divisor of `extent` that is at most `cap` (so a register tile has no tail).
+int64_t divisor_at_most(int64_t extent, int64_t cap) {
+  for (int64_t d = std::min(extent, cap); d > 1; d--)
+    if (extent % d == 0) return d;
+  return 1;
+}
+
+// Columns of a blocked register tile: a divisor of the extent in [5, 8] (no tail), else 8
+// (capped by the extent) with the last tile shifted inwards (73 or 17 columns, prime, would
+// otherwise get 1-column tiles).
+int64_t column_tile(int64_t extent) {
+  const int64_t d = divisor_at_most(extent, 8);
+  return d >= 5 ? d : std::min<int64_t>(8, extent);
+}
+
+int clamp_knob(const std::optional<int>& knob, int rule, int lo, int64_t hi) {
+  if (!knob) return rule;
+  return static_cast<int>(std::clamp<int64_t>(*knob, lo, std::max<int64_t>(lo, hi)));
+}
+
+// Pure stages inlined into `f` (transitively), which are not computed elsewhere.
+void inline_closure(const Function& f, const std::set<std::string>& root, std::set<std::string>& out) {
+  for (auto& [name, g] : Halide::Internal::find_direct_calls(f)) {
+    if (root.count(name) || g.has_update_definition() || out.count(name)) continue;
+    out.insert(name);
+    inline_closure(g, root, out);
+  }
+}
+
+// The tile's block, vector and column counts (the register tile itself).
+void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
+  const std::vector<int64_t>& ext = f.ext;
+  const int u = f.u, v = f.v;
+  // Half-vector blocks (8 lanes of 16: channel counts that are odd multiples of 8, 24 to 1000)
+  // pair two output-channel blocks into one full vector of accumulators (the weights' two
+  // halves load separately, the input broadcast serves both), so the FMAs run at full width
+  // (SqueezeNet's 1000-channel classifier ran at 75 GFLOP/s of 8-lane FMAs). Their block count
+  // is odd, so the last pair overlaps the one before it (shifted inwards). Two pairs (2 full
+  // vectors x 8 columns, 16 accumulators) where the last tile's overlap is small.
+  if (v >= 0 && v != u) {
+    if (f.blocked && f.V * 2 == f.native && ext[v] >= 2) {
+      const int b = clamp_knob(k.blocks, ext[v] >= 12 ? 4 : 2, 1, 4);
+      p.Vt = b >= 4 && ext[v] >= 4 ? 4 : b >= 2 ? 2 : 1;
+      p.pair_blocks = p.Vt > 1;
+    } else {
+      p.Vt = clamp_knob(k.blocks, static_cast<int>(divisor_at_most(ext[v], 2)), 1, std::min<int64_t>(4, ext[v]));
+    }
+  }
+  // Plain layouts: rows at least 4 vectors wide (a matmul's output columns) take 2 vectors per
+  // tile and 8 rows of the reuse loop, 16 accumulators; others 1 vector x 4.
+  if (!f.blocked && u >= 0 && f.dense_x) p.X = clamp_knob(k.vectors, ext[0] >= 4 * f.V ? 2 : 1, 1, std::min<int64_t>(4, ext[0] / f.V));
+  if (u >= 0) {
+    const int rule = static_cast<int>(f.blocked ? column_tile(ext[u]) : std::min<int64_t>(8, ext[u]));
+    p.U = clamp_knob(k.columns, rule, 1, std::min<int64_t>(16, ext[u]));
+    const int vectors = p.pair_blocks ? p.Vt / 2 : p.Vt * p.X;
+    p.U = std::min(p.U, std::max(1, kMaxAccumulators / vectors));
+  }
+  // A plain matmul with more output columns than rows (N > M: B, K x N, is larger than A, M x K)
+  // runs column tiles outermost and row tiles inside: each K x (2 vectors) panel of B is loaded
+  // once and reused by every row tile from L1/L2, and A, the smaller, is re-read instead
+  // (a Transformer's 128 x 512 by 512 x 1536 re-read its 3 MB B from L3 for every 8 rows).
+  if (!f.blocked && u >= 0) p.columns_outer = clamp_knob(k.columns_outer, p.X == 2 && ext[0] > ext[u], 0, 1) != 0;
+}
+
+// The outer loops (innermost first, the tile loop r is computed at first), the loop order knob
+// and the parallel loop.
+void plan_outer_loops(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
+  const std::vector<int64_t>& ext = f.ext;
+  const int n = static_cast<int>(ext.size());
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const OuterLoop vectors{OuterKind::Vectors, 0, ceil_div(ext[0], f.V * p.X)};
+  if (p.columns_outer) p.outer = {{OuterKind::Columns, f.u, ceil_div(ext[f.u], p.U)}, vectors};
+  else p.outer = {vectors};
+  for (int d = 1; d < n; d++) {
+    if (d == f.u) {
+      if (!p.columns_outer) p.outer.push_back({OuterKind::Columns, d, ceil_div(ext[d], p.U)});
+    } else if (d == f.v && p.Vt > 1) {
+      p.outer.push_back({OuterKind::Blocks, d, ceil_div(ext[d], p.Vt)});
+    } else {
+      p.outer.push_back({OuterKind::Pure, d, ext[d]});
+    }
+  }
+  const int last = static_cast<int>(p.outer.size()) - 1;
+  // The tile loop stays innermost (r is computed there); another loop may move outermost.
+  if (k.outermost && *k.outermost >= 1 && *k.outermost < last && p.outer[*k.outermost].extent > 1) {
+    const OuterLoop moved = p.outer[*k.outermost];
+    p.outer.erase(p.outer.begin() + *k.outermost);
+    p.outer.push_back(moved);
+  }
+  // Parallel over the outer loops, fused outermost-first until there are enough tasks.
+  const int64_t wanted = k.tasks ? std::max(1, *k.tasks) : kDefaultParallelTasks;
+  if (last < 1 || wanted < 2) return;
+  int lo = last;
+  int64_t tasks = p.outer[lo].extent;
+  while (tasks < wanted && lo > 1) tasks *= p.outer[--lo].extent;
+  if (tasks < 2 || (!k.tasks && f.work < kDefaultParallelWork)) return;
+  p.fused = last - lo + 1;
+  p.tasks = tasks;
+  p.grain = k.grain ? std::clamp<int64_t>(*k.grain, 1, std::max<int64_t>(1, tasks / 2)) : default_task_grain(tasks, f.work);
+}
+
+}  // namespace
+
+std::vector<int64_t> estimate_extents(const Function& f) {
+  std::vector<int64_t> e(f.args().size(), 0);
+  for (const auto& b : f.schedule().estimates())
+    for (size_t i = 0; i < f.args().size(); i++)
+      if (f.args()[i] == b.var) {
+        if (const int64_t* v = Halide::Internal::as_const_int(b.extent)) e[i] = *v;
+      }
+  return e;
+}
+
+int64_t stage_work(const std::vector<int64_t>& ext, const std::vector<Halide::Internal::ReductionVariable>& rvars) {
+  int64_t w = 1;
+  for (int64_t e : ext) w *= std::max<int64_t>(e, 1);
+  for (const auto& rv : rvars)
+    if (const int64_t* e = Halide::Internal::as_const_int(Halide::Internal::simplify(rv.extent))) w *= std::max<int64_t>(*e, 1);
+  return w;
+}
+
+int64_t default_task_grain(int64_t tasks, int64_t work) {
+  const int64_t per_task = std::max<int64_t>(work / std::max<int64_t>(tasks, 1), 1);
+  const int64_t grain = std::min((kDefaultTaskWork + per_task - 1) / per_task, tasks / kDefaultGroupedTasks);
+  return grain < 2 ? 1 : grain;
+}
+
+std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r, const Halide::Target& target) {
+  const Function &of = o.function(), &rf = r.function();
+  TileFacts f;
+  f.ext = estimate_extents(of);
+  if (f.ext != estimate_extents(rf) || f.ext.empty() || rf.updates().size() != 1 || of.args().size() != rf.args().size())
+    return std::nullopt;
+  f.native = target.natural_vector_size(o.output_types()[0]);
+  f.V = vector_width_for(f.ext[0], f.native);
+  if (f.V == 0) return std::nullopt;
+  f.blocked = of.args()[0].rfind("dl", 0) == 0 && f.ext[0] == f.V && f.ext.size() >= 2;
+  f.u = reuse_loop(rf, f.ext);
+  // No load is reused along any loop (depthwise conv, pooling): each input element is read by a
+  // few taps only, so a materialized padded copy would double the memory traffic.
+  f.streams_input = f.blocked && f.u < 0;
+  if (f.blocked && f.u < 0 && f.ext[1] >= 2) f.u = 1;
+  f.v = f.blocked && f.u >= 0 ? block_loop(rf, f.ext) : -1;
+  f.dense_x = loads_dense_along_x(rf);
+  for (const auto& rv : rf.update(0).schedule().rvars()) {
+    const int64_t* e = Halide::Internal::as_const_int(Halide::Internal::simplify(rv.extent));
+    f.rvar_ext.push_back(e ? *e : 0);
+  }
+  f.work = stage_work(f.ext, rf.update(0).schedule().rvars());
+  return f;
+}
+
+TilePlan plan_tile(const TileFacts& f, const DefaultKnobs& k) {
+  TilePlan p;
+  plan_register_tile(f, k, p);
+  plan_outer_loops(f, k, p);
+  // Unroll the innermost reduction loops while their product stays within 16 (a 3x3 kernel's
+  // 9 taps, or a 1x1 conv's 16 block lanes): blocked tiles only, unless the knob says.
+  const int rule_max = f.blocked ? static_cast<int>(f.rvar_ext.size()) : 0;
+  const int wanted = clamp_knob(k.unroll, rule_max, 0, static_cast<int64_t>(f.rvar_ext.size()));
+  int64_t product = 1;
+  int n = 0;
+  while (n < wanted && f.rvar_ext[n] > 0 && product * f.rvar_ext[n] <= (k.unroll ? 64 : 16)) product *= f.rvar_ext[n++];
+  while (n > 0 && f.rvar_ext[n - 1] == 1) n--;  // unrolling a loop of one iteration changes nothing
+  p.unrolled_rvars = n;
+  return p;
+}
+
+DefaultStructure default_structure(const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
+  DefaultStructure ds;
+  auto& env = ds.env;
+  for (const auto& o : outputs) {
+    env[o.name()] = o.function();
+    for (auto& [name, fn] : Halide::Internal::find_transitive_calls(o.function())) env[name] = fn;
+  }
+  // Which stages are read by a reduction (their values would be recomputed in its loops).
+  std::set<std::string> read_by_reduction;
+  for (auto& [name, fn] : env)
+    if (fn.has_update_definition())
+      for (auto& [callee, cfn] : Halide::Internal::find_direct_calls(fn)) read_by_reduction.insert(callee);
+  for (const auto& o : outputs) ds.output_names.insert(o.name());
+  for (auto& [name, fn] : env)
+    if (ds.output_names.count(name) || fn.has_update_definition() || (read_by_reduction.count(name) && !is_rename(fn)))
+      ds.root.insert(name);
+  // Callers of each stage, to find reductions read only by one output's inlined chain.
+  std::map<std::string, std::set<std::string>> callers;
+  for (auto& [name, fn] : env)
+    for (auto& [callee, cfn] : Halide::Internal::find_direct_calls(fn))
+      if (callee != name) callers[callee].insert(name);  // an update reads its own stage
+  for (const auto& o : outputs) {
+    std::set<std::string> chain;
+    inline_closure(o.function(), ds.root, chain);
+    chain.insert(o.name());
+    std::vector<std::string> reductions;
+    for (auto& [name, fn] : env) {
+      if (!fn.has_update_definition()) continue;
+      bool read_by_chain = false, read_elsewhere = false;
+      for (const auto& c : callers[name]) (chain.count(c) ? read_by_chain : read_elsewhere) = true;
+      if (read_by_chain && !read_elsewhere) reductions.push_back(name);
+    }
+    if (reductions.size() != 1) continue;
+    Halide::Func r(env.at(reductions[0]));
+    if (auto facts = tile_facts(o, r, target)) ds.tiles.push_back({o, r, *facts});
+  }
+  return ds;
+}
+
+}  // namespace ts

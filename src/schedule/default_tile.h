@@ -1,0 +1,101 @@
+#pragma once
+// The register tile of the default rule (schedule/default_schedule.h, rule 5) split in two
+// halves that apply and the knob search share:
+//  - TileFacts: what the rule reads from the pipeline (extents, which loop reuses loads, whether
+//    the tensors are channel-blocked, the reduction's loops). Knob-independent, found once.
+//  - TilePlan: the tile the rule builds from the facts and a DefaultKnobs (unset knobs: the
+//    rule's own choice). Pure arithmetic, so DefaultKnobSpace can tell two knob sets apart
+//    (the same plan = the same code) without touching Halide.
+#include <Halide.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "schedule/default_schedule.h"
+
+namespace ts {
+
+// The rule's parallel granularity. Outer loops are fused until there are kDefaultParallelTasks
+// tasks. Below kDefaultParallelWork (points x reduction iterations) a stage runs on one thread:
+// splitting a small stage costs more than it saves (ShuffleNet's 149 steps ran slower on 2
+// threads than on 1 with Halide's own pool; measure/spinning_pool.h cut the wake-ups, not the
+// cache traffic). A parallel task gets kDefaultTaskWork at least (consecutive iterations
+// grouped), keeping kDefaultGroupedTasks tasks for load balance: a thousand ~1 us tasks (a
+// WaveNet conv's column tiles) ran slower on 2 threads than on 1 under Halide's pool lock.
+constexpr int64_t kDefaultParallelTasks = 8;
+constexpr int64_t kDefaultParallelWork = int64_t{1} << 18;
+constexpr int64_t kDefaultTaskWork = int64_t{1} << 18;
+constexpr int64_t kDefaultGroupedTasks = 64;
+
+// Extent of each pure argument of f (innermost first) from its estimates; 0 when unknown.
+std::vector<int64_t> estimate_extents(const Halide::Internal::Function& f);
+// Points of a loop nest with extents `ext` times the iterations of the reduction `rvars`.
+int64_t stage_work(const std::vector<int64_t>& ext, const std::vector<Halide::Internal::ReductionVariable>& rvars);
+// Consecutive iterations per task the rule groups for a parallel loop of `tasks` iterations and
+// `work` in all (1 = no grouping).
+int64_t default_task_grain(int64_t tasks, int64_t work);
+
+// What the rule knows of an output o elementwise in one reduction r over the same domain.
+struct TileFacts {
+  std::vector<int64_t> ext;       // extents of o's (and r's) pure loops, innermost first
+  int native = 0;                 // native vector lanes of o's type
+  int V = 0;                      // lanes of the vector loop (ext[0] capped by native, a power of two)
+  bool blocked = false;           // channel-blocked: the innermost loop is one block's lanes
+  bool streams_input = false;     // no load is reused (depthwise, pooling): padded inputs are read in place
+  int u = -1;                     // the reuse loop (a conv's columns, a matmul's rows); -1 = none
+  int v = -1;                     // the output-channel block loop of a blocked reduction; -1 = none
+  bool dense_x = false;           // every x-dependent load is dense along x (wider plain tiles pay)
+  std::vector<int64_t> rvar_ext;  // r's reduction loops' extents, innermost first (0 = not constant)
+  int64_t work = 0;               // points x reduction iterations
+};
+
+// One outer loop of the tile (outside its register tile), as the rule names it.
+enum class OuterKind { Columns, Blocks, Vectors, Pure };
+struct OuterLoop {
+  OuterKind kind = OuterKind::Pure;  // the outer part of the reuse, block or vector loop, or another pure loop
+  int dim = 0;                       // the pure loop of o it comes from
+  int64_t extent = 1;                // its iterations
+  bool operator==(const OuterLoop&) const = default;
+};
+
+// The tile the rule builds.
+struct TilePlan {
+  int U = 1;                       // register-tile extent of the reuse loop (1 = not tiled)
+  int Vt = 1;                      // output-channel blocks per tile (1 = not tiled)
+  bool pair_blocks = false;        // half-vector blocks paired into full vectors (Vt = 2 or 4)
+  int X = 1;                       // vectors of the vector loop per tile (plain layouts)
+  bool columns_outer = false;      // a plain matmul's column tiles outside its row tiles (r computed at the row tile)
+  std::vector<OuterLoop> outer;    // outer loops, innermost first (after `outermost` moved one out)
+  int fused = 0;                   // outermost outer loops fused into the parallel loop (0 = serial)
+  int64_t tasks = 0;               // iterations of the parallel loop
+  int64_t grain = 1;               // consecutive iterations per parallel task (1 = one each)
+  int unrolled_rvars = 0;          // innermost reduction loops unrolled
+  bool operator==(const TilePlan&) const = default;
+};
+
+// The facts of output o over reduction r, or nullopt when rule 5 does not apply (domains differ,
+// no vector loop).
+std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r, const Halide::Target& target);
+
+// The tile for `facts` under `knobs` (out-of-range knobs are clamped to what the facts allow).
+TilePlan plan_tile(const TileFacts& facts, const DefaultKnobs& knobs);
+
+// The pipeline as the rule sees it: every Func, which are computed at root, and the tiled
+// (output, reduction) pairs with their facts.
+struct DefaultStructure {
+  struct Tiled {
+    Halide::Func o, r;  // the output and its reduction
+    TileFacts facts;    // see TileFacts
+  };
+  std::map<std::string, Halide::Internal::Function> env;  // every Func reached from the outputs
+  std::set<std::string> root;           // Funcs computed at root unless tiled (rule 2)
+  std::set<std::string> output_names;   // the outputs
+  std::vector<Tiled> tiles;             // rule 5's outputs, in output order
+};
+DefaultStructure default_structure(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
+
+}  // namespace ts

@@ -1,0 +1,123 @@
+// The default rule's knobs (TensorschedDefault recipe parameters) and their space: parameters
+// round-trip and are validated, canonical() keeps exactly the knobs that change the tile, and
+// variants drawn for a channel-blocked conv and a plain matmul compile and compute what the
+// rule computes (measured through the Measurer, whose reference is the rule).
+#include "schedule/default_knobs.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "measure/measurer.h"
+#include "measure/workload_compiler.h"
+#include "schedule/autoscheduler.h"
+#include "support/onnx_builder.h"
+#include "support/small_workloads.h"
+
+namespace ts {
+namespace {
+
+// The knob space of a workload's unscheduled pipeline, for this machine.
+DefaultKnobSpace knob_space(const Workload& w) { return DefaultKnobSpace(lower_workload(w).outputs, host_code_target()); }
+
+TEST(DefaultKnobs, ParamsRoundTripAndBadOnesAreRejectedByName) {
+  DefaultKnobs k;
+  k.columns = 4;
+  k.tasks = 16;
+  k.unroll = 0;
+  const auto params = k.params();
+  EXPECT_EQ(params.size(), 3u);
+  EXPECT_EQ(params.at("columns"), "4");
+  EXPECT_EQ(DefaultKnobs::from_params(params), k);
+  EXPECT_FALSE(check_recipe(AutoschedulerRecipe{kDefaultRecipeName, params}));
+
+  auto why = check_default_params({{"colums", "4"}});
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("colums"), std::string::npos) << *why;
+  EXPECT_NE(why->find("columns"), std::string::npos) << *why;  // the known ones listed
+  EXPECT_TRUE(check_default_params({{"columns", "0"}}));       // below its range
+  EXPECT_TRUE(check_default_params({{"blocks", "x"}}));        // not an integer
+  EXPECT_TRUE(check_default_params({{"grain", "4.5"}}));
+  EXPECT_THROW(DefaultKnobs::from_params({{"tasks", "1000"}}), Error);
+  EXPECT_TRUE(check_recipe(AutoschedulerRecipe{kDefaultRecipeName, {{"vectors", "9"}}}));
+}
+
+TEST(DefaultKnobSpace, CanonicalKeepsOnlyKnobsThatChangeTheTile) {
+  // 64 -> 64 channels on 14 x 14, blocked by 16: the rule's tile is 7 columns x 2 blocks.
+  const DefaultKnobSpace space = knob_space(test::conv_relu_workload(test::save_conv_chain("knobs.onnx", 8, 64, 64, 14, 14)));
+  ASSERT_FALSE(space.empty()) << space.describe();
+  EXPECT_EQ(space.canonical({}), DefaultKnobs{});
+  DefaultKnobs k;
+  k.columns = 7;  // the rule's own choice
+  k.vectors = 3;  // only plain tiles have vectors
+  k.tasks = 8;    // the rule's task count
+  EXPECT_EQ(space.canonical(k), DefaultKnobs{}) << space.describe();
+  k = {};
+  k.columns = 4;
+  EXPECT_EQ(space.canonical(k).columns, 4);
+  k.columns = 16;  // 14 columns at most, and 2 blocks x 12 columns fill the 24 accumulators
+  EXPECT_EQ(space.canonical(k).columns, 12);
+  k = {};
+  k.blocks = 1;
+  k.unroll = 0;
+  const DefaultKnobs c = space.canonical(k);
+  EXPECT_EQ(c.blocks, 1);
+  EXPECT_EQ(c.unroll, 0);
+  EXPECT_EQ(space.canonical(c), c);  // canonical twice is canonical once
+
+  std::mt19937_64 rng(3);
+  std::set<std::string> distinct;
+  for (int i = 0; i < 40; i++) {
+    const DefaultKnobs d = space.draw(rng);
+    EXPECT_EQ(space.canonical(d), d);
+    const DefaultKnobs m = space.mutate(d, rng);
+    EXPECT_EQ(space.canonical(m), m);
+    distinct.insert(DefaultKnobSpace::recipe(d).hash());
+  }
+  EXPECT_GT(distinct.size(), 20u);
+  EXPECT_EQ(DefaultKnobSpace::knobs_of(DefaultKnobSpace::recipe(c)), c);
+}
+
+TEST(DefaultKnobSpace, PipelinesWithoutATileHaveNoKnobs) {
+  // Softmax alone: no reduction feeding an elementwise output of the same domain.
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {4, 40}).node("Softmax", {"x"}, {"y"}).output("y");
+  const Partition p = partition_graph(test::import_model(b.save("softmax_knobs.onnx")));
+  ASSERT_EQ(p.workloads.size(), 1u);
+  const DefaultKnobSpace space = knob_space(p.workloads[0]);
+  EXPECT_TRUE(space.empty());
+  std::mt19937_64 rng(1);
+  EXPECT_EQ(space.draw(rng), DefaultKnobs{});
+}
+
+// Variants of a blocked conv and of a plain matmul compile and match the rule's output.
+TEST(DefaultKnobSpace, DrawnVariantsCompileAndComputeWhatTheRuleComputes) {
+  MeasureOptions mo;
+  mo.repeats = 1;
+  mo.warmup = 0;
+  mo.cache_root = (test::temp_dir() / "knobs_cache").string();
+  const std::vector<Workload> workloads = {
+      test::conv_relu_workload(test::save_conv_chain("knobs_variants.onnx", 8, 32, 48, 9, 11)),
+      test::matmul_relu_workload()};
+  for (const Workload& w : workloads) {
+    const DefaultKnobSpace space = knob_space(w);
+    ASSERT_FALSE(space.empty()) << w.name;
+    std::mt19937_64 rng(7);
+    std::vector<Schedule> batch;
+    std::set<std::string> hashes;
+    for (int i = 0; batch.size() < 5 && i < 50; i++) {
+      Schedule s = DefaultKnobSpace::recipe(space.draw(rng));
+      if (!s.autoscheduler->params.empty() && hashes.insert(s.hash()).second) batch.push_back(s);
+    }
+    ASSERT_EQ(batch.size(), 5u) << w.name;
+    Measurer m(w, mo);
+    ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+    const auto results = m.measure_batch(batch);
+    for (size_t i = 0; i < batch.size(); i++)
+      EXPECT_TRUE(results[i].valid()) << w.name << " " << batch[i].to_json() << ": " << results[i].error_kind << ": "
+                                      << results[i].error_message;
+  }
+}
+
+}  // namespace
+}  // namespace ts
