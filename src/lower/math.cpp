@@ -8,13 +8,18 @@ using Halide::Expr;
 
 static bool is_f32(const Expr& x) { return x.type() == Halide::Float(32); }
 
+// exp(xc) = 2^k * exp(r) with k = round(xc / ln2): returns exp(r), r = xc - k*ln2 split in two
+// parts for accuracy (a degree-6 polynomial, 1 ulp on [-ln2/2, ln2/2]).
+static Expr exp_of_remainder(const Expr& xc, const Expr& k) {
+  Expr r = xc - k * 0.693145752f - k * 1.42860677e-6f;
+  return 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f + r * (0.00833333377f + r * 0.00138888892f)))));
+}
+
 Expr ts_exp(Expr x) {
   if (!is_f32(x)) return Halide::exp(x);
-  // exp(x) = 2^k * exp(r), k = round(x / ln2), r = x - k*ln2 split in two parts for accuracy.
   Expr xc = Halide::clamp(x, -87.0f, 88.72f);
   Expr k = Halide::round(xc * 1.44269504f);
-  Expr r = xc - k * 0.693145752f - k * 1.42860677e-6f;
-  Expr p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f + r * (0.00833333377f + r * 0.00138888892f)))));
+  Expr p = exp_of_remainder(xc, k);
   // Scale by 2^(k-1) * 2 so that k = 128 (x near 88.7) does not overflow the exponent field.
   Expr bits = Halide::cast<int32_t>(k + 126.0f) << 23;
   Expr y = (p * Halide::reinterpret(Halide::Float(32), bits)) * 2.0f;
@@ -66,8 +71,22 @@ Expr ts_erf(Expr x) {
 }
 
 Expr ts_sigmoid(Expr x) {
-  Expr one = Halide::cast(x.type(), 1);
-  return one / (one + ts_exp(-x));
+  if (!is_f32(x)) {
+    Expr one = Halide::cast(x.type(), 1);
+    return one / (one + ts_exp(-x));
+  }
+  // A SiLU epilogue (x * sigmoid(x)) after a short reduction (EfficientNet's 1x1 convs over 16
+  // channels) cost more than the conv's FMAs with ts_exp's edge cases and a true division.
+  // Here -x is clamped to [-87, 88], where 2^k stays a normal float and sigmoid has long
+  // saturated (1 - 2^-24 at x = 17, below float's smallest normal at x = -87), and 1 / d is the
+  // hardware's reciprocal estimate refined by one Newton step (about 23 bits).
+  Expr t = Halide::clamp(-x, -87.0f, 88.0f);
+  Expr k = Halide::round(t * 1.44269504f);
+  Expr e = exp_of_remainder(t, k) * Halide::reinterpret(Halide::Float(32), Halide::cast<int32_t>(k + 127.0f) << 23);
+  Expr d = 1.0f + e;
+  Expr inv = Halide::fast_inverse(d);
+  inv = inv * (2.0f - d * inv);
+  return Halide::select(Halide::is_nan(x), x, inv);
 }
 
 }  // namespace ts

@@ -48,6 +48,7 @@ struct TuneOptions {
   std::set<std::string> only;     // key hashes of the workloads to tune (empty = all)
   Sampling sampling = Sampling::Sketch;  // how the spaces draw schedules (random proposals, SA chains, mutations)
   int confirm_rounds = 3;         // re-measurement rounds of each task's winner against the default (0 = none)
+  int confirm_candidates = 3;     // the task's fastest records re-measured so (the best of them there is kept)
   std::string scheduler = "sequential";  // the TaskScheduler (task_scheduler.h: scheduler_names())
   double slot_seconds = 0;        // a slot of a slot-based scheduler, time budget (0 = budget / (10 x tasks), >= 2 s)
   int slot_trials = 0;            // a slot with a trial budget (0 = the batch size)

@@ -4,19 +4,23 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace ts {
 namespace {
 
 // Evaluates f on n points in [lo, hi] through a real Halide JIT pipeline; returns max rel error.
+// `lanes` > 1 vectorizes the pipeline (the instructions networks run: a reciprocal estimate has
+// other code in vectors than in scalars).
 double max_rel_error(const std::function<Halide::Expr(Halide::Expr)>& f, const std::function<double(double)>& ref,
-                     float lo, float hi, double floor = 1e-30) {
+                     float lo, float hi, double floor = 1e-30, int lanes = 1) {
   const int n = 20001;
   Halide::Buffer<float> in(n);
   for (int k = 0; k < n; k++) in(k) = lo + (hi - lo) * static_cast<float>(k) / (n - 1);
   Halide::Var i;
   Halide::Func g;
   g(i) = f(in(i));
+  if (lanes > 1) g.vectorize(i, lanes, Halide::TailStrategy::GuardWithIf);
   Halide::Buffer<float> out = g.realize({n});
   double worst = 0;
   for (int k = 0; k < n; k++) {
@@ -51,6 +55,29 @@ TEST(Math, TanhErfSigmoid) {
   EXPECT_LT(max_rel_error(ts_tanh, [](double x) { return std::tanh(x); }, -10.f, 10.f, 1e-4), 1e-5);
   EXPECT_LT(max_rel_error(ts_erf, [](double x) { return std::erf(x); }, -5.f, 5.f, 1e-4), 1e-5);
   EXPECT_LT(max_rel_error(ts_sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, -30.f, 30.f), 1e-5);
+}
+
+TEST(Math, SigmoidInVectorsAndAtTheEdges) {
+  const auto sigmoid = [](double x) { return 1 / (1 + std::exp(-x)); };
+  for (int lanes : {8, 16}) {
+    EXPECT_LT(max_rel_error(ts_sigmoid, sigmoid, -30.f, 30.f, 1e-30, lanes), 1e-5) << lanes;
+    // Far out: absolute error (sigmoid underflows to 0 or saturates to 1).
+    EXPECT_LT(max_rel_error(ts_sigmoid, sigmoid, -200.f, 200.f, 1.0, lanes), 1e-6) << lanes;
+  }
+  Halide::Buffer<float> in(4);
+  in(0) = std::numeric_limits<float>::infinity();
+  in(1) = -std::numeric_limits<float>::infinity();
+  in(2) = std::numeric_limits<float>::quiet_NaN();
+  in(3) = 0.0f;
+  Halide::Var i;
+  Halide::Func g;
+  g(i) = ts_sigmoid(in(i));
+  g.vectorize(i, 4);
+  Halide::Buffer<float> out = g.realize({4});
+  EXPECT_FLOAT_EQ(out(0), 1.0f);
+  EXPECT_NEAR(out(1), 0.0f, 1e-30);
+  EXPECT_TRUE(std::isnan(out(2)));
+  EXPECT_FLOAT_EQ(out(3), 0.5f);
 }
 
 }  // namespace

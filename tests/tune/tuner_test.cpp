@@ -101,6 +101,20 @@ TEST(Tuner, AWinnerIsUsedOnlyWhenARemeasurementAgainstTheDefaultConfirmsIt) {
     EXPECT_EQ(t.default_s, c->default_record.median);
     EXPECT_EQ(t.faster, c->faster());
     EXPECT_EQ(s.tuned_workloads, t.faster ? 1 : 0);
+    // Each candidate the tuning measured faster than the default was re-measured (both here:
+    // at most confirm_candidates), and the last pair, the one used, gained the most there.
+    std::vector<Record> pairs;
+    for (const Record& r : fresh.records(w.exact_key))
+      if (r.policy == kConfirmPolicy) pairs.push_back(r);
+    int faster_than_default = 0;
+    for (const Record& r : fresh.best(w.exact_key, 10)) {
+      if (r.schedule_hash == default_schedule_recipe().hash()) break;
+      faster_than_default += r.policy == "fixed";
+    }
+    ASSERT_EQ(pairs.size(), 2u * faster_than_default);
+    double best_gain = 0;
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) best_gain = std::max(best_gain, pairs[i].median / pairs[i + 1].median);
+    EXPECT_DOUBLE_EQ(c->default_record.median / c->candidate.median, best_gain);
   } else {
     EXPECT_FALSE(c.has_value());  // only when the default itself measured fastest
     EXPECT_EQ(fresh.best(w.exact_key, 1)[0].schedule_hash, default_schedule_recipe().hash());
