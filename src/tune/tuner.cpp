@@ -53,8 +53,10 @@ bool confirm_winner(Task& t, RecordsDB& db, const Schedule& def, const TuneOptio
     rms.push_back(t.measurer->remeasure_against_default(w, opts.confirm_rounds));
     if (opts.stop && opts.stop->load()) return false;
   }
+  // The smaller of the median's and the fastest run's gains (Confirmation::faster needs both).
   auto gain = [](const Measurer::Remeasurement& rm) {
-    return rm.candidate.valid() && rm.default_result.valid() ? rm.default_result.median / rm.candidate.median : 0.0;
+    if (!rm.candidate.valid() || !rm.default_result.valid() || rm.candidate.min <= 0) return 0.0;
+    return std::min(rm.default_result.median / rm.candidate.median, rm.default_result.min / rm.candidate.min);
   };
   size_t chosen = 0;
   for (size_t i = 1; i < rms.size(); i++)
