@@ -17,20 +17,21 @@ namespace {
 struct KnobSpec {
   const char* name;
   std::optional<int> DefaultKnobs::*field;
-  int lo, hi;
-  bool power_of_two;  // drawn among the powers of two of the range (tasks, grain)
+  int lo, hi;         // valid values
+  int draw_hi;        // largest value draw() picks (a workload's own limits may lower it)
+  bool power_of_two;  // drawn among the powers of two of [lo, draw_hi] (tasks, grain)
 };
 
 const std::vector<KnobSpec>& knob_specs() {
   static const std::vector<KnobSpec> specs = {
-      {"columns", &DefaultKnobs::columns, 1, 16, false},
-      {"blocks", &DefaultKnobs::blocks, 1, 4, false},
-      {"vectors", &DefaultKnobs::vectors, 1, 4, false},
-      {"columns_outer", &DefaultKnobs::columns_outer, 0, 1, false},
-      {"outermost", &DefaultKnobs::outermost, 1, 8, false},
-      {"tasks", &DefaultKnobs::tasks, 1, 256, true},
-      {"grain", &DefaultKnobs::grain, 1, 256, true},
-      {"unroll", &DefaultKnobs::unroll, 0, 4, false},
+      {"columns", &DefaultKnobs::columns, 1, 16, 16, false},
+      {"blocks", &DefaultKnobs::blocks, 1, 4, 4, false},
+      {"vectors", &DefaultKnobs::vectors, 1, 4, 4, false},
+      {"columns_outer", &DefaultKnobs::columns_outer, 0, 1, 1, false},
+      {"outermost", &DefaultKnobs::outermost, 1, 8, 8, false},
+      {"tasks", &DefaultKnobs::tasks, 1, 256, 64, true},
+      {"grain", &DefaultKnobs::grain, 1, 256, 32, true},
+      {"unroll", &DefaultKnobs::unroll, 0, 4, 4, false},
   };
   return specs;
 }
@@ -116,14 +117,12 @@ DefaultKnobs DefaultKnobSpace::canonical(const DefaultKnobs& k) const {
 DefaultKnobs DefaultKnobSpace::draw_one(int knob, DefaultKnobs k, std::mt19937_64& rng) const {
   const KnobSpec& spec = knob_specs()[knob];
   const TileFacts& f = tiles_[0];
-  int lo = spec.lo, hi = spec.hi;
+  int lo = spec.lo, hi = spec.draw_hi;
   // Ranges the first tile can use (others clamp).
   if (spec.field == &DefaultKnobs::columns && f.u >= 0) hi = static_cast<int>(std::min<int64_t>(hi, f.ext[f.u]));
   if (spec.field == &DefaultKnobs::outermost)
     hi = std::max(1, std::min(hi, static_cast<int>(plan_tile(f, k).outer.size()) - 2));
   if (spec.field == &DefaultKnobs::unroll) hi = std::min(hi, static_cast<int>(f.rvar_ext.size()));
-  if (spec.field == &DefaultKnobs::tasks) hi = 64;
-  if (spec.field == &DefaultKnobs::grain) hi = 32;
   int v;
   if (spec.power_of_two) {
     int bits = 0;

@@ -33,14 +33,14 @@ void record_confirmation(Task& t, RecordsDB& db, const Schedule& s, const Measur
 // Re-measures the task's fastest records (up to `candidates`, distinct, faster than the default)
 // against the default, and keeps the one that beat it by the most there. With single noisy
 // measurements the fastest record is often a lucky draw of a schedule no better than the
-// default, while the second or third is really faster. Their pairs are recorded last-chosen
-// last (latest_confirmation reads the last pair). True when it re-measured.
+// default, while the second or third is really faster. The chosen pair is recorded last
+// (latest_confirmation reads the last pair). True when it re-measured.
 bool confirm_winner(Task& t, RecordsDB& db, const Schedule& def, const TuneOptions& opts) {
   if (opts.confirm_rounds <= 0 || !t.measurer) return false;
+  const size_t wanted = static_cast<size_t>(std::max(1, opts.confirm_candidates));
   std::vector<Schedule> winners;
-  for (const Record& r : db.best(t.w->exact_key, static_cast<size_t>(std::max(1, opts.confirm_candidates)) + 1)) {
-    if (r.schedule_hash == def.hash()) break;  // the rest are slower than the default
-    if (static_cast<int>(winners.size()) == std::max(1, opts.confirm_candidates)) break;
+  for (const Record& r : db.best(t.w->exact_key, wanted + 1)) {  // one more: the default may be among them
+    if (r.schedule_hash == def.hash() || winners.size() == wanted) break;  // past the default: slower
     try {
       winners.push_back(Schedule::from_json(r.schedule_json));
     } catch (const Error&) {
