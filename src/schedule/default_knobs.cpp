@@ -32,6 +32,7 @@ const std::vector<KnobSpec>& knob_specs() {
       {"tasks", &DefaultKnobs::tasks, 1, 256, 64, true},
       {"grain", &DefaultKnobs::grain, 1, 256, 32, true},
       {"unroll", &DefaultKnobs::unroll, 0, 4, 4, false},
+      {"stream", &DefaultKnobs::stream, 0, 1, 1, false},
   };
   return specs;
 }
@@ -103,6 +104,7 @@ DefaultKnobs DefaultKnobSpace::canonical(const DefaultKnobs& k) const {
   if (c.tasks) c.tasks = p.fused > 0 ? static_cast<int>(std::min<int64_t>(p.tasks, 256)) : 1;
   if (c.grain) c.grain = static_cast<int>(std::min<int64_t>(p.grain, 256));
   if (c.unroll) c.unroll = p.unrolled_rvars;
+  if (c.stream) c.stream = p.streamed >= 0 ? 1 : 0;
   if (plans(c) != target) c = k;  // the tiles disagree on what the values mean: keep them as given
   // Drop every knob the plan does not need.
   for (const auto& spec : knob_specs()) {
@@ -171,9 +173,10 @@ std::string DefaultKnobSpace::describe() const {
   for (const auto& f : tiles_) {
     const TilePlan p = plan_tile(f, {});
     out += fmt::format("{}tile over [{}] ({}, {} lanes): {} columns x {} blocks{} x {} vectors, {} outer loops, "
-                       "{} fused parallel ({} tasks, grain {}), {} reduction loops unrolled",
+                       "{} fused parallel ({} tasks, grain {}), {} reduction loops unrolled{}",
                        out.empty() ? "" : "; ", fmt::join(f.ext, ", "), f.blocked ? "blocked" : "plain", f.V, p.U, p.Vt,
-                       p.pair_blocks ? " (paired)" : "", p.X, p.outer.size(), p.fused, p.tasks, p.grain, p.unrolled_rvars);
+                       p.pair_blocks ? " (paired)" : "", p.X, p.outer.size(), p.fused, p.tasks, p.grain, p.unrolled_rvars,
+                       p.streamed >= 0 ? fmt::format(", outer loop {} streamed", p.streamed) : "");
   }
   return out;
 }

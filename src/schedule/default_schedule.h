@@ -42,6 +42,7 @@ struct DefaultKnobs {
   std::optional<int> tasks;          // "tasks": outer loops are fused until this many parallel tasks, 1-256 (1 = serial)
   std::optional<int> grain;          // "grain": consecutive parallel iterations per task, 1-256
   std::optional<int> unroll;         // "unroll": innermost reduction loops unrolled, 0-4
+  std::optional<int> stream;         // "stream": 1 = the reduction's outermost loop outside the tile's rows, the weights' next slice prefetched
   bool operator==(const DefaultKnobs&) const = default;
 
   // The recipe parameters (set knobs only, as decimal strings).

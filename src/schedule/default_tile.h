@@ -51,6 +51,7 @@ struct TileFacts {
   bool dense_x = false;           // every x-dependent load is dense along x (wider plain tiles pay)
   std::vector<int64_t> rvar_ext;  // r's reduction loops' extents, innermost first (0 = not constant)
   int64_t work = 0;               // points x reduction iterations
+  int64_t weight_bytes = 0;       // bytes of the input every column of a tile shares (a conv's weights), 0 = none
 };
 
 // One outer loop of the tile (outside its register tile), as the rule names it.
@@ -74,12 +75,17 @@ struct TilePlan {
   int64_t tasks = 0;               // iterations of the parallel loop
   int64_t grain = 1;               // consecutive iterations per parallel task (1 = one each)
   int unrolled_rvars = 0;          // innermost reduction loops unrolled
+  int streamed = -1;               // outer loop (index in `outer`) run inside the reduction's outermost loop, -1 = none
   bool operator==(const TilePlan&) const = default;
 };
 
 // The facts of output o over reduction r, or nullopt when rule 5 does not apply (domains differ,
 // no vector loop).
 std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r, const Halide::Target& target);
+
+// The input parameter every column of reduction r's tile shares (the weights: loaded by r's update
+// through renames, not indexed by the reuse loop `u_var`), or nullopt.
+std::optional<Halide::Internal::Parameter> tile_weights(const Halide::Internal::Function& r, const std::string& u_var);
 
 // The tile for `facts` under `knobs` (out-of-range knobs are clamped to what the facts allow).
 TilePlan plan_tile(const TileFacts& facts, const DefaultKnobs& knobs);

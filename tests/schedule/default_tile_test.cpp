@@ -1,0 +1,118 @@
+// The default rule's tile plans (schedule/default_tile.h) on real lowered workloads: plain
+// matmuls whose B exceeds L2 take 12-row tiles, and blocked convs whose weights exceed L2 stream
+// them (rows inside the outermost reduction loop, the next slice prefetched), which compiles,
+// prefetches and computes what the unstreamed tile computes.
+#include "schedule/default_tile.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "measure/measurer.h"
+#include "measure/workload_compiler.h"
+#include "schedule/default_knobs.h"
+#include "support/onnx_builder.h"
+#include "support/small_workloads.h"
+
+namespace ts {
+namespace {
+
+// The facts of a workload's one register tile, for this machine.
+TileFacts only_tile(const Workload& w) {
+  const DefaultStructure ds = default_structure(lower_workload(w).outputs, host_code_target());
+  EXPECT_EQ(ds.tiles.size(), 1u) << w.name;
+  return ds.tiles.at(0).facts;
+}
+
+// x[m, k] x W[k, n], W an initializer (a workload input, packed at load).
+Workload matmul_workload(const std::string& file, int64_t m, int64_t k, int64_t n) {
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {m, k}).initializer("w", test::rand_f32({k, n}, 5)).node("MatMul", {"x", "w"}, {"y"}).output("y");
+  const Partition p = partition_graph(test::import_model(b.save(file)));
+  EXPECT_EQ(p.workloads.size(), 1u);
+  return p.workloads.at(0);
+}
+
+// The default schedule's lowered statement of w with `knobs`.
+std::string lowered_statement(const Workload& w, const DefaultKnobs& knobs) {
+  LoweredWorkload lw = lower_workload(w);
+  apply_default_variant(lw.outputs, host_code_target(), knobs);
+  const auto path = test::temp_dir() / "default_tile_stmt.txt";
+  lw.pipeline.compile_to_lowered_stmt(path.string(), lw.args, Halide::StmtOutputFormat::Text, host_code_target());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(DefaultTile, MatmulsWhoseBExceedsL2TakeTwelveRows) {
+  // 512 x 1024 floats of B: 2 MB, streamed from L3 by every row tile.
+  const TilePlan big = plan_tile(only_tile(matmul_workload("tile_mm_big.onnx", 64, 512, 1024)), {});
+  EXPECT_EQ(big.X, 2);
+  EXPECT_EQ(big.U, 12);
+  // 128 x 1024: 512 KB, from L2: the 8-row tile.
+  const TilePlan small = plan_tile(only_tile(matmul_workload("tile_mm_small.onnx", 64, 128, 1024)), {});
+  EXPECT_EQ(small.X, 2);
+  EXPECT_EQ(small.U, 8);
+  DefaultKnobs k;
+  k.columns = 8;  // the knob still rules
+  EXPECT_EQ(plan_tile(only_tile(matmul_workload("tile_mm_big.onnx", 64, 512, 1024)), k).U, 8);
+}
+
+TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
+  // 256 -> 256 channels, 3x3, on 7 x 7: 2.4 MB of weights.
+  const Workload big = test::conv_relu_workload(test::save_conv_chain("tile_stream.onnx", 16, 256, 256, 7, 7));
+  const TileFacts f = only_tile(big);
+  EXPECT_EQ(f.weight_bytes, 256 * 256 * 9 * 4);
+  const TilePlan p = plan_tile(f, {});
+  ASSERT_GE(p.streamed, 0);
+  EXPECT_EQ(p.outer[p.streamed].kind, OuterKind::Pure);
+  EXPECT_GT(p.outer[p.streamed].extent, 1);
+  for (int j = 0; j < p.streamed; j++) EXPECT_EQ(p.outer[j].extent, 1);  // nothing else between tile and rows
+  DefaultKnobs off;
+  off.stream = 0;
+  EXPECT_EQ(plan_tile(f, off).streamed, -1);
+
+  // 32 -> 256 channels: 295 KB of weights stay in cache; the knob can still stream them (16
+  // block pairs give the parallel loop its tasks, so the rows stay serial and can move).
+  const TileFacts small = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_nostream.onnx", 16, 32, 256, 7, 7)));
+  EXPECT_EQ(small.weight_bytes, 32 * 256 * 9 * 4);
+  EXPECT_EQ(plan_tile(small, {}).streamed, -1);
+  DefaultKnobs on;
+  on.stream = 1;
+  EXPECT_GE(plan_tile(small, on).streamed, 0);
+
+  // The streamed tile prefetches; the unstreamed one does not.
+  EXPECT_NE(lowered_statement(big, {}).find("prefetch("), std::string::npos);
+  EXPECT_EQ(lowered_statement(big, off).find("prefetch("), std::string::npos);
+}
+
+TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
+  MeasureOptions mo;
+  mo.repeats = 1;
+  mo.warmup = 0;
+  mo.cache_root = (test::temp_dir() / "tile_stream_cache").string();
+  // The Measurer's reference is the rule (streamed here): the unstreamed variant must match it.
+  const Workload big = test::conv_relu_workload(test::save_conv_chain("tile_stream_run.onnx", 16, 256, 256, 7, 7));
+  DefaultKnobs off;
+  off.stream = 0;
+  Measurer m(big, mo);
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  const auto r = m.measure_batch({DefaultKnobSpace::recipe(off)});
+  EXPECT_TRUE(r.at(0).valid()) << r.at(0).error_kind << ": " << r.at(0).error_message;
+  // And a streamed small conv (rule: unstreamed) matches its rule.
+  const Workload small = test::conv_relu_workload(test::save_conv_chain("tile_stream_small.onnx", 16, 32, 256, 7, 7));
+  ASSERT_EQ(plan_tile(only_tile(small), {}).streamed, -1);
+  DefaultKnobs on;
+  on.stream = 1;
+  ASSERT_GE(plan_tile(only_tile(small), on).streamed, 0);
+  Measurer ms(small, mo);
+  ASSERT_TRUE(ms.reference().valid()) << ms.reference().error_message;
+  const auto rs = ms.measure_batch({DefaultKnobSpace::recipe(on)});
+  EXPECT_TRUE(rs.at(0).valid()) << rs.at(0).error_kind << ": " << rs.at(0).error_message;
+}
+
+}  // namespace
+}  // namespace ts
