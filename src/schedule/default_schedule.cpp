@@ -135,9 +135,9 @@ void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p)
     if (f.rvar_ext[k] > 1) st.unroll(Halide::RVar(rvars[k].var));
   if (streamed < 0) return;
   if (const auto weights = tile_weights(r.function(), u >= 0 ? ra[u].name() : "")) {
-    // Halide 14 issues one prefetch per 64 elements of the region's innermost dimension, not per
-    // cache line; a slice's lines are still covered, as consecutive iterations of the loop shift
-    // the region by a few lines each (measured: ResNet-18's 7x7 convs 1.40 -> 1.16 ms in a network).
+    // Halide 14 lowers the region to one prefetch every 64 elements (256 bytes) of its innermost
+    // dimension, not one per cache line; the slice is still covered, as consecutive iterations of
+    // that loop shift the region by a few lines (ResNet-18's 7x7 convs: 1.40 -> 1.16 ms in a network).
     const int at = std::min(p.unrolled_rvars, static_cast<int>(rvars.size()) - 1);
     st.prefetch(*weights, Halide::RVar(rvars[at].var), Halide::RVar(rvars.back().var), 1,
                 Halide::PrefetchBoundStrategy::NonFaulting);
@@ -179,7 +179,7 @@ void schedule_tile(Halide::Func o, Halide::Func r, const TileFacts& f, const Til
   if (p.fused > 0) {
     const Halide::VarOrRVar task =
         parallel_in_tasks(o, fuse_outermost_first(o, std::vector<Halide::VarOrRVar>(outer.end() - p.fused, outer.end())), p.grain);
-    if (p.streamed + 1 == static_cast<int>(outer.size()) - p.fused) at = task;
+    if (p.streamed >= 0 && p.streamed + 1 == static_cast<int>(outer.size()) - p.fused) at = task;
   }
   r.compute_at(o, at.var).vectorize(ra[0]);
   if (u >= 0) r.unroll(ra[u]);
