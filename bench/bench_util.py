@@ -45,6 +45,12 @@ def torch_median_ms(fn, x, iters):
 def ort_median_ms(model_path, threads, iters, warmup=3):
     """(median milliseconds, ONNX Runtime version) of model_path under ONNX Runtime's CPU engine
     (bench/ort_run.js: intra-op threads = threads, all graph optimizations, random inputs)."""
+    j = ort_timing(model_path, threads, iters, warmup)
+    return j["median_ms"], j["ort_version"]
+
+
+def ort_timing(model_path, threads, iters, warmup=3):
+    """bench/ort_run.js's JSON for model_path: median_ms, min_ms, max_ms, ort_version, ..."""
     if shutil.which("node") is None:
         raise RuntimeError("node not found: run scripts/install-bench-deps.sh")
     cmd = ["node", ORT_RUN, model_path, "--threads", str(threads), "--iters", str(iters),
@@ -55,8 +61,7 @@ def ort_median_ms(model_path, threads, iters, warmup=3):
                            f"({p.stderr.strip()})")
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
-    j = json.loads(p.stdout.strip().splitlines()[-1])
-    return j["median_ms"], j["ort_version"]
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def fma_peak_gflops():

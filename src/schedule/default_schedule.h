@@ -12,13 +12,15 @@
 //  4. Update definitions keep the vectorized pure loop innermost, the reduction loops next, and
 //     the remaining pure loops (parallel) outside.
 //  5. Exception to 2-4: an output whose value is elementwise in one reduction over the same
-//     domain (conv/matmul + bias + activation) is tiled: a vector of the innermost loop times
-//     up to 4 iterations (unrolled) of the loop whose loads the vector reuses (a conv's output
-//     channel, a matmul's row), with the reduction computed inside each tile so that its
-//     accumulators live in registers. Over channel-blocked tensors (graph/layout_plan.h) the
-//     tile is the NCHWc micro-kernel: the lane vector x up to 8 columns x 2 output-channel
-//     blocks, the innermost reduction loops unrolled; where no load is reused (depthwise,
-//     pooling) the padded input is read in place instead of copied.
+//     domain (conv/matmul + bias + activation) is tiled: vectors of the innermost loop times
+//     several iterations (unrolled) of the loop whose loads the vectors reuse (a conv's output
+//     channel, a matmul's row: 2 vectors x 8 rows, 12 where B exceeds L2), with the reduction
+//     computed inside each tile so that its accumulators live in registers. Over channel-blocked
+//     tensors (graph/layout_plan.h) the tile is the NCHWc micro-kernel: the lane vector x up to
+//     8 columns x 2 output-channel blocks, the innermost reduction loops unrolled; where no load
+//     is reused (depthwise, pooling) the padded input is read in place instead of copied; where
+//     the weights exceed L2 the tile's rows run inside the input-channel blocks and the next
+//     block's weights are prefetched (default_tile.cpp plan_streaming).
 //  Rule 5's tile has knobs (DefaultKnobs, the TensorschedDefault recipe's parameters): unset,
 //  each is the rule's own choice; set, the tuner's search over them (schedule/default_knobs.h)
 //  finds the variant of the micro-kernel a workload runs fastest with.
