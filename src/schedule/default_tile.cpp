@@ -174,14 +174,13 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   // tile and 8 rows of the reuse loop, 16 accumulators (12 rows over a long dot product, below);
   // others 1 vector.
   if (!f.blocked && u >= 0 && f.dense_x) p.X = clamp_knob(k.vectors, ext[0] >= 4 * f.V ? 2 : 1, 1, std::min<int64_t>(4, ext[0] / f.V));
-  // A plain tile of 2 vectors whose B does not fit in L2 (one reduction loop, K x N elements
-  // over kDefaultL2Bytes: a Transformer's 512 x 2048 and 2048 x 512 matmuls stream their 4 MB B
+  // A plain tile of 2 vectors whose B does not fit in L2 (one reduction loop, weights of more
+  // than kDefaultL2Bytes: a Transformer's 512 x 2048 and 2048 x 512 matmuls stream their 4 MB B
   // from L3) takes 12 rows: 24 accumulators, 14 loads per step for 24 FMAs instead of 10 for 16.
   // Measured on Zen 5 (bench_knob_sweep, 1 / 2 threads): 1.27 / 1.21x and 1.17 / 1.16x on those,
   // 1.05 / 1.01x on a 512 x 1536 B (3 MB); a 512 x 512 B (1 MB, from L2) ran 7% slower, and the
   // 64- and 128-deep attention matmuls run from L1 at over 90% of peak with 8 rows.
-  const int64_t element_bytes = 64 / std::max(1, f.native);
-  const bool b_beyond_l2 = f.rvar_ext.size() == 1 && f.rvar_ext[0] * ext[0] * element_bytes > kDefaultL2Bytes;
+  const bool b_beyond_l2 = f.rvar_ext.size() == 1 && f.weight_bytes > kDefaultL2Bytes;
   if (u >= 0) {
     const int64_t plain_rows = b_beyond_l2 && p.X == 2 ? 12 : 8;
     const int rule = static_cast<int>(f.blocked ? column_tile(ext[u]) : std::min<int64_t>(plain_rows, ext[u]));
