@@ -44,6 +44,7 @@ struct RunArgs {
   bool json = false;
   bool profile = false;
   bool allow_foreign = false;            // --allow-foreign-records
+  bool copy_concats = false;             // --copy-concats
 };
 
 std::map<std::string, Tensor> inputs_from_set(const Graph& g, const std::string& set) {
@@ -100,6 +101,7 @@ int run_command(const RunArgs& a) {
   copts.cache_root = a.cache_dir;
   std::vector<std::string> db_warnings;
   if (!a.db_path.empty()) copts.schedules = best_schedules_of(g, a.db_path, db_warnings, a.allow_foreign);
+  copts.in_place_concat = !a.copy_concats;
   CompiledModel model(std::move(g), copts);
   const Graph& graph = model.graph();
   if (a.threads > 0) model.set_threads(a.threads);
@@ -117,6 +119,7 @@ int run_command(const RunArgs& a) {
   nlohmann::json j = {{"model", graph.path},
                       {"workloads", st.workloads},
                       {"steps", st.steps},
+                      {"in_place_concats", st.in_place},
                       {"compiled", st.compiled},
                       {"cache_hits", st.cache_hits},
                       {"compile_seconds", st.seconds},
@@ -125,8 +128,10 @@ int run_command(const RunArgs& a) {
   warnings.insert(warnings.end(), st.warnings.begin(), st.warnings.end());
   if (!warnings.empty()) j["warnings"] = warnings;
   if (!a.json) {
-    std::cout << fmt::format("{}: {} workloads ({} steps): compiled {}, cache hits {}, {:.2f} s\n", graph.path,
-                             st.workloads, st.steps, st.compiled, st.cache_hits, st.seconds);
+    std::cout << fmt::format("{}: {} workloads ({} steps{}): compiled {}, cache hits {}, {:.2f} s\n", graph.path,
+                             st.workloads, st.steps,
+                             st.in_place > 0 ? fmt::format(", {} concats written in place", st.in_place) : "",
+                             st.compiled, st.cache_hits, st.seconds);
     if (!a.db_path.empty())
       std::cout << fmt::format("tuned schedules: {} of {} workloads ({})\n", st.tuned, st.workloads, a.db_path);
     for (const auto& w : warnings) spdlog::warn("{}", w);
@@ -217,6 +222,8 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--db", args->db_path, "Tuning records database: run each workload's fastest measured schedule");
   run->add_flag("--allow-foreign-records", args->allow_foreign,
                  "With --db: also use records measured on another machine or by another build");
+  run->add_flag("--copy-concats", args->copy_concats,
+                "Run every Concat as a copy step (default: a concat's inputs are written into its output in place where they can be)");
   run->add_flag("--json", args->json, "One JSON object");
   run->add_flag("--profile", args->profile, "Time per step over all timed runs: ONNX nodes, % of the latency, GFLOP/s");
   on_command(run, [args] { return run_command(*args); });

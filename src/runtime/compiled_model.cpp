@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <thread>
 
+#include "graph/const_eval.h"
 #include "lower/lower.h"
 #include "measure/time_stats.h"
 #include "measure/workload_code.h"
@@ -48,6 +50,46 @@ void assign_constant_offsets(plan::Plan& p) {
     at = (at + b.bytes() + 63) / 64 * 64;
   }
   p.constant_bytes = at;
+}
+
+// Each input buffer of a concat with its byte offset inside the output, when the producers of the
+// inputs can write their results there in place, else {} (the concat stays a copy step). In
+// place needs every input to be an activation of its own (not a model input, a constant or
+// already a view), used once by the concat and passed unpacked, stored in the output's layout
+// and dtype, and the concat axis's outer storage dims all 1 (batch 1): each input is then one
+// contiguous region of the output, at a 64-byte aligned offset.
+std::vector<std::pair<int, uint64_t>> in_place_offsets(const Graph& g, const Workload& w, const WorkloadStep& step,
+                                       const plan::Plan& p, const plan::Step& ps) {
+  if (w.graph.nodes.size() != 1 || w.graph.nodes[0].op != "Concat" || step.outputs.size() != 1 || !ps.packs.empty())
+    return {};
+  const Node& node = w.graph.nodes[0];
+  const TensorInfo& out = g.tensor(step.outputs[0]);
+  const Shape out_storage = storage_shape(out.layout, out.shape);
+  const int64_t axis = normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(out.shape.size()), node);
+  int64_t outer = 1, inner = static_cast<int64_t>(halide_type(out.dtype).bytes());
+  for (int64_t d = 0; d < axis; d++) outer *= out_storage[d];
+  for (size_t d = axis + 1; d < out_storage.size(); d++) inner *= out_storage[d];
+  if (outer != 1) return {};
+  std::vector<std::pair<int, uint64_t>> offsets;
+  std::set<std::string> seen;
+  uint64_t at = 0;
+  for (const auto& name : node.inputs) {
+    const auto k = std::find(w.graph.inputs.begin(), w.graph.inputs.end(), name) - w.graph.inputs.begin();
+    if (k >= static_cast<long>(step.inputs.size())) return {};
+    const std::string& t = step.inputs[k];
+    const plan::Buffer& b = p.buffers[ps.args[k]];
+    const TensorInfo& info = g.tensor(t);
+    if (!seen.insert(t).second || b.name != t || b.role != plan::Role::Activation || b.view_of >= 0 ||
+        info.layout != out.layout || info.dtype != out.dtype)
+      return {};
+    const Shape s = storage_shape(info.layout, info.shape);
+    for (size_t d = 0; d < s.size(); d++)
+      if (static_cast<int64_t>(d) != axis && s[d] != out_storage[d]) return {};
+    if (at % 64 != 0) return {};
+    offsets.emplace_back(ps.args[k], at);
+    at += static_cast<uint64_t>(s[axis] * inner);
+  }
+  return at == static_cast<uint64_t>(out_storage[axis] * inner) ? offsets : std::vector<std::pair<int, uint64_t>>{};
 }
 
 }  // namespace
@@ -163,6 +205,17 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
       ps.args.push_back(index[key]);
     }
     for (const auto& t : step.outputs) ps.args.push_back(buffer_for(t));
+    if (opts.in_place_concat) {
+      const auto offsets = in_place_offsets(m.graph, w, step, p, ps);
+      for (const auto& [b, offset] : offsets) {
+        p.buffers[b].view_of = ps.args.back();
+        p.buffers[b].view_offset = offset;
+      }
+      if (!offsets.empty()) {
+        ps.function = plan::kElided;
+        m.stats.in_place++;
+      }
+    }
     p.steps.push_back(std::move(ps));
   }
   for (const auto& o : m.graph.outputs) p.outputs.push_back(buffer_for(o));

@@ -20,6 +20,7 @@ struct CompileOptions {
   int jobs = 0;            // parallel compiles (worker processes); 0 = hardware threads
   double compile_timeout_s = 600;  // per workload compile; a worker past it is killed and named in the error
   std::map<std::string, Schedule> schedules;  // by Workload::exact_key: tuned schedule (others use the default)
+  bool in_place_concat = true;  // concats whose inputs can be written in place run no step (false: copy)
 };
 
 struct CompileStats {
@@ -29,6 +30,7 @@ struct CompileStats {
   int compiled = 0;        // workloads compiled now
   double seconds = 0;      // wall time of compile + load
   int tuned = 0;           // workloads running a tuned schedule (CompileOptions::schedules)
+  int in_place = 0;        // concat steps elided: their inputs' producers write into the output
   std::vector<std::string> warnings;  // tuned schedules that failed to compile (the default runs instead)
 };
 

@@ -67,7 +67,7 @@ int64_t Buffer::elements() const {
 
 std::string serialize(const Plan& p) {
   std::ostringstream out;
-  out << "tensorsched-plan 1\n";
+  out << "tensorsched-plan 2\n";
   out << "constant_bytes " << p.constant_bytes << "\n";
   for (const auto& f : p.functions) out << "function " << escape(f) << "\n";
   for (const auto& b : p.buffers) {
@@ -76,6 +76,8 @@ std::string serialize(const Plan& p) {
     for (int64_t d : b.shape) out << " " << d;
     out << "\n";
   }
+  for (size_t b = 0; b < p.buffers.size(); b++)
+    if (p.buffers[b].view_of >= 0) out << "view " << b << " " << p.buffers[b].view_of << " " << p.buffers[b].view_offset << "\n";
   for (const auto& s : p.steps) {
     out << "step " << s.function << " " << escape(s.label) << " " << s.args.size();
     for (int a : s.args) out << " " << a;
@@ -100,7 +102,8 @@ Plan parse(const std::string& text) {
     LineReader r{std::istringstream(line), n};
     const std::string kind = r.next<std::string>("a record kind");
     if (kind == "tensorsched-plan") {
-      if (r.next<int>("a version") != 1) fail("line " + std::to_string(n) + ": unsupported plan version");
+      const int version = r.next<int>("a version");  // 2 added views; a version-1 plan has none
+      if (version != 1 && version != 2) fail("line " + std::to_string(n) + ": unsupported plan version");
       header = true;
     } else if (!header) {
       fail("line " + std::to_string(n) + ": not a tensorsched plan (no header)");
@@ -118,6 +121,11 @@ Plan parse(const std::string& text) {
       b.shape.resize(r.next<size_t>("a rank"));
       for (auto& d : b.shape) d = r.next<int64_t>("a dimension");
       p.buffers.push_back(std::move(b));
+    } else if (kind == "view") {
+      const size_t b = r.next<size_t>("a buffer index");
+      if (b >= p.buffers.size()) fail("line " + std::to_string(n) + ": view of an unknown buffer");
+      p.buffers[b].view_of = r.next<int>("a buffer index");
+      p.buffers[b].view_offset = r.next<uint64_t>("a byte offset");
     } else if (kind == "step") {
       Step s;
       s.function = r.next<int>("a function index");
@@ -158,9 +166,23 @@ void validate(const Plan& p) {
     if (b.role == Role::Constant && b.offset + b.bytes() > p.constant_bytes)
       fail("buffer '" + b.name + "': constant bytes past the end of the blob");
   }
+  for (const auto& b : p.buffers) {
+    if (b.view_of < 0) continue;
+    const std::string where = "buffer '" + b.name + "'";
+    check_index(b.view_of, where);
+    const Buffer& of = p.buffers[b.view_of];
+    if (b.role != Role::Activation || of.role != Role::Activation) fail(where + ": only an activation can view another");
+    if (b.view_offset % 64 != 0 || b.view_offset + b.bytes() > of.bytes())
+      fail(where + ": its view does not fit inside '" + of.name + "' at a 64-byte aligned offset");
+    int hops = 0;  // a chain of views must end at a buffer with storage
+    for (int at = b.view_of; at >= 0; at = p.buffers[at].view_of)
+      if (++hops > nb) fail(where + ": views form a cycle");
+  }
   for (const auto& s : p.steps) {
     const std::string where = "step " + s.label;
-    if (s.function < 0 || s.function >= static_cast<int>(p.functions.size())) fail(where + ": function index out of range");
+    if (s.function == kElided && !s.packs.empty()) fail(where + ": an elided step packs nothing");
+    if (s.function != kElided && (s.function < 0 || s.function >= static_cast<int>(p.functions.size())))
+      fail(where + ": function index out of range");
     for (int a : s.args) check_index(a, where);
     for (const auto& k : s.packs) {
       check_index(k.from, where);
@@ -208,11 +230,17 @@ Executor::Executor(Plan plan, std::vector<EntryFn> functions, std::vector<const 
     if (b.role == Role::Constant) {
       if (i >= constants.size() || !constants[i]) fail("no bytes for constant '" + b.name + "'");
       h.host = static_cast<uint8_t*>(const_cast<void*>(constants[i]));  // Halide never writes its inputs
-    } else if (b.role == Role::Activation) {
+    } else if (b.role == Role::Activation && b.view_of < 0) {
       storage_.emplace_back(new uint8_t[b.bytes() + kAlign]());
       uintptr_t p = reinterpret_cast<uintptr_t>(storage_.back().get());
       h.host = reinterpret_cast<uint8_t*>((p + kAlign - 1) / kAlign * kAlign);
     }
+  }
+  for (size_t i = 0; i < nb; i++) {  // views: the root's storage plus the offsets along the chain
+    uint64_t offset = 0;
+    int at = static_cast<int>(i);
+    for (; plan_.buffers[at].view_of >= 0; at = plan_.buffers[at].view_of) offset += plan_.buffers[at].view_offset;
+    if (at != static_cast<int>(i)) halide_buffers_[i].host = halide_buffers_[at].host + offset;
   }
   for (const auto& s : plan_.steps) {
     std::vector<void*> a;
@@ -242,7 +270,7 @@ void Executor::run(const void* const* inputs, void* const* outputs, bool time_st
       block_copy_axis(from.shape.data(), from.shape.size(), static_cast<size_t>(k.axis), k.block,
                       halide_buffers_[k.from].host, halide_buffers_[k.to].host, (from.bits + 7) / 8, true);
     }
-    const int rc = functions_[step.function](argv_[s].data());
+    const int rc = step.function == kElided ? 0 : functions_[step.function](argv_[s].data());
     if (time_steps) step_seconds_[s] = std::chrono::duration<double>(Clock::now() - t0).count();
     if (rc != 0) throw std::runtime_error("step " + std::to_string(s) + " (" + step.label + ") failed at run time (Halide error " + std::to_string(rc) + ")");
   }

@@ -30,6 +30,8 @@ struct Buffer {
   uint8_t bits = 32;            // element bits
   std::vector<int64_t> shape;   // storage shape, outermost first (ONNX order)
   uint64_t offset = 0;          // Constant: byte offset in the artifact's constant blob
+  int view_of = -1;             // Activation: >= 0 when its bytes lie inside buffer view_of's
+  uint64_t view_offset = 0;     // ...starting at this byte offset (a concat's input, written in place)
 
   int64_t elements() const;
   uint64_t bytes() const { return static_cast<uint64_t>(elements()) * ((bits + 7) / 8); }
@@ -44,11 +46,15 @@ struct Pack {
 };
 
 struct Step {
-  int function = 0;         // index into Plan::functions
+  int function = 0;         // index into Plan::functions; kElided: nothing to run (see below)
   std::string label;        // for errors and profiles: workload key and name
   std::vector<int> args;    // buffers passed to the function: inputs, then outputs
   std::vector<Pack> packs;  // run before the call
 };
+
+// An elided step's output was already written in place by the steps before it (a concat whose
+// inputs are views of its output); it stays in the plan so step i is still partition step i.
+constexpr int kElided = -1;
 
 struct Plan {
   std::vector<std::string> functions;  // argv entry points' symbol names ("<name>_argv")

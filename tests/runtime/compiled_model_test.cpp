@@ -257,6 +257,56 @@ TEST(CompiledModel, RunsTunedScheduleFromRecordsDb) {
   EXPECT_TRUE(c.ok) << c.message;
 }
 
+// A fire module (SqueezeNet): two convs of one input concatenated along channels, then a 1x1
+// conv. Batch 1, so each conv writes its region of the concat's output in place and the concat
+// step runs nothing; a concat of a model input (x) with a conv output stays a copy. Both
+// compiles give the whole-graph JIT's outputs.
+TEST(CompiledModel, ConcatInputsAreWrittenInPlace) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 16, 8, 8})
+      .initializer("ws", test::rand_f32({16, 16, 1, 1}, 1))
+      .initializer("w1", test::rand_f32({32, 16, 1, 1}, 2))
+      .initializer("w3", test::rand_f32({32, 16, 3, 3}, 3))
+      .initializer("wo", test::rand_f32({8, 64, 1, 1}, 4))
+      .node("Conv", {"x", "ws"}, {"s"})
+      .node("Relu", {"s"}, {"sr"})
+      .node("Conv", {"sr", "w1"}, {"e1"})
+      .node("Relu", {"e1"}, {"e1r"})
+      .node("Conv", {"sr", "w3"}, {"e3"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Relu", {"e3"}, {"e3r"})
+      .node("Concat", {"e1r", "e3r"}, {"cat"}, {{"axis", int64_t{1}}})
+      .node("Conv", {"cat", "wo"}, {"y"})
+      .node("Concat", {"x", "e1r"}, {"z"}, {{"axis", int64_t{-3}}})
+      .output("y")
+      .output("z")
+      .output("cat");
+  const Graph g = test::import_model(b.save("fire.onnx"));
+  const auto in = random_inputs(g, 7);
+  const auto want = GraphRunner(g).run(in);
+
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompileOptions copy_opts = opts;
+  copy_opts.in_place_concat = false;
+  CompiledModel in_place(g, opts), copied(g, copy_opts);
+  EXPECT_EQ(in_place.stats().in_place, 1);
+  EXPECT_EQ(copied.stats().in_place, 0);
+  int views = 0, elided = 0;
+  for (const auto& buf : in_place.plan().buffers) views += buf.view_of >= 0;
+  for (const auto& step : in_place.plan().steps) elided += step.function == plan::kElided;
+  EXPECT_EQ(views, 2);  // e1r and e3r inside cat
+  EXPECT_EQ(elided, 1);
+  EXPECT_EQ(in_place.plan().steps.size(), in_place.partition().steps.size());  // profiles stay aligned
+  for (CompiledModel* m : {&in_place, &copied}) {
+    const auto got = m->run(in);
+    ASSERT_EQ(got.size(), 3u);
+    for (size_t o = 0; o < got.size(); o++) {
+      auto c = compare_tensors(got[o], want[o], 1e-4, 1e-5);
+      EXPECT_TRUE(c.ok) << "output " << o << ": " << c.message;
+    }
+  }
+}
+
 TEST(CompiledModel, PacksWeightsOnceAtLoadForATunedChannelVectorSchedule) {
   // The conv of small_cnn (BN folded into it): a sketch point with vectors along output channels
   // reads its weight packed [8/4, 3, 3, 3, 4], packed when the model loads.

@@ -109,5 +109,52 @@ TEST(PlanExecutor, RunsStepsWithPackingAndNamesAFailingStep) {
   EXPECT_THROW(Executor(two_step_plan(), {add_fn, copy_fn}, {nullptr}), std::runtime_error);  // no constant bytes
 }
 
+// a and b are views of c ([4][8]: a row 0, b row 2); the copy steps write a and b,
+// the elided concat step runs nothing, and c holds both rows.
+TEST(PlanExecutor, ViewsShareTheirRootsBytesAndElidedStepsRunNothing) {
+  auto copy8 = [](void** args) {  // out = in, 8 floats; args: in, out
+    for (int i = 0; i < 8; i++) host(args[1])[i] = host(args[0])[i];
+    return 0;
+  };
+  Plan p;
+  p.functions = {"copy8_argv"};
+  p.buffers = {f32("x", Role::Input, {8}), f32("y", Role::Input, {8}), f32("a", Role::Activation, {8}),
+               f32("b", Role::Activation, {8}), f32("c", Role::Activation, {2, 8})};
+  p.buffers[2].view_of = 4;
+  p.buffers[3].view_of = 4;
+  p.buffers[3].view_offset = 32;  // would be misaligned
+  p.steps = {Step{0, "copy x", {0, 2}, {}}, Step{0, "copy y", {1, 3}, {}}, Step{kElided, "concat", {2, 3, 4}, {}}};
+  p.inputs = {0, 1};
+  p.outputs = {4};
+  EXPECT_THROW(validate(p), std::runtime_error);
+  p.buffers[4].shape = {4, 8};  // rows 0 and 2: 64-byte aligned
+  p.buffers[3].view_offset = 64;
+  Plan q = parse(serialize(p));
+  EXPECT_EQ(q.buffers[3].view_of, 4);
+  EXPECT_EQ(q.buffers[3].view_offset, 64u);
+  EXPECT_EQ(q.steps[2].function, kElided);
+
+  Executor e(q, {copy8}, {});
+  const float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  const float y[8] = {9, 10, 11, 12, 13, 14, 15, 16};
+  float c[32] = {};
+  const void* in[] = {x, y};
+  void* out[] = {c};
+  e.run(in, out);
+  for (int i = 0; i < 8; i++) {
+    EXPECT_EQ(c[i], x[i]) << i;
+    EXPECT_EQ(c[16 + i], y[i]) << i;
+  }
+
+  p.buffers[4].view_of = 2;  // c inside a inside c
+  EXPECT_THROW(validate(p), std::runtime_error);
+  p.buffers[4].view_of = -1;
+  p.buffers[3].view_offset = 128;  // 32 bytes at 128 end past c's 128
+  EXPECT_THROW(validate(p), std::runtime_error);
+  p.buffers[3].view_offset = 64;
+  p.buffers[3].role = Role::Input;  // an input's bytes are the caller's
+  EXPECT_THROW(validate(p), std::runtime_error);
+}
+
 }  // namespace
 }  // namespace ts::plan
