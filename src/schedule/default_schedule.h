@@ -16,8 +16,9 @@
 //     several iterations (unrolled) of the loop whose loads the vectors reuse (a conv's output
 //     channel, a matmul's row: 2 vectors x 8 rows, 12 where B exceeds L2), with the reduction
 //     computed inside each tile so that its accumulators live in registers. Over channel-blocked
-//     tensors (graph/layout_plan.h) the tile is the NCHWc micro-kernel: the lane vector x up to
-//     8 columns x 2 output-channel blocks, the innermost reduction loops unrolled; where no load
+//     tensors (graph/layout_plan.h) the tile is the NCHWc micro-kernel: the lane vector x 5-8
+//     columns (a divisor of the width, else the count that computes the fewest extra columns)
+//     x 2 output-channel blocks, the innermost reduction loops unrolled; where no load
 //     is reused (depthwise, pooling) the padded input is read in place instead of copied; where
 //     the weights exceed L2 the tile's rows run inside the input-channel blocks and the next
 //     block's weights are prefetched (default_tile.cpp plan_streaming).

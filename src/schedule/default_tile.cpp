@@ -129,12 +129,23 @@ int64_t divisor_at_most(int64_t extent, int64_t cap) {
   return 1;
 }
 
-// Columns of a blocked register tile: a divisor of the extent in [5, 8] (no tail), else 8
-// (capped by the extent) with the last tile shifted inwards (73 or 17 columns, prime, would
-// otherwise get 1-column tiles).
-int64_t column_tile(int64_t extent) {
+// Columns of a blocked register tile whose columns hold `vectors` accumulators each: the
+// largest divisor of the extent in [5, 8] (no tail); else, with the last tile shifted inwards,
+// the count that computes the fewest columns, each tile counted one column more for reloading
+// its weights (ties: more columns), from [5, 8], or [8, 12] for 1 vector (8 accumulators hide
+// the FMA latency). Measured on SqueezeNet's 27-wide convs (bench_knob_sweep, 1 thread): 8
+// columns computed 32 of 27; 7 or 9 (4 or 3 tiles) ran 1.12-1.23x faster; 13-wide: 7 columns
+// 1.07-1.15x faster than 8. More than 8 columns of 2 vectors ran slower (ran out of registers).
+int64_t column_tile(int64_t extent, int vectors) {
   const int64_t d = divisor_at_most(extent, 8);
-  return d >= 5 ? d : std::min<int64_t>(8, extent);
+  if (d >= 5 || extent <= 8) return d >= 5 ? d : std::min<int64_t>(8, extent);
+  const int64_t lo = vectors == 1 ? 8 : 5, hi = vectors == 1 ? 12 : 8;
+  int64_t best = hi, best_cost = -1;
+  for (int64_t u = hi; u >= lo; u--) {
+    const int64_t cost = (extent + u - 1) / u * (u + 1);
+    if (best_cost < 0 || cost < best_cost) best = u, best_cost = cost;
+  }
+  return best;
 }
 
 int clamp_knob(const std::optional<int>& knob, int rule, int lo, int64_t hi) {
@@ -183,9 +194,9 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   const bool b_beyond_l2 = f.rvar_ext.size() == 1 && f.weight_bytes > kDefaultL2Bytes;
   if (u >= 0) {
     const int64_t plain_rows = b_beyond_l2 && p.X == 2 ? 12 : 8;
-    const int rule = static_cast<int>(f.blocked ? column_tile(ext[u]) : std::min<int64_t>(plain_rows, ext[u]));
-    p.U = clamp_knob(k.columns, rule, 1, std::min<int64_t>(16, ext[u]));
     const int vectors = p.pair_blocks ? p.Vt / 2 : p.Vt * p.X;
+    const int rule = static_cast<int>(f.blocked ? column_tile(ext[u], vectors) : std::min<int64_t>(plain_rows, ext[u]));
+    p.U = clamp_knob(k.columns, rule, 1, std::min<int64_t>(16, ext[u]));
     p.U = std::min(p.U, std::max(1, kMaxAccumulators / vectors));
   }
   // A plain matmul with more output columns than rows (N > M: B, K x N, is larger than A, M x K)

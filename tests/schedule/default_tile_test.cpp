@@ -61,6 +61,23 @@ TEST(DefaultTile, MatmulsWhoseBExceedsL2TakeTwelveRows) {
   EXPECT_EQ(plan_tile(only_tile(matmul_workload("tile_mm_big.onnx", 64, 512, 1024)), k).U, 8);
 }
 
+TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
+  // Output width -> columns of a 2-block tile (32 output channels): a divisor in [5, 8] where
+  // one exists, else the fewest computed columns (7 for 27 and 13, not 8 computing 32 and 16).
+  auto columns = [](int64_t width, int64_t out_channels) {
+    const std::string file = "tile_cols_" + std::to_string(width) + "_" + std::to_string(out_channels) + ".onnx";
+    const Workload w = test::conv_relu_workload(test::save_conv_chain(file, 16, 32, out_channels, 9, width));
+    return plan_tile(only_tile(w), {}).U;
+  };
+  EXPECT_EQ(columns(56, 32), 8);
+  EXPECT_EQ(columns(28, 32), 7);
+  EXPECT_EQ(columns(27, 32), 7);
+  EXPECT_EQ(columns(13, 32), 7);
+  EXPECT_EQ(columns(109, 32), 8);  // 14 tiles of 8 (112) beat 22 of 5 (110) counting reloads
+  // 48 output channels: 3 blocks, one vector per column, so at least 8 columns: 9 x 3 = 27.
+  EXPECT_EQ(columns(27, 48), 9);
+}
+
 TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
   // 256 -> 256 channels, 3x3, on 7 x 7: 2.4 MB of weights.
   const Workload big = test::conv_relu_workload(test::save_conv_chain("tile_stream.onnx", 16, 256, 256, 7, 7));
