@@ -222,6 +222,7 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
   assign_constant_offsets(p);
   try {
     m.executor = std::make_unique<plan::Executor>(std::move(p), std::move(entries), m.constants);
+    m.stats.activation_bytes = m.executor->arena_bytes();
   } catch (const std::runtime_error& e) {
     throw Error(fmt::format("{}: {}", m.graph.path, e.what()));
   }

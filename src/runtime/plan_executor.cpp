@@ -1,5 +1,6 @@
 #include "runtime/plan_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -57,7 +58,59 @@ struct LineReader {
 
 [[noreturn]] void fail(const std::string& why) { throw std::runtime_error("model plan: " + why); }
 
+// The buffer whose storage `b` lies in (itself unless a view).
+int root_of(const Plan& p, int b) {
+  while (p.buffers[b].view_of >= 0) b = p.buffers[b].view_of;
+  return b;
+}
+
+uint64_t aligned(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
 }  // namespace
+
+std::vector<uint64_t> plan_arena(const Plan& p, uint64_t& arena_bytes) {
+  const int nb = static_cast<int>(p.buffers.size());
+  const int end = static_cast<int>(p.steps.size());  // outputs are read after the last step
+  std::vector<int> first(nb, -1), last(nb, -1);      // live range of each root activation
+  auto touch = [&](int b, int step) {
+    const int r = root_of(p, b);
+    if (p.buffers[r].role != Role::Activation) return;
+    if (first[r] < 0) first[r] = step;
+    last[r] = std::max(last[r], step);
+  };
+  for (int s = 0; s < end; s++) {
+    for (int a : p.steps[s].args) touch(a, s);
+    for (const Pack& k : p.steps[s].packs) touch(k.from, s), touch(k.to, s);
+  }
+  for (int o : p.outputs) touch(o, end);
+  std::vector<int> order;
+  for (int b = 0; b < nb; b++)
+    if (p.buffers[b].role == Role::Activation && p.buffers[b].view_of < 0) {
+      if (first[b] < 0) first[b] = last[b] = end;  // touched by nothing: still gets bytes
+      order.push_back(b);
+    }
+  // Largest first, each at the lowest offset clear of every placed buffer live at the same time.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p.buffers[a].bytes() > p.buffers[b].bytes(); });
+  std::vector<uint64_t> offset(nb, 0);
+  std::vector<int> placed;
+  arena_bytes = 0;
+  for (int b : order) {
+    std::vector<std::pair<uint64_t, uint64_t>> busy;  // [begin, end) of placed buffers live with b
+    for (int q : placed)
+      if (first[q] <= last[b] && first[b] <= last[q]) busy.emplace_back(offset[q], offset[q] + aligned(p.buffers[q].bytes()));
+    std::sort(busy.begin(), busy.end());
+    const uint64_t size = aligned(p.buffers[b].bytes());
+    uint64_t at = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (at + size <= lo) break;
+      at = std::max(at, hi);
+    }
+    offset[b] = at;
+    arena_bytes = std::max(arena_bytes, at + size);
+    placed.push_back(b);
+  }
+  return offset;
+}
 
 int64_t Buffer::elements() const {
   int64_t n = 1;
@@ -230,12 +283,13 @@ Executor::Executor(Plan plan, std::vector<EntryFn> functions, std::vector<const 
     if (b.role == Role::Constant) {
       if (i >= constants.size() || !constants[i]) fail("no bytes for constant '" + b.name + "'");
       h.host = static_cast<uint8_t*>(const_cast<void*>(constants[i]));  // Halide never writes its inputs
-    } else if (b.role == Role::Activation && b.view_of < 0) {
-      storage_.emplace_back(new uint8_t[b.bytes() + kAlign]());
-      uintptr_t p = reinterpret_cast<uintptr_t>(storage_.back().get());
-      h.host = reinterpret_cast<uint8_t*>((p + kAlign - 1) / kAlign * kAlign);
     }
   }
+  const std::vector<uint64_t> offsets = plan_arena(plan_, arena_bytes_);
+  arena_.reset(new uint8_t[arena_bytes_ + kAlign]());
+  uint8_t* base = reinterpret_cast<uint8_t*>(aligned(reinterpret_cast<uintptr_t>(arena_.get())));
+  for (size_t i = 0; i < nb; i++)
+    if (plan_.buffers[i].role == Role::Activation && plan_.buffers[i].view_of < 0) halide_buffers_[i].host = base + offsets[i];
   for (size_t i = 0; i < nb; i++) {  // views: the root's storage plus the offsets along the chain
     uint64_t offset = 0;
     int at = static_cast<int>(i);

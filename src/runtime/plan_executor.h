@@ -72,13 +72,20 @@ Plan parse(const std::string& text);
 // Checks indices, roles and sizes; throws std::runtime_error naming the step or buffer.
 void validate(const Plan& plan);
 
+// Byte offsets of the activations (roots, not views) in one arena of `arena_bytes`: buffers whose
+// live ranges (first to last step using them or a view of them; outputs to the end) do not
+// overlap share bytes, so a step writes memory an earlier step just used, still in cache,
+// rather than fresh memory a whole network's worth of activations away (which the CPU reads
+// from DRAM before writing). Greedy: largest first, each at the lowest offset that fits.
+std::vector<uint64_t> plan_arena(const Plan& plan, uint64_t& arena_bytes);
+
 using EntryFn = int (*)(void** args);
 
 class Executor {
  public:
   // `functions[i]` implements plan.functions[i]; `constants[b]` holds the bytes of buffer b when
   // its role is Constant (read only, must outlive the executor; ignored otherwise). Allocates
-  // every activation once, 64-byte aligned. Throws std::runtime_error (validate()).
+  // one arena for the activations (plan_arena), 64-byte aligned. Throws std::runtime_error (validate()).
   Executor(Plan plan, std::vector<EntryFn> functions, std::vector<const void*> constants);
   ~Executor();
   Executor(const Executor&) = delete;
@@ -91,11 +98,13 @@ class Executor {
 
   const Plan& plan() const { return plan_; }
   const std::vector<double>& step_seconds() const { return step_seconds_; }
+  uint64_t arena_bytes() const { return arena_bytes_; }  // the activations' memory (plan_arena)
 
  private:
   Plan plan_;
   std::vector<EntryFn> functions_;
-  std::vector<std::unique_ptr<uint8_t[]>> storage_;    // activations (over-allocated for alignment)
+  uint64_t arena_bytes_ = 0;
+  std::unique_ptr<uint8_t[]> arena_;                   // every activation (plan_arena), over-allocated for alignment
   std::vector<halide_buffer_t> halide_buffers_;        // one per plan buffer
   std::vector<std::vector<halide_dimension_t>> dims_;  // their dims, innermost first
   std::vector<std::vector<void*>> argv_;               // per step: halide_buffer_t* of its args

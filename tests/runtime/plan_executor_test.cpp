@@ -156,5 +156,46 @@ TEST(PlanExecutor, ViewsShareTheirRootsBytesAndElidedStepsRunNothing) {
   EXPECT_THROW(validate(p), std::runtime_error);
 }
 
+// x -> a -> b -> c (+1 each): a live over steps 0-1, b over 1-2, c from step 2 to the end (an
+// output): a and c share bytes, b does not share with either; the run
+// still computes x + 3. A view keeps its root live: with a inside r (elided step 3 reads it at
+// the end), a's bytes can no longer be c's.
+TEST(PlanExecutor, ActivationsWhoseLiveRangesDoNotOverlapShareTheArena) {
+  auto plus1 = [](void** args) {  // out = in + 1, 16 floats; args: in, out
+    for (int i = 0; i < 16; i++) host(args[1])[i] = host(args[0])[i] + 1;
+    return 0;
+  };
+  Plan p;
+  p.functions = {"plus1_argv"};
+  p.buffers = {f32("x", Role::Input, {16}), f32("a", Role::Activation, {16}), f32("b", Role::Activation, {16}),
+               f32("c", Role::Activation, {16})};
+  p.steps = {Step{0, "a", {0, 1}, {}}, Step{0, "b", {1, 2}, {}}, Step{0, "c", {2, 3}, {}}};
+  p.inputs = {0};
+  p.outputs = {3};
+  uint64_t bytes = 0;
+  std::vector<uint64_t> at = plan_arena(p, bytes);
+  EXPECT_EQ(at[1], at[3]);
+  EXPECT_NE(at[1], at[2]);
+  EXPECT_EQ(bytes, 128u);  // two 64-byte slots for three buffers
+
+  Executor e(p, {plus1}, {});
+  float x[16], c[16];
+  for (int i = 0; i < 16; i++) x[i] = static_cast<float>(i);
+  const void* in[] = {x};
+  void* out[] = {c};
+  for (int run = 0; run < 2; run++) {
+    e.run(in, out);
+    for (int i = 0; i < 16; i++) ASSERT_EQ(c[i], i + 3) << i;
+  }
+
+  p.buffers.push_back(f32("r", Role::Activation, {16}));
+  p.buffers[1].view_of = 4;
+  p.steps.push_back(Step{kElided, "r", {1, 4}, {}});
+  at = plan_arena(p, bytes);
+  EXPECT_EQ(bytes, 192u);  // r (holding a) lives to the end, as does c: three slots
+  EXPECT_NE(at[4], at[3]);
+  EXPECT_NE(at[4], at[2]);
+}
+
 }  // namespace
 }  // namespace ts::plan
