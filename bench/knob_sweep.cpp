@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/compile_model.h"
+#include "graph/error.h"
 #include "graph/workload.h"
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
@@ -32,9 +33,16 @@ double median(std::vector<double> v) {
 
 ts::Schedule recipe_of_json(const std::string& text) {
   ts::Schedule s = ts::DefaultKnobSpace::recipe({});
-  const nlohmann::json j = nlohmann::json::parse(text);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ts::Error(fmt::format("knobs '{}': not JSON ({})", text, e.what()));
+  }
+  if (!j.is_object()) throw ts::Error(fmt::format("knobs '{}': expected an object such as {{\"columns\":\"7\"}}", text));
   for (auto& [k, v] : j.items())
     s.autoscheduler->params[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  if (const auto why = ts::check_default_params(s.autoscheduler->params)) throw ts::Error(fmt::format("knobs '{}': {}", text, *why));
   return s;
 }
 
@@ -42,7 +50,7 @@ ts::Schedule recipe_of_json(const std::string& text) {
 std::vector<ts::Schedule> single_knob_changes(const ts::DefaultKnobSpace& space) {
   std::vector<ts::Schedule> out;
   std::set<std::string> seen{ts::DefaultKnobSpace::recipe({}).hash()};
-  for (const char* name : {"columns", "blocks", "vectors", "columns_outer", "outermost", "tasks", "grain", "unroll"})
+  for (const std::string& name : ts::default_knob_names())
     for (int value : {0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 24, 32, 64, 128}) {
       const std::map<std::string, std::string> params{{name, std::to_string(value)}};
       if (ts::check_default_params(params)) continue;
@@ -54,9 +62,9 @@ std::vector<ts::Schedule> single_knob_changes(const ts::DefaultKnobSpace& space)
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int sweep(int argc, char** argv) {
   if (argc < 4) {
-    std::cerr << "usage: bench_knob_sweep MODEL KEY THREADS [ROUNDS] [KNOBS_JSON ...]\n";
+    std::cerr << "usage: bench_knob_sweep MODEL KEY|all THREADS [ROUNDS] [KNOBS_JSON ...]\n";
     return 2;
   }
   const ts::Graph g = ts::load_model(argv[1]);
@@ -108,4 +116,13 @@ int main(int argc, char** argv) {
                              base / t, nlohmann::json(batch[i].autoscheduler->params).dump());
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return sweep(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "bench_knob_sweep: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -47,6 +47,12 @@ std::optional<int> parse_int(const std::string& s) {
 
 }  // namespace
 
+std::vector<std::string> default_knob_names() {
+  std::vector<std::string> names;
+  for (const auto& spec : knob_specs()) names.push_back(spec.name);
+  return names;
+}
+
 std::map<std::string, std::string> DefaultKnobs::params() const {
   std::map<std::string, std::string> out;
   for (const auto& spec : knob_specs())

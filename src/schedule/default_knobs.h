@@ -25,6 +25,9 @@
 
 namespace ts {
 
+// Every knob's parameter name ("columns", "blocks", ...), in the order of DefaultKnobs.
+std::vector<std::string> default_knob_names();
+
 class DefaultKnobSpace {
  public:
   DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target);

@@ -189,7 +189,8 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   // than kDefaultL2Bytes: a Transformer's 512 x 2048 and 2048 x 512 matmuls stream their 4 MB B
   // from L3) takes 12 rows: 24 accumulators, 14 loads per step for 24 FMAs instead of 10 for 16.
   // Measured on Zen 5 (bench_knob_sweep, 1 / 2 threads): 1.27 / 1.21x and 1.17 / 1.16x on those,
-  // 1.05 / 1.01x on a 512 x 1536 B (3 MB); a 512 x 512 B (1 MB, from L2) ran 7% slower, and the
+  // 1.05 / 1.01x on a 512 x 1536 B (3 MB); a 512 x 512 B (1 MB, from L2) ran 1-7% slower in
+  // three sweeps and 4% faster in one, so it keeps 8 rows; the
   // 64- and 128-deep attention matmuls run from L1 at over 90% of peak with 8 rows.
   const bool b_beyond_l2 = f.rvar_ext.size() == 1 && f.weight_bytes > kDefaultL2Bytes;
   if (u >= 0) {
