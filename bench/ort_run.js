@@ -3,7 +3,7 @@
 //
 //   node bench/ort_run.js MODEL.onnx [--threads T] [--iters N] [--warmup W] [--json]
 //        [--shape NAME=D0,D1,...]... [--seed S]
-//        [--load-inputs DIR] [--save-inputs DIR] [--save-outputs DIR]
+//        [--load-inputs DIR] [--save-inputs DIR] [--save-outputs DIR] [--profile FILE]
 //
 // onnxruntime-node comes from build/bench-node (scripts/install-bench-deps.sh); ORT_NODE_DIR
 // overrides that folder. Every model input gets a tensor of its declared type and shape (symbolic
@@ -14,7 +14,9 @@
 // tools/export_models.py), whose only input is the real one.
 // --load-inputs reads DIR/NAME.npy for the inputs that have one (the rest stay random);
 // --save-inputs and --save-outputs write every input / output as DIR/NAME.npy, so ORT can serve
-// as a reference for other runs. Prints median/min/max latency of N timed runs after W warm-ups.
+// as a reference for other runs. --profile writes ORT's own profile of every run (Chrome trace
+// JSON: one event per node and run, warm-ups included) to FILE. Prints median/min/max latency of
+// N timed runs after W warm-ups.
 'use strict';
 
 const fs = require('fs');
@@ -27,13 +29,13 @@ function usage(msg) {
   process.stderr.write(
     'usage: node bench/ort_run.js MODEL.onnx [--threads T] [--iters N] [--warmup W] [--json]\n' +
     '       [--shape NAME=D0,D1,...]... [--seed S] [--load-inputs DIR] [--save-inputs DIR]\n' +
-    '       [--save-outputs DIR]\n');
+    '       [--save-outputs DIR] [--profile FILE]\n');
   process.exit(2);
 }
 
 function parseArgs(argv) {
   const a = { model: null, threads: 1, iters: 10, warmup: 3, json: false, shapes: {}, seed: 0,
-              loadInputs: null, saveInputs: null, saveOutputs: null };
+              loadInputs: null, saveInputs: null, saveOutputs: null, profile: null };
   const intArg = (name, v, min) => {
     if (v === undefined || !/^\d+$/.test(v) || Number(v) < min) usage(`${name} needs an integer >= ${min}`);
     return Number(v);
@@ -53,6 +55,7 @@ function parseArgs(argv) {
       case '--load-inputs': a.loadInputs = next(); break;
       case '--save-inputs': a.saveInputs = next(); break;
       case '--save-outputs': a.saveOutputs = next(); break;
+      case '--profile': a.profile = next(); break;
       case '--shape': {
         const m = /^(.+)=(\d+(?:,\d+)*)?$/.exec(next());
         if (!m) usage('--shape wants NAME=D0,D1,... (NAME= for a scalar)');
@@ -200,8 +203,11 @@ function makeInputs(ort, session, a) {
 async function main() {
   const a = parseArgs(process.argv.slice(2));
   const { ort, version } = loadOrt();
+  // ORT names the profile PREFIX_<date>.json; it is moved to --profile's FILE after the runs.
+  const profilePrefix = a.profile && path.join(fs.mkdtempSync(path.join(require('os').tmpdir(), 'ort-profile-')), 'p');
   const session = await ort.InferenceSession.create(a.model, {
     executionProviders: ['cpu'],
+    ...(a.profile ? { enableProfiling: true, profileFilePrefix: profilePrefix } : {}),
     intraOpNumThreads: a.threads,
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
@@ -228,6 +234,13 @@ async function main() {
     for (const [name, t] of Object.entries(outputs)) writeNpy(npyName(a.saveOutputs, name), t);
   }
   await session.release();
+  if (a.profile) {
+    const dir = path.dirname(profilePrefix);
+    const written = fs.readdirSync(dir).filter(f => f.endsWith('.json'));
+    if (written.length !== 1) throw new Error(`no profile written under ${dir}`);
+    fs.copyFileSync(path.join(dir, written[0]), a.profile);
+    fs.rmSync(dir, { recursive: true });
+  }
 
   const sorted = [...times].sort((x, y) => x - y);
   const mid = sorted.length >> 1;
