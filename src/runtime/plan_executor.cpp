@@ -219,10 +219,11 @@ void validate(const Plan& p) {
     if (b.role == Role::Constant && b.offset + b.bytes() > p.constant_bytes)
       fail("buffer '" + b.name + "': constant bytes past the end of the blob");
   }
+  for (const auto& b : p.buffers)
+    if (b.view_of >= 0) check_index(b.view_of, "buffer '" + b.name + "'");  // before any chain is walked
   for (const auto& b : p.buffers) {
     if (b.view_of < 0) continue;
     const std::string where = "buffer '" + b.name + "'";
-    check_index(b.view_of, where);
     const Buffer& of = p.buffers[b.view_of];
     if (b.role != Role::Activation || of.role != Role::Activation) fail(where + ": only an activation can view another");
     if (b.view_offset % 64 != 0 || b.view_offset + b.bytes() > of.bytes())

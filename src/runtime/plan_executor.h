@@ -77,6 +77,7 @@ void validate(const Plan& plan);
 // overlap share bytes, so a step writes memory an earlier step just used, still in cache,
 // rather than fresh memory a whole network's worth of activations away (which the CPU reads
 // from DRAM before writing). Greedy: largest first, each at the lowest offset that fits.
+// `plan` must be valid (validate()).
 std::vector<uint64_t> plan_arena(const Plan& plan, uint64_t& arena_bytes);
 
 using EntryFn = int (*)(void** args);

@@ -148,6 +148,8 @@ TEST(PlanExecutor, ViewsShareTheirRootsBytesAndElidedStepsRunNothing) {
 
   p.buffers[4].view_of = 2;  // c inside a inside c
   EXPECT_THROW(validate(p), std::runtime_error);
+  p.buffers[4].view_of = 99;  // a and b view c, which views no buffer
+  EXPECT_THROW(validate(p), std::runtime_error);
   p.buffers[4].view_of = -1;
   p.buffers[3].view_offset = 128;  // 32 bytes at 128 end past c's 128
   EXPECT_THROW(validate(p), std::runtime_error);
