@@ -85,11 +85,12 @@ std::vector<std::pair<int, uint64_t>> in_place_offsets(const Graph& g, const Wor
     const Shape s = storage_shape(info.layout, info.shape);
     for (size_t d = 0; d < s.size(); d++)
       if (static_cast<int64_t>(d) != axis && s[d] != out_storage[d]) return {};
-    if (at % 64 != 0) return {};
+    if (at % plan::kActivationAlign != 0) return {};
     offsets.emplace_back(ps.args[k], at);
     at += static_cast<uint64_t>(s[axis] * inner);
   }
-  return at == static_cast<uint64_t>(out_storage[axis] * inner) ? offsets : std::vector<std::pair<int, uint64_t>>{};
+  if (at != static_cast<uint64_t>(out_storage[axis] * inner)) return {};
+  return offsets;
 }
 
 }  // namespace

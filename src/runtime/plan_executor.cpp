@@ -12,7 +12,6 @@ namespace ts::plan {
 
 namespace {
 
-constexpr size_t kAlign = 64;  // activation alignment (a cache line, one AVX-512 vector)
 
 std::string escape(const std::string& s) {
   static const char* hex = "0123456789abcdef";
@@ -58,13 +57,15 @@ struct LineReader {
 
 [[noreturn]] void fail(const std::string& why) { throw std::runtime_error("model plan: " + why); }
 
-// The buffer whose storage `b` lies in (itself unless a view).
-int root_of(const Plan& p, int b) {
-  while (p.buffers[b].view_of >= 0) b = p.buffers[b].view_of;
+// The buffer whose storage `b` lies in (itself unless a view), and b's byte offset inside it.
+int root_of(const Plan& p, int b, uint64_t* offset = nullptr) {
+  uint64_t at = 0;
+  for (; p.buffers[b].view_of >= 0; b = p.buffers[b].view_of) at += p.buffers[b].view_offset;
+  if (offset) *offset = at;
   return b;
 }
 
-uint64_t aligned(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+uint64_t aligned(uint64_t n) { return (n + kActivationAlign - 1) / kActivationAlign * kActivationAlign; }
 
 }  // namespace
 
@@ -226,7 +227,7 @@ void validate(const Plan& p) {
     const std::string where = "buffer '" + b.name + "'";
     const Buffer& of = p.buffers[b.view_of];
     if (b.role != Role::Activation || of.role != Role::Activation) fail(where + ": only an activation can view another");
-    if (b.view_offset % 64 != 0 || b.view_offset + b.bytes() > of.bytes())
+    if (b.view_offset % kActivationAlign != 0 || b.view_offset + b.bytes() > of.bytes())
       fail(where + ": its view does not fit inside '" + of.name + "' at a 64-byte aligned offset");
     int hops = 0;  // a chain of views must end at a buffer with storage
     for (int at = b.view_of; at >= 0; at = p.buffers[at].view_of)
@@ -287,15 +288,12 @@ Executor::Executor(Plan plan, std::vector<EntryFn> functions, std::vector<const 
     }
   }
   const std::vector<uint64_t> offsets = plan_arena(plan_, arena_bytes_);
-  arena_.reset(new uint8_t[arena_bytes_ + kAlign]());
+  arena_.reset(new uint8_t[arena_bytes_ + kActivationAlign]());
   uint8_t* base = reinterpret_cast<uint8_t*>(aligned(reinterpret_cast<uintptr_t>(arena_.get())));
-  for (size_t i = 0; i < nb; i++)
-    if (plan_.buffers[i].role == Role::Activation && plan_.buffers[i].view_of < 0) halide_buffers_[i].host = base + offsets[i];
-  for (size_t i = 0; i < nb; i++) {  // views: the root's storage plus the offsets along the chain
+  for (size_t i = 0; i < nb; i++) {  // a view: its root's place plus the offsets along the chain
     uint64_t offset = 0;
-    int at = static_cast<int>(i);
-    for (; plan_.buffers[at].view_of >= 0; at = plan_.buffers[at].view_of) offset += plan_.buffers[at].view_offset;
-    if (at != static_cast<int>(i)) halide_buffers_[i].host = halide_buffers_[at].host + offset;
+    const int root = root_of(plan_, static_cast<int>(i), &offset);
+    if (plan_.buffers[root].role == Role::Activation) halide_buffers_[i].host = base + offsets[root] + offset;
   }
   for (const auto& s : plan_.steps) {
     std::vector<void*> a;

@@ -52,6 +52,9 @@ struct Step {
   std::vector<Pack> packs;  // run before the call
 };
 
+// Alignment of every activation and of every view inside one (a cache line, one AVX-512 vector).
+constexpr uint64_t kActivationAlign = 64;
+
 // An elided step's output was already written in place by the steps before it (a concat whose
 // inputs are views of its output); it stays in the plan so step i is still partition step i.
 constexpr int kElided = -1;

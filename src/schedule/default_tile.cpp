@@ -138,7 +138,8 @@ int64_t divisor_at_most(int64_t extent, int64_t cap) {
 // 1.07-1.15x faster than 8. More than 8 columns of 2 vectors ran slower (ran out of registers).
 int64_t column_tile(int64_t extent, int vectors) {
   const int64_t d = divisor_at_most(extent, 8);
-  if (d >= 5 || extent <= 8) return d >= 5 ? d : std::min<int64_t>(8, extent);
+  if (d >= 5) return d;
+  if (extent <= 8) return extent;
   const int64_t lo = vectors == 1 ? 8 : 5, hi = vectors == 1 ? 12 : 8;
   int64_t best = hi, best_cost = -1;
   for (int64_t u = hi; u >= lo; u--) {
