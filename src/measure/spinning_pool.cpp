@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <system_error>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -22,17 +23,19 @@ namespace ts {
 
 namespace {
 
-// The claim counter holds the loop's size in its high 32 bits and the next index in its low 32,
-// so a claim reads the size of the loop it claimed from in the same atomic operation: a worker
-// late from one loop cannot take the next loop's indices by comparing with its size. 0 between
-// loops (size 0: every claim is refused), so the next loop's fields are written while no one can
-// claim. The low half stays below size + threads x chunk, far from overflowing into the size.
-constexpr uint64_t claim_word(int size) { return static_cast<uint64_t>(size) << 32; }
-constexpr int64_t claim_index(uint64_t word) { return static_cast<int64_t>(word & 0xffffffffu); }
-constexpr int64_t claim_size(uint64_t word) { return static_cast<int64_t>(word >> 32); }
+// A thread's range of a loop's indices: begin in the low 32 bits, end in the high 32. Its owner
+// claims from the front, a thread that finished its own range steals from the back; both by CAS
+// on the one word, so a claim is never taken twice. Empty (begin >= end) between loops.
+constexpr uint64_t range_word(int64_t begin, int64_t end) {
+  return static_cast<uint64_t>(begin) | (static_cast<uint64_t>(end) << 32);
+}
+constexpr int64_t range_begin(uint64_t word) { return static_cast<int64_t>(word & 0xffffffffu); }
+constexpr int64_t range_end(uint64_t word) { return static_cast<int64_t>(word >> 32); }
 
-// Each thread claims about this many runs of a loop's indices: enough for load balance.
-constexpr int kChunksPerThread = 8;
+// One cache line per range: the owner's claims stay in its own L1 until someone steals.
+struct alignas(64) ThreadRange {
+  std::atomic<uint64_t> word{0};
+};
 
 thread_local bool inside_task = false;  // this thread runs a task: nested loops run serially
 
@@ -65,19 +68,22 @@ class SpinningPool {
     user_context_.store(uc, std::memory_order_relaxed);
     closure_.store(closure, std::memory_order_relaxed);
     min_.store(min, std::memory_order_relaxed);
-    chunk_.store(std::max(1, size / (kChunksPerThread * threads_.load(std::memory_order_relaxed))),
-                 std::memory_order_relaxed);
     status_.store(0, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
-    next_.store(claim_word(size), std::memory_order_release);
+    // Thread t owns the t-th contiguous part: a loop of the same shape gives each thread the
+    // same rows every time, and consecutive steps split alike, so what a thread writes it
+    // mostly reads next from its own L2 instead of the other core's.
+    const int threads = static_cast<int>(workers_.size()) + 1;
+    for (int t = 0; t < threads; t++)
+      ranges_[t].word.store(range_word(int64_t{size} * t / threads, int64_t{size} * (t + 1) / threads),
+                            std::memory_order_release);
     generation_.fetch_add(1, std::memory_order_seq_cst);
     if (sleeping_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(sleep_mutex_);
       wake_.notify_all();
     }
-    work();
+    work(0);
     while (done_.load(std::memory_order_acquire) < size) TS_CPU_RELAX();
-    next_.store(0, std::memory_order_relaxed);  // every index was claimed and finished
     return status_.load(std::memory_order_relaxed);
   }
 
@@ -104,36 +110,54 @@ class SpinningPool {
     return hw > 0 ? static_cast<int>(hw) : 1;
   }
 
-  // Claims runs of indices until none is left; each finished index (run or skipped after a
-  // failure) counts. A claim is an atomic on a cache line both cores write, ~100 ns when the
-  // other core wrote it last: runs of chunk_ indices keep that off loops of tiny tasks
-  // (ShuffleNet's 116-channel depthwise convs took 3x longer claiming one index at a time).
-  void work() {
+  // Runs [first, end) of the current loop and counts them done (after a failure they are skipped).
+  void run_claimed(int64_t first, int64_t end) {
+    for (int64_t i = first; i < end; i++) {
+      if (status_.load(std::memory_order_relaxed) != 0) continue;
+      auto f = fn_.load(std::memory_order_relaxed);
+      int r = f(user_context_.load(std::memory_order_relaxed), min_.load(std::memory_order_relaxed) + static_cast<int>(i),
+                closure_.load(std::memory_order_relaxed));
+      if (r != 0) {
+        int zero = 0;
+        status_.compare_exchange_strong(zero, r);
+      }
+    }
+    done_.fetch_add(static_cast<int>(end - first), std::memory_order_release);
+  }
+
+  // Thread `self` claims its own range one index at a time from the front (a CAS on a line only
+  // it writes until someone steals), then steals half of what is left of another's range from
+  // its back until every range is empty. A worker late from a loop finds the ranges empty, or
+  // claims from the next loop, whose fields were published before its ranges opened.
+  void work(int self) {
     inside_task = true;
-    for (;;) {
-      const int64_t chunk = chunk_.load(std::memory_order_relaxed);  // stale is harmless: claims stay disjoint
-      const uint64_t word = next_.fetch_add(static_cast<uint64_t>(chunk), std::memory_order_acq_rel);
-      const int64_t first = claim_index(word), size = claim_size(word);
-      if (first >= size) break;
-      const int64_t end = std::min(first + chunk, size);
-      for (int64_t i = first; i < end; i++) {
-        if (status_.load(std::memory_order_relaxed) != 0) continue;
-        auto f = fn_.load(std::memory_order_relaxed);
-        int r = f(user_context_.load(std::memory_order_relaxed), min_.load(std::memory_order_relaxed) + static_cast<int>(i),
-                  closure_.load(std::memory_order_relaxed));
-        if (r != 0) {
-          int zero = 0;
-          status_.compare_exchange_strong(zero, r);
+    const int threads = static_cast<int>(workers_count_.load(std::memory_order_relaxed)) + 1;
+    std::atomic<uint64_t>& own = ranges_[self].word;
+    for (uint64_t w = own.load(std::memory_order_acquire); range_begin(w) < range_end(w);) {
+      if (own.compare_exchange_weak(w, range_word(range_begin(w) + 1, range_end(w)), std::memory_order_acq_rel))
+        run_claimed(range_begin(w), range_begin(w) + 1);
+    }
+    for (bool found = true; found;) {
+      found = false;
+      for (int k = 1; k < threads; k++) {
+        std::atomic<uint64_t>& victim = ranges_[(self + k) % threads].word;
+        uint64_t w = victim.load(std::memory_order_acquire);
+        while (range_begin(w) < range_end(w)) {
+          found = true;
+          const int64_t take = std::max<int64_t>(1, (range_end(w) - range_begin(w)) / 2);
+          if (victim.compare_exchange_weak(w, range_word(range_begin(w), range_end(w) - take), std::memory_order_acq_rel)) {
+            run_claimed(range_end(w) - take, range_end(w));
+            break;
+          }
         }
       }
-      done_.fetch_add(static_cast<int>(end - first), std::memory_order_release);
     }
     inside_task = false;
   }
 
   // `seen`: the generation before the loop that started this worker, so that a worker whose
   // thread starts late still joins that loop.
-  void worker_loop(uint64_t seen) {
+  void worker_loop(int self, uint64_t seen) {
     for (;;) {
       auto spin_start = std::chrono::steady_clock::now();
       for (int k = 1; generation_.load(std::memory_order_acquire) == seen; k++) {
@@ -151,7 +175,7 @@ class SpinningPool {
         spin_start = std::chrono::steady_clock::now();
       }
       seen = generation_.load(std::memory_order_acquire);
-      work();
+      work(self);
     }
   }
 
@@ -163,7 +187,9 @@ class SpinningPool {
     join_workers();
     try {
       const uint64_t seen = generation_.load(std::memory_order_acquire);
-      for (int i = 0; i < wanted; i++) workers_.emplace_back([this, seen] { worker_loop(seen); });
+      ranges_.reset(new ThreadRange[wanted + 1]);
+      workers_count_.store(wanted, std::memory_order_relaxed);
+      for (int i = 0; i < wanted; i++) workers_.emplace_back([this, seen, i] { worker_loop(i + 1, seen); });
     } catch (const std::system_error&) {
       join_workers();
       return false;
@@ -181,6 +207,7 @@ class SpinningPool {
     }
     for (auto& t : workers_) t.join();
     workers_.clear();
+    workers_count_.store(0, std::memory_order_relaxed);
     stopping_.store(false);
   }
 
@@ -193,13 +220,13 @@ class SpinningPool {
   std::atomic<int> sleeping_{0};             // workers waiting on wake_
   std::mutex sleep_mutex_;                   // guards the sleep/wake handshake
   std::condition_variable wake_;             // a new loop, or stopping
-  // The current loop: written only while next_ is closed, read by whoever claims an index.
+  // The current loop: written only while every range is empty, read by whoever claims an index.
   std::atomic<halide_task_t> fn_{nullptr};   // the loop body
   std::atomic<void*> user_context_{nullptr}; // passed through to fn_
   std::atomic<uint8_t*> closure_{nullptr};   // passed through to fn_
   std::atomic<int> min_{0};                  // first index
-  std::atomic<int> chunk_{1};                // indices per claim
-  std::atomic<uint64_t> next_{0};            // claim_word: the loop's size and next index
+  std::unique_ptr<ThreadRange[]> ranges_;    // one per thread (the caller's is 0): what it claims first
+  std::atomic<int> workers_count_{0};        // workers_.size(), read by the workers themselves
   std::atomic<int> done_{0};                 // indices finished
   std::atomic<int> status_{0};               // first nonzero task status
 };

@@ -1,6 +1,6 @@
 // The pool behind Halide's parallel loops: every index runs exactly once on up to the asked
-// number of threads, a failing task's status comes back, nested and concurrent loops run
-// serially instead of deadlocking, the pool restarts after stop, and a real compiled Halide
+// number of threads, each thread first runs its own contiguous part and then steals, a failing
+// task's status comes back, nested and concurrent loops run serially instead of deadlocking, the pool restarts after stop, and a real compiled Halide
 // pipeline run through it gives the same values as a serial run.
 #include "measure/spinning_pool.h"
 
@@ -63,6 +63,58 @@ TEST(SpinningPool, RunsEveryIndexOnceOnSeveralThreads) {
     for (int i = 5; i < size + 5; i++) EXPECT_EQ(c.runs[i].load(), 1) << "size " << size << " index " << i;
     if (size >= 116) EXPECT_EQ(c.threads.size(), 2u) << "size " << size << ": one thread did everything";
   }
+  set_spinning_pool_threads(0);
+}
+
+// Which thread ran each index; indices from `slow_from` on sleep 1 ms each.
+struct Owners {
+  std::vector<std::atomic<int>> runs;
+  std::vector<std::thread::id> thread;
+  int slow_from;
+  Owners(int n, int slow) : runs(n), thread(n), slow_from(slow) {}
+};
+
+int owner_task(void*, int i, uint8_t* closure) {
+  auto* o = reinterpret_cast<Owners*>(closure);
+  o->runs[i].fetch_add(1);
+  o->thread[i] = std::this_thread::get_id();  // each index runs once: no race on the slot
+  if (i >= o->slow_from) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  volatile double x = 0;
+  for (int k = 0; k < 20000; k++) x = x + k;
+  return 0;
+}
+
+TEST(SpinningPool, EachThreadFirstRunsItsOwnContiguousPart) {
+  // Thread t owns the t-th half of a loop: loops of one shape give a thread the same indices
+  // every time (what it wrote stays in its caches). Stealing may blur a loop when the machine is
+  // busy, so one clean split in 50 loops proves the ownership; every loop runs each index once.
+  set_spinning_pool_threads(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  bool clean = false;
+  for (int rep = 0; rep < 50 && !clean; rep++) {
+    Owners o(64, 64);
+    ASSERT_EQ(spinning_do_par_for(nullptr, owner_task, 0, 64, reinterpret_cast<uint8_t*>(&o)), 0);
+    for (int i = 0; i < 64; i++) ASSERT_EQ(o.runs[i].load(), 1) << "index " << i;
+    clean = o.thread[32] != caller;
+    for (int i = 0; i < 64; i++) clean = clean && (i < 32 ? o.thread[i] == caller : o.thread[i] == o.thread[32]);
+  }
+  EXPECT_TRUE(clean) << "no loop ran [0, 32) on the caller and [32, 64) on the worker";
+  set_spinning_pool_threads(0);
+}
+
+TEST(SpinningPool, AThreadThatFinishesItsPartStealsFromAnother) {
+  // The worker's half is slow (1 ms a task): the caller, done with its own half in microseconds,
+  // must take some of the worker's indices instead of waiting.
+  set_spinning_pool_threads(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  Owners o(64, 32);
+  ASSERT_EQ(spinning_do_par_for(nullptr, owner_task, 0, 64, reinterpret_cast<uint8_t*>(&o)), 0);
+  int stolen = 0;
+  for (int i = 0; i < 64; i++) {
+    ASSERT_EQ(o.runs[i].load(), 1) << "index " << i;
+    stolen += i >= 32 && o.thread[i] == caller;
+  }
+  EXPECT_GT(stolen, 0) << "the caller waited for the worker's slow half";
   set_spinning_pool_threads(0);
 }
 
