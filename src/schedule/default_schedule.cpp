@@ -94,7 +94,31 @@ void schedule_root(Halide::Func f, const Halide::Target& target) {
 // reduction loops, the innermost ones the plan says unrolled. A streamed tile runs its streamed
 // pure loop right inside the outermost reduction loop and prefetches the weights of that loop's
 // next iteration from its innermost rolled reduction loop (default_tile.cpp plan_streaming).
+// A streamed plain matmul's update (default_tile.cpp plan_matmul_streaming): r holds every row of
+// a column panel; its rows split in register tiles run inside blocks of K, and the panel's block
+// of B is copied contiguous once per block (the Func r reads it through, computed there).
+void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePlan& p) {
+  const std::vector<Halide::Var> ra = r.args();
+  Halide::Stage st = r.update(0);
+  const Halide::RVar k(r.function().update(0).schedule().rvars()[0].var);
+  Halide::RVar ko(k.name() + "_ko"), ki(k.name() + "_ki");
+  Halide::Var ro(ra[f.u].name() + "_ro"), ri(ra[f.u].name() + "_ri");
+  st.split(k, ko, ki, p.k_block, Halide::TailStrategy::GuardWithIf)
+      .split(ra[f.u], ro, ri, p.U, Halide::TailStrategy::GuardWithIf);
+  std::vector<Halide::VarOrRVar> order = {ra[0], ri, ki, ro, ko};
+  for (int d = 1; d < static_cast<int>(ra.size()); d++)
+    if (d != f.u) order.push_back(ra[d]);
+  st.reorder(order).vectorize(ra[0]).unroll(ri);
+  std::optional<Function> b;
+  tile_weights(r.function(), ra[f.u].name(), &b);
+  if (!b) return;
+  Halide::Func staged(*b);
+  staged.compute_at(r, ko);
+  if (!staged.args().empty()) staged.vectorize(staged.args()[0], f.V, Halide::TailStrategy::GuardWithIf);
+}
+
 void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p) {
+  if (p.k_block > 0) return schedule_k_blocked_update(r, f, p);
   const std::vector<Halide::Var> ra = r.args();
   const int n = static_cast<int>(ra.size());
   const int u = f.u, v = f.v;
@@ -182,7 +206,7 @@ void schedule_tile(Halide::Func o, Halide::Func r, const TileFacts& f, const Til
     if (p.streamed >= 0 && p.streamed + 1 == static_cast<int>(outer.size()) - p.fused) at = task;
   }
   r.compute_at(o, at.var).vectorize(ra[0]);
-  if (u >= 0) r.unroll(ra[u]);
+  if (u >= 0 && p.k_block == 0) r.unroll(ra[u]);  // a K-blocked r holds every row: a loop
   if (p.Vt > 1) r.unroll(ra[v]);
   schedule_tile_update(r, f, p);
 }

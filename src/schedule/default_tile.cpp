@@ -256,7 +256,27 @@ void plan_outer_loops(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
 // conv's 16 (one input block) left the accumulators' loads and stores in L1 a tenth of the work,
 // and ResNet-50's 1x1 convs of 4-8 MB ran 4-38% slower streamed.
 constexpr int64_t kMinStreamedSlice = 64;
+// A plain matmul streams the same way with its one reduction loop (K) split in blocks of
+// kMatmulKBlock: per column panel, for each block of K, every row tile runs over the block, so
+// the panel's K-block of B (kMatmulKBlock x 2 vectors, 16 KB, staged contiguous: B's rows are N
+// apart and would collide in L1's sets) serves all rows from L1, and the accumulators of all rows
+// (M x 2 vectors) stay in L1 between blocks (ONNX Runtime's MLAS packs B in such panels). Where B
+// is beyond L2 and K is at least kMinStreamedK. Measured on the Transformer's 128-row matmuls
+// (bench_knob_sweep, 1 thread, Zen 5): K = 2048 (B 4 MB) 2.01-2.12 -> 1.50 ms, with blocks of
+// 128 or 256 alike; K = 512 ran 5-18% slower streamed (A's 256 KB stays in L2 unstreamed).
+constexpr int64_t kMatmulKBlock = 128;
+constexpr int64_t kMinStreamedK = 1024;
+void plan_matmul_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
+  const bool rule = f.weight_bytes > kDefaultL2Bytes && f.rvar_ext[0] >= kMinStreamedK;
+  if (!p.columns_outer || f.u < 0 || p.outer.size() < 2 || p.outer[0].extent < 2 ||
+      p.outer.size() <= static_cast<size_t>(p.fused) ||
+      !clamp_knob(k.stream, rule, 0, 1))
+    return;
+  p.streamed = 0;  // the row tiles (p.outer[0] when columns are outer) run inside the K blocks
+  p.k_block = static_cast<int>(std::min<int64_t>(kMatmulKBlock, f.rvar_ext[0]));
+}
 void plan_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
+  if (!f.blocked && f.rvar_ext.size() == 1 && f.rvar_ext[0] > 0) return plan_matmul_streaming(f, k, p);
   if (f.rvar_ext.size() < 2) return;
   int64_t slice = 1;
   for (size_t i = 0; i + 1 < f.rvar_ext.size(); i++) slice *= std::max<int64_t>(f.rvar_ext[i], 1);
@@ -294,10 +314,12 @@ int64_t default_task_grain(int64_t tasks, int64_t work) {
   return grain < 2 ? 1 : grain;
 }
 
-std::optional<Halide::Internal::Parameter> tile_weights(const Function& r, const std::string& u_var) {
+std::optional<Halide::Internal::Parameter> tile_weights(const Function& r, const std::string& u_var,
+                                                        std::optional<Function>* first) {
   struct Visitor : Halide::Internal::IRGraphVisitor {
     std::string self, u;
     std::optional<Halide::Internal::Parameter> found;
+    std::optional<Function> first;  // the Func r calls
     using IRGraphVisitor::visit;
     void visit(const Halide::Internal::Call* op) override {
       IRGraphVisitor::visit(op);
@@ -311,6 +333,7 @@ std::optional<Halide::Internal::Parameter> tile_weights(const Function& r, const
         if (!c) return;
         if (c->call_type == Halide::Internal::Call::Image && c->param.defined()) {
           found = c->param;
+          first = Function(op->func);
           return;
         }
         if (c->call_type != Halide::Internal::Call::Halide) return;
@@ -321,6 +344,7 @@ std::optional<Halide::Internal::Parameter> tile_weights(const Function& r, const
   v.self = r.name();
   v.u = u_var;
   for (const auto& e : r.update(0).values()) e.accept(&v);
+  if (first) *first = v.first;
   return v.found;
 }
 

@@ -76,6 +76,7 @@ struct TilePlan {
   int64_t grain = 1;               // consecutive iterations per parallel task (1 = one each)
   int unrolled_rvars = 0;          // innermost reduction loops unrolled
   int streamed = -1;               // outer loop (index in `outer`) run inside the reduction's outermost loop, -1 = none
+  int k_block = 0;                 // a streamed plain matmul's reduction split in blocks of this many (B's slice staged), 0 = none
   bool operator==(const TilePlan&) const = default;
 };
 
@@ -84,8 +85,10 @@ struct TilePlan {
 std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r, const Halide::Target& target);
 
 // The input parameter every column of reduction r's tile shares (the weights: loaded by r's update
-// through renames, not indexed by the reuse loop `u_var`), or nullopt.
-std::optional<Halide::Internal::Parameter> tile_weights(const Halide::Internal::Function& r, const std::string& u_var);
+// through renames, not indexed by the reuse loop `u_var`), or nullopt. `first`, when given, gets
+// the Func r calls for them (the outermost rename).
+std::optional<Halide::Internal::Parameter> tile_weights(const Halide::Internal::Function& r, const std::string& u_var,
+                                                        std::optional<Halide::Internal::Function>* first = nullptr);
 
 // The tile for `facts` under `knobs` (out-of-range knobs are clamped to what the facts allow).
 TilePlan plan_tile(const TileFacts& facts, const DefaultKnobs& knobs);

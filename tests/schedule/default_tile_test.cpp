@@ -1,5 +1,6 @@
 // The default rule's tile plans (schedule/default_tile.h) on real lowered workloads: plain
-// matmuls whose B exceeds L2 take 12-row tiles, and blocked convs whose weights exceed L2 stream
+// matmuls whose B exceeds L2 take 12-row tiles and, with a long K, run their row tiles inside
+// blocks of K (computing what the unblocked tile computes), and blocked convs whose weights exceed L2 stream
 // them (rows inside the outermost reduction loop, the next slice prefetched), which compiles,
 // prefetches and computes what the unstreamed tile computes.
 #include "schedule/default_tile.h"
@@ -59,6 +60,46 @@ TEST(DefaultTile, MatmulsWhoseBExceedsL2TakeTwelveRows) {
   DefaultKnobs k;
   k.columns = 8;  // the knob still rules
   EXPECT_EQ(plan_tile(only_tile(matmul_workload("tile_mm_big.onnx", 64, 512, 1024)), k).U, 8);
+}
+
+TEST(DefaultTile, MatmulsWithALongKAndABeyondL2BlockK) {
+  // K = 1024, B 4 MB: the row tiles run inside blocks of K (the streamed loop is the row-tile
+  // loop, outer[0] when columns are outer) and B's block is staged per block.
+  const Workload longk = matmul_workload("tile_mm_longk.onnx", 64, 1024, 1024);
+  const TilePlan p = plan_tile(only_tile(longk), {});
+  ASSERT_TRUE(p.columns_outer);
+  EXPECT_EQ(p.streamed, 0);
+  EXPECT_EQ(p.outer.at(0).kind, OuterKind::Columns);
+  EXPECT_EQ(p.k_block, 128);
+  DefaultKnobs off;
+  off.stream = 0;
+  EXPECT_EQ(plan_tile(only_tile(longk), off).k_block, 0);
+  // K = 512 (B 2 MB): A stays in L2, the rule does not block K (the knob can).
+  const TileFacts shortk = only_tile(matmul_workload("tile_mm_big.onnx", 64, 512, 1024));
+  EXPECT_EQ(plan_tile(shortk, {}).k_block, 0);
+  DefaultKnobs on;
+  on.stream = 1;
+  EXPECT_EQ(plan_tile(shortk, on).k_block, 128);
+  // The lowered loop nest has the K blocks and B's staged block inside them.
+  const std::string stmt = lowered_statement(longk, {});
+  EXPECT_NE(stmt.find("_ko, 0, 8)"), std::string::npos) << "no loop over 8 blocks of K";
+  EXPECT_NE(stmt.find("[float32 * 32 * 128]"), std::string::npos) << "no staged 32 x 128 block of B";
+}
+
+TEST(DefaultTile, KBlockedMatmulsComputeWhatUnblockedOnesDo) {
+  // Neither M (50 = 4 x 12 + 2) nor K (1100 = 8 x 128 + 76) divides its tile: both tails run.
+  MeasureOptions mo;
+  mo.repeats = 1;
+  mo.warmup = 0;
+  mo.cache_root = (test::temp_dir() / "tile_kblock_cache").string();
+  const Workload w = matmul_workload("tile_mm_kblock_run.onnx", 50, 1100, 1024);
+  ASSERT_EQ(plan_tile(only_tile(w), {}).k_block, 128);
+  Measurer m(w, mo);  // the reference is the rule: K-blocked
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  DefaultKnobs off;
+  off.stream = 0;
+  const auto r = m.measure_batch({DefaultKnobSpace::recipe(off)});
+  EXPECT_TRUE(r.at(0).valid()) << r.at(0).error_kind << ": " << r.at(0).error_message;
 }
 
 TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
