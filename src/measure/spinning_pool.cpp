@@ -6,9 +6,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
-#include <mutex>
-#include <system_error>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -63,7 +63,7 @@ class SpinningPool {
       return run_serially(uc, f, min, size, closure);
     std::unique_lock<std::mutex> owner(loop_mutex_, std::try_to_lock);
     if (!owner.owns_lock() || !start_workers()) return run_serially(uc, f, min, size, closure);
-    // Publish: the fields first, then open the counter (release), then the generation workers watch.
+    // Publish: the fields first, then open the ranges (release), then the generation workers watch.
     fn_.store(f, std::memory_order_relaxed);
     user_context_.store(uc, std::memory_order_relaxed);
     closure_.store(closure, std::memory_order_relaxed);
@@ -110,7 +110,8 @@ class SpinningPool {
     return hw > 0 ? static_cast<int>(hw) : 1;
   }
 
-  // Runs [first, end) of the current loop and counts them done (after a failure they are skipped).
+  // Runs [first, end) of the current loop (after a failure they are skipped); the caller counts
+  // them done.
   void run_claimed(int64_t first, int64_t end) {
     for (int64_t i = first; i < end; i++) {
       if (status_.load(std::memory_order_relaxed) != 0) continue;
@@ -122,21 +123,26 @@ class SpinningPool {
         status_.compare_exchange_strong(zero, r);
       }
     }
-    done_.fetch_add(static_cast<int>(end - first), std::memory_order_release);
   }
 
   // Thread `self` claims its own range one index at a time from the front (a CAS on a line only
   // it writes until someone steals), then steals half of what is left of another's range from
   // its back until every range is empty. A worker late from a loop finds the ranges empty, or
-  // claims from the next loop, whose fields were published before its ranges opened.
+  // claims from the next loop, whose fields were published before its ranges opened. Indices
+  // count as done once per run of them (done_ is a line both cores write: once per index made
+  // loops of tiny tasks pay ~100 ns each).
   void work(int self) {
     inside_task = true;
     const int threads = static_cast<int>(workers_count_.load(std::memory_order_relaxed)) + 1;
     std::atomic<uint64_t>& own = ranges_[self].word;
+    int ran = 0;
     for (uint64_t w = own.load(std::memory_order_acquire); range_begin(w) < range_end(w);) {
-      if (own.compare_exchange_weak(w, range_word(range_begin(w) + 1, range_end(w)), std::memory_order_acq_rel))
+      if (own.compare_exchange_weak(w, range_word(range_begin(w) + 1, range_end(w)), std::memory_order_acq_rel)) {
         run_claimed(range_begin(w), range_begin(w) + 1);
+        ran++;
+      }
     }
+    if (ran > 0) done_.fetch_add(ran, std::memory_order_release);
     for (bool found = true; found;) {
       found = false;
       for (int k = 1; k < threads; k++) {
@@ -147,6 +153,7 @@ class SpinningPool {
           const int64_t take = std::max<int64_t>(1, (range_end(w) - range_begin(w)) / 2);
           if (victim.compare_exchange_weak(w, range_word(range_begin(w), range_end(w) - take), std::memory_order_acq_rel)) {
             run_claimed(range_end(w) - take, range_end(w));
+            done_.fetch_add(static_cast<int>(take), std::memory_order_release);
             break;
           }
         }
@@ -190,7 +197,7 @@ class SpinningPool {
       ranges_.reset(new ThreadRange[wanted + 1]);
       workers_count_.store(wanted, std::memory_order_relaxed);
       for (int i = 0; i < wanted; i++) workers_.emplace_back([this, seen, i] { worker_loop(i + 1, seen); });
-    } catch (const std::system_error&) {
+    } catch (const std::exception&) {  // no thread (system_error) or no memory for the ranges
       join_workers();
       return false;
     }
@@ -227,8 +234,8 @@ class SpinningPool {
   std::atomic<int> min_{0};                  // first index
   std::unique_ptr<ThreadRange[]> ranges_;    // one per thread (the caller's is 0): what it claims first
   std::atomic<int> workers_count_{0};        // workers_.size(), read by the workers themselves
-  std::atomic<int> done_{0};                 // indices finished
-  std::atomic<int> status_{0};               // first nonzero task status
+  alignas(64) std::atomic<int> done_{0};     // indices finished, on a line of its own (the caller polls it)
+  alignas(64) std::atomic<int> status_{0};   // first nonzero task status
 };
 
 SpinningPool& pool() {

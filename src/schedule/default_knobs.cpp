@@ -182,7 +182,8 @@ std::string DefaultKnobSpace::describe() const {
                        "{} fused parallel ({} tasks, grain {}), {} reduction loops unrolled{}",
                        out.empty() ? "" : "; ", fmt::join(f.ext, ", "), f.blocked ? "blocked" : "plain", f.V, p.U, p.Vt,
                        p.pair_blocks ? " (paired)" : "", p.X, p.outer.size(), p.fused, p.tasks, p.grain, p.unrolled_rvars,
-                       p.streamed >= 0 ? fmt::format(", outer loop {} streamed", p.streamed) : "");
+                       p.streamed < 0 ? "" : p.k_block > 0 ? fmt::format(", row tiles inside blocks of {} of K", p.k_block)
+                                          : fmt::format(", outer loop {} streamed", p.streamed));
   }
   return out;
 }

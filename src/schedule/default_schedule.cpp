@@ -89,14 +89,10 @@ void schedule_root(Halide::Func f, const Halide::Target& target) {
   }
 }
 
-// The update of a register tile's accumulator r (computed inside the tile): lanes innermost
-// and vectorized, then the reuse loop u and the block loop v (Vt blocks) unrolled, then the
-// reduction loops, the innermost ones the plan says unrolled. A streamed tile runs its streamed
-// pure loop right inside the outermost reduction loop and prefetches the weights of that loop's
-// next iteration from its innermost rolled reduction loop (default_tile.cpp plan_streaming).
 // A streamed plain matmul's update (default_tile.cpp plan_matmul_streaming): r holds every row of
 // a column panel; its rows split in register tiles run inside blocks of K, and the panel's block
-// of B is copied contiguous once per block (the Func r reads it through, computed there).
+// of B is copied contiguous once per block (into a wrapper of the Func r reads B through, which
+// only r calls: the workload's other stages may read B too).
 void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePlan& p) {
   const std::vector<Halide::Var> ra = r.args();
   Halide::Stage st = r.update(0);
@@ -112,11 +108,16 @@ void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePla
   std::optional<Function> b;
   tile_weights(r.function(), ra[f.u].name(), &b);
   if (!b) return;
-  Halide::Func staged(*b);
+  Halide::Func staged = Halide::Func(*b).in(r);
   staged.compute_at(r, ko);
   if (!staged.args().empty()) staged.vectorize(staged.args()[0], f.V, Halide::TailStrategy::GuardWithIf);
 }
 
+// The update of a register tile's accumulator r (computed inside the tile): lanes innermost
+// and vectorized, then the reuse loop u and the block loop v (Vt blocks) unrolled, then the
+// reduction loops, the innermost ones the plan says unrolled. A streamed tile runs its streamed
+// pure loop right inside the outermost reduction loop and prefetches the weights of that loop's
+// next iteration from its innermost rolled reduction loop (default_tile.cpp plan_streaming).
 void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p) {
   if (p.k_block > 0) return schedule_k_blocked_update(r, f, p);
   const std::vector<Halide::Var> ra = r.args();

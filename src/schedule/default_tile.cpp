@@ -268,11 +268,11 @@ constexpr int64_t kMatmulKBlock = 128;
 constexpr int64_t kMinStreamedK = 1024;
 void plan_matmul_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
   const bool rule = f.weight_bytes > kDefaultL2Bytes && f.rvar_ext[0] >= kMinStreamedK;
-  if (!p.columns_outer || f.u < 0 || p.outer.size() < 2 || p.outer[0].extent < 2 ||
-      p.outer.size() <= static_cast<size_t>(p.fused) ||
-      !clamp_knob(k.stream, rule, 0, 1))
+  // The row tiles are p.outer[0] when columns are outer, never fused (plan_outer_loops fuses
+  // from outer[1] out), so r can be computed outside them.
+  if (!p.columns_outer || f.u < 0 || p.outer.size() < 2 || p.outer[0].extent < 2 || !clamp_knob(k.stream, rule, 0, 1))
     return;
-  p.streamed = 0;  // the row tiles (p.outer[0] when columns are outer) run inside the K blocks
+  p.streamed = 0;
   p.k_block = static_cast<int>(std::min<int64_t>(kMatmulKBlock, f.rvar_ext[0]));
 }
 void plan_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
@@ -394,6 +394,7 @@ TilePlan plan_tile(const TileFacts& f, const DefaultKnobs& k) {
   while (n > 0 && f.rvar_ext[n - 1] == 1) n--;  // unrolling a loop of one iteration changes nothing
   p.unrolled_rvars = n;
   plan_streaming(f, k, p);
+  if (p.k_block > 0) p.unrolled_rvars = 0;  // K's blocks are loops (an unroll knob would name the same code twice)
   return p;
 }
 

@@ -69,7 +69,7 @@ struct TilePlan {
   int Vt = 1;                      // output-channel blocks per tile (1 = not tiled)
   bool pair_blocks = false;        // half-vector blocks paired into full vectors (Vt = 2 or 4)
   int X = 1;                       // vectors of the vector loop per tile (plain layouts)
-  bool columns_outer = false;      // a plain matmul's column tiles outside its row tiles (r computed at the row tile)
+  bool columns_outer = false;      // a plain matmul's column tiles outside its row tiles (r at the row tile, or the panel when K-blocked)
   std::vector<OuterLoop> outer;    // outer loops, innermost first (after `outermost` moved one out)
   int fused = 0;                   // outermost outer loops fused into the parallel loop (0 = serial)
   int64_t tasks = 0;               // iterations of the parallel loop

@@ -7,6 +7,7 @@
 #include <Halide.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -66,10 +67,13 @@ TEST(SpinningPool, RunsEveryIndexOnceOnSeveralThreads) {
   set_spinning_pool_threads(0);
 }
 
-// Which thread ran each index; indices from `slow_from` on sleep 1 ms each.
+// Which thread ran each index. Indices from `slow_from` on sleep 1 ms each; index 0 waits (up
+// to 5 s) until another thread has run an index, whose number lands in `first_elsewhere`.
 struct Owners {
   std::vector<std::atomic<int>> runs;
   std::vector<std::thread::id> thread;
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> first_elsewhere{-1};
   int slow_from;
   Owners(int n, int slow) : runs(n), thread(n), slow_from(slow) {}
 };
@@ -78,43 +82,50 @@ int owner_task(void*, int i, uint8_t* closure) {
   auto* o = reinterpret_cast<Owners*>(closure);
   o->runs[i].fetch_add(1);
   o->thread[i] = std::this_thread::get_id();  // each index runs once: no race on the slot
+  if (o->thread[i] != o->caller) {
+    int none = -1;
+    o->first_elsewhere.compare_exchange_strong(none, i);
+  }
+  if (i == 0) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (o->first_elsewhere.load() < 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  }
   if (i >= o->slow_from) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  volatile double x = 0;
-  for (int k = 0; k < 20000; k++) x = x + k;
   return 0;
 }
 
 TEST(SpinningPool, EachThreadFirstRunsItsOwnContiguousPart) {
-  // Thread t owns the t-th half of a loop: loops of one shape give a thread the same indices
-  // every time (what it wrote stays in its caches). Stealing may blur a loop when the machine is
-  // busy, so one clean split in 50 loops proves the ownership; every loop runs each index once.
+  // Thread t owns the t-th half of a loop, so loops of one shape give a thread the same indices
+  // every time (what it wrote stays in its caches): while the caller holds index 0, the worker
+  // starts at 32, the first index of its half (a shared counter would hand it index 1).
   set_spinning_pool_threads(2);
-  const std::thread::id caller = std::this_thread::get_id();
-  bool clean = false;
-  for (int rep = 0; rep < 50 && !clean; rep++) {
+  for (int rep = 0; rep < 3; rep++) {
+    // A worker still looking for work in the previous loop could steal here before it claims
+    // its own part: let it go back to waiting first.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
     Owners o(64, 64);
     ASSERT_EQ(spinning_do_par_for(nullptr, owner_task, 0, 64, reinterpret_cast<uint8_t*>(&o)), 0);
     for (int i = 0; i < 64; i++) ASSERT_EQ(o.runs[i].load(), 1) << "index " << i;
-    clean = o.thread[32] != caller;
-    for (int i = 0; i < 64; i++) clean = clean && (i < 32 ? o.thread[i] == caller : o.thread[i] == o.thread[32]);
+    EXPECT_EQ(o.thread[0], o.caller);
+    EXPECT_EQ(o.first_elsewhere.load(), 32) << "rep " << rep;
   }
-  EXPECT_TRUE(clean) << "no loop ran [0, 32) on the caller and [32, 64) on the worker";
   set_spinning_pool_threads(0);
 }
 
-TEST(SpinningPool, AThreadThatFinishesItsPartStealsFromAnother) {
+TEST(SpinningPool, AThreadThatFinishesItsPartStealsFromTheBackOfAnother) {
   // The worker's half is slow (1 ms a task): the caller, done with its own half in microseconds,
-  // must take some of the worker's indices instead of waiting.
+  // takes the worker's indices from the back, so what it took is one run ending at the last index.
   set_spinning_pool_threads(2);
-  const std::thread::id caller = std::this_thread::get_id();
-  Owners o(64, 32);
+  Owners o(64, 33);
   ASSERT_EQ(spinning_do_par_for(nullptr, owner_task, 0, 64, reinterpret_cast<uint8_t*>(&o)), 0);
-  int stolen = 0;
+  int lowest_stolen = 64;
   for (int i = 0; i < 64; i++) {
     ASSERT_EQ(o.runs[i].load(), 1) << "index " << i;
-    stolen += i >= 32 && o.thread[i] == caller;
+    if (i >= 32 && o.thread[i] == o.caller) lowest_stolen = std::min(lowest_stolen, i);
   }
-  EXPECT_GT(stolen, 0) << "the caller waited for the worker's slow half";
+  ASSERT_LT(lowest_stolen, 64) << "the caller waited for the worker's slow half";
+  EXPECT_GT(lowest_stolen, 32) << "the caller took the worker's first index";
+  for (int i = lowest_stolen; i < 64; i++) EXPECT_EQ(o.thread[i], o.caller) << "index " << i << ": not one run from the back";
   set_spinning_pool_threads(0);
 }
 
