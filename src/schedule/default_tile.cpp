@@ -163,6 +163,25 @@ void inline_closure(const Function& f, const std::set<std::string>& root, std::s
   }
 }
 
+// Weights larger than L2 (ResNet's 3x3 convs of 512 channels: 9.4 MB, read once per inference
+// from memory, since a network's 47 MB of weights evict each other from L3) arrive at the pace
+// the first row of a tile consumes them: in a network ResNet-18's 7x7 convs ran at 155 GFLOP/s
+// against 217 alone. So the rule moves the tile's first outer loop of more than one iteration
+// (its rows) inside the reduction's outermost loop (blocks of input channels): each slice of the
+// weights serves every row while it is in L1, the accumulators of all rows live in L1, and the
+// next slice is prefetched (default_schedule.cpp). Pure loops only: a column loop would unroll.
+// The rule streams where a slice holds kMinStreamedSlice reduction iterations or more: a 1x1
+// conv's 16 (one input block) left the accumulators' loads and stores in L1 a tenth of the work,
+// and ResNet-50's 1x1 convs of 4-8 MB ran 4-38% slower streamed.
+constexpr int64_t kMinStreamedSlice = 64;
+// Whether the rule streams a blocked tile's weights (see above).
+bool streams_by_rule(const TileFacts& f) {
+  if (!f.blocked || f.rvar_ext.size() < 2 || f.weight_bytes <= kDefaultL2Bytes) return false;
+  int64_t slice = 1;
+  for (size_t i = 0; i + 1 < f.rvar_ext.size(); i++) slice *= std::max<int64_t>(f.rvar_ext[i], 1);
+  return slice >= kMinStreamedSlice;
+}
+
 // The tile's block, vector and column counts (the register tile itself).
 void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
   const std::vector<int64_t>& ext = f.ext;
@@ -200,6 +219,16 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
     const int rule = static_cast<int>(f.blocked ? column_tile(ext[u], vectors) : std::min<int64_t>(plain_rows, ext[u]));
     p.U = clamp_knob(k.columns, rule, 1, std::min<int64_t>(16, ext[u]));
     p.U = std::min(p.U, std::max(1, kMaxAccumulators / vectors));
+    // Rows stream only when no column loop lies between them and the tile: a streamed tile at
+    // most 16 wide that would take two column tiles takes its whole width with one block
+    // instead. ResNet-50's 14-wide 3x3 convs of 2.4 MB, 14 columns x 1 block, streamed: alone
+    // the same at 1 thread, 4% faster at 2; in the network at 2 threads 0.60-0.72 ms against
+    // 0.68-0.80 as 7 columns x 2 blocks (ORT 0.60-0.69).
+    if (!k.columns && !k.blocks && !p.pair_blocks && streams_by_rule(f) && clamp_knob(k.stream, 1, 0, 1) &&
+        ext[u] > p.U && ext[u] <= 16) {
+      p.U = static_cast<int>(ext[u]);
+      p.Vt = 1;
+    }
   }
   // A plain matmul with more output columns than rows (N > M: B, K x N, is larger than A, M x K)
   // runs column tiles outermost and row tiles inside: each K x (2 vectors) panel of B is loaded
@@ -245,17 +274,6 @@ void plan_outer_loops(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
   p.grain = k.grain ? std::clamp<int64_t>(*k.grain, 1, std::max<int64_t>(1, tasks / 2)) : default_task_grain(tasks, f.work);
 }
 
-// Weights larger than L2 (ResNet's 3x3 convs of 512 channels: 9.4 MB, read once per inference
-// from memory, since a network's 47 MB of weights evict each other from L3) arrive at the pace
-// the first row of a tile consumes them: in a network ResNet-18's 7x7 convs ran at 155 GFLOP/s
-// against 217 alone. So the rule moves the tile's first outer loop of more than one iteration
-// (its rows) inside the reduction's outermost loop (blocks of input channels): each slice of the
-// weights serves every row while it is in L1, the accumulators of all rows live in L1, and the
-// next slice is prefetched (default_schedule.cpp). Pure loops only: a column loop would unroll.
-// The rule streams where a slice holds kMinStreamedSlice reduction iterations or more: a 1x1
-// conv's 16 (one input block) left the accumulators' loads and stores in L1 a tenth of the work,
-// and ResNet-50's 1x1 convs of 4-8 MB ran 4-38% slower streamed.
-constexpr int64_t kMinStreamedSlice = 64;
 // A plain matmul streams the same way with its one reduction loop (K) split in blocks of
 // kMatmulKBlock: per column panel, for each block of K, every row tile runs over the block, so
 // the panel's K-block of B (kMatmulKBlock x 2 vectors, 16 KB, staged contiguous: B's rows are N
@@ -278,10 +296,7 @@ void plan_matmul_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& 
 void plan_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
   if (!f.blocked && f.rvar_ext.size() == 1 && f.rvar_ext[0] > 0) return plan_matmul_streaming(f, k, p);
   if (f.rvar_ext.size() < 2) return;
-  int64_t slice = 1;
-  for (size_t i = 0; i + 1 < f.rvar_ext.size(); i++) slice *= std::max<int64_t>(f.rvar_ext[i], 1);
-  const bool rule = f.blocked && f.weight_bytes > kDefaultL2Bytes && slice >= kMinStreamedSlice;
-  if (!clamp_knob(k.stream, rule, 0, 1)) return;
+  if (!clamp_knob(k.stream, streams_by_rule(f), 0, 1)) return;
   size_t j = 0;
   while (j < p.outer.size() && p.outer[j].extent == 1) j++;
   const size_t serial = p.outer.size() - p.fused;

@@ -142,6 +142,18 @@ TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
   on.stream = 1;
   EXPECT_GE(plan_tile(small, on).streamed, 0);
 
+  // 14 wide: two column tiles of 7 would sit between the tile and its rows, so the tile takes
+  // the whole width with one block and streams; a column knob keeps the rows unstreamed.
+  const TileFacts wide = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_stream14.onnx", 16, 256, 256, 9, 14)));
+  const TilePlan pw = plan_tile(wide, {});
+  EXPECT_EQ(pw.U, 14);
+  EXPECT_EQ(pw.Vt, 1);
+  EXPECT_GE(pw.streamed, 0);
+  DefaultKnobs seven;
+  seven.columns = 7;
+  EXPECT_EQ(plan_tile(wide, seven).U, 7);
+  EXPECT_EQ(plan_tile(wide, seven).streamed, -1);
+
   // The streamed tile prefetches; the unstreamed one does not.
   EXPECT_NE(lowered_statement(big, {}).find("prefetch("), std::string::npos);
   EXPECT_EQ(lowered_statement(big, off).find("prefetch("), std::string::npos);
@@ -160,6 +172,16 @@ TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
   ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
   const auto r = m.measure_batch({DefaultKnobSpace::recipe(off)});
   EXPECT_TRUE(r.at(0).valid()) << r.at(0).error_kind << ": " << r.at(0).error_message;
+  // A 14-wide one, streamed over its whole width, against 7-column tiles of 2 blocks.
+  const Workload wide = test::conv_relu_workload(test::save_conv_chain("tile_stream14_run.onnx", 16, 256, 256, 9, 14));
+  ASSERT_EQ(plan_tile(only_tile(wide), {}).U, 14);
+  DefaultKnobs narrow;
+  narrow.columns = 7;
+  narrow.blocks = 2;
+  Measurer mw(wide, mo);
+  ASSERT_TRUE(mw.reference().valid()) << mw.reference().error_message;
+  const auto rw = mw.measure_batch({DefaultKnobSpace::recipe(narrow)});
+  EXPECT_TRUE(rw.at(0).valid()) << rw.at(0).error_kind << ": " << rw.at(0).error_message;
   // And a streamed small conv (rule: unstreamed) matches its rule.
   const Workload small = test::conv_relu_workload(test::save_conv_chain("tile_stream_small.onnx", 16, 32, 256, 7, 7));
   ASSERT_EQ(plan_tile(only_tile(small), {}).streamed, -1);
