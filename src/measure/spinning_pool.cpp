@@ -73,7 +73,7 @@ class SpinningPool {
     // Thread t owns the t-th contiguous part: a loop of the same shape gives each thread the
     // same rows every time, and consecutive steps split alike, so what a thread writes it
     // mostly reads next from its own L2 instead of the other core's.
-    const int threads = static_cast<int>(workers_.size()) + 1;
+    const int threads = loop_threads();
     for (int t = 0; t < threads; t++)
       ranges_[t].word.store(range_word(int64_t{size} * t / threads, int64_t{size} * (t + 1) / threads),
                             std::memory_order_release);
@@ -110,6 +110,9 @@ class SpinningPool {
     return hw > 0 ? static_cast<int>(hw) : 1;
   }
 
+  // Threads taking part in a loop, the caller's included (the workers read it without the lock).
+  int loop_threads() const { return workers_count_.load(std::memory_order_relaxed) + 1; }
+
   // Runs [first, end) of the current loop (after a failure they are skipped); the caller counts
   // them done.
   void run_claimed(int64_t first, int64_t end) {
@@ -133,7 +136,7 @@ class SpinningPool {
   // loops of tiny tasks pay ~100 ns each).
   void work(int self) {
     inside_task = true;
-    const int threads = static_cast<int>(workers_count_.load(std::memory_order_relaxed)) + 1;
+    const int threads = loop_threads();
     std::atomic<uint64_t>& own = ranges_[self].word;
     int ran = 0;
     for (uint64_t w = own.load(std::memory_order_acquire); range_begin(w) < range_end(w);) {
