@@ -10,6 +10,7 @@
 #include "graph/layout_plan.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
+#include "graph/winograd.h"
 #include "graph/workload.h"
 #include "lower/lower.h"
 #include "measure/workload_compiler.h"
@@ -30,7 +31,10 @@ Graph load_model(const std::string& path, const LoadOptions& o) {
   opts.max_memory_bytes = o.max_memory_bytes;
   Graph g = import_onnx(path, opts);
   run_default_passes(g);
-  if (o.layout == "blocked") plan_layouts(g, Halide::get_host_target().natural_vector_size(Halide::Float(32)));
+  if (o.layout == "blocked") {
+    plan_layouts(g, Halide::get_host_target().natural_vector_size(Halide::Float(32)));
+    if (o.winograd) plan_winograd(g);
+  }
   return g;
 }
 

@@ -34,6 +34,7 @@ struct ModelArgs {
   std::vector<std::string> shapes;
   std::string layout = "blocked";  // "blocked": the layout plan (graph/layout_plan.h); "plain": every tensor as declared
   std::string max_memory;          // --max-memory: "" = 3/4 of physical memory
+  bool no_winograd = false;        // --no-winograd: every conv direct (graph/winograd.h)
 };
 // The LoadOptions these arguments stand for (parses --shape and --max-memory later, at import).
 LoadOptions load_options(const ModelArgs& m);

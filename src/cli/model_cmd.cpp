@@ -42,10 +42,12 @@ void add_model_args(CLI::App* sub, ModelArgs& m) {
       ->check(CLI::IsMember({"blocked", "plain"}));
   sub->add_option("--max-memory", m.max_memory,
                   "Most memory a run may hold (constants + activations), e.g. 8G (default: 3/4 of physical memory)");
+  sub->add_flag("--no-winograd", m.no_winograd, "Compute every conv directly (default: 3x3 convs with enough tiles run as Winograd F(4x4,3x3))");
 }
 
 LoadOptions load_options(const ModelArgs& m) {
   LoadOptions o{m.shapes, m.layout};
+  o.winograd = !m.no_winograd;
   if (!m.max_memory.empty()) o.max_memory_bytes = parse_memory_size(m.max_memory);
   return o;
 }

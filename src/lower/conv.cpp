@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "graph/winograd.h"
 #include "lower/window.h"
 
 namespace ts {
@@ -119,6 +120,7 @@ LTensor add_bias(const LowerContext& c, const LTensor& acc) {
 }
 
 std::vector<LTensor> lower_conv(const LowerContext& c) {
+  if (is_winograd_conv(c.node)) return lower_winograd_conv(c);
   const LTensor &x = c.in(0), &w = c.in(1);
   check_float(c, x);
   if (x.rank() < 3 || w.rank() != x.rank())

@@ -27,4 +27,7 @@ inline std::vector<int64_t> attr_dims(const LowerContext& c, const char* attr, s
   return v;
 }
 
+// A Conv graph/winograd.h marked, as F(4x4, 3x3) Winograd stages (winograd_conv.cpp).
+std::vector<LTensor> lower_winograd_conv(const LowerContext& c);
+
 }  // namespace ts

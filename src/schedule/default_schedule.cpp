@@ -1,6 +1,7 @@
 #include "schedule/default_schedule.h"
 
 #include "schedule/default_tile.h"
+#include "schedule/winograd_schedule.h"
 
 #include <algorithm>
 #include <map>
@@ -229,6 +230,7 @@ void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Hali
 
 void apply_default_variant(const std::vector<Halide::Func>& outputs, const Halide::Target& target,
                            const DefaultKnobs& knobs) {
+  if (apply_winograd_schedule(outputs, knobs)) return;
   const DefaultStructure ds = default_structure(outputs, target);
   bound_outputs_to_estimates(outputs);
   std::set<std::string> tiled;

@@ -1,0 +1,86 @@
+#include "graph/winograd.h"
+
+namespace ts {
+
+const float kWinogradBT[kWinogradAlpha][kWinogradAlpha] = {
+    {4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+    {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+const float kWinogradG[kWinogradAlpha][3] = {
+    {1.f / 4, 0, 0}, {-1.f / 6, -1.f / 6, -1.f / 6}, {-1.f / 6, 1.f / 6, -1.f / 6},
+    {1.f / 24, 1.f / 12, 1.f / 6}, {1.f / 24, -1.f / 12, 1.f / 6}, {0, 0, 1}};
+const float kWinogradAT[kWinogradTile][kWinogradAlpha] = {
+    {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+
+bool is_winograd_conv(const Node& n) { return n.op == "Conv" && n.attr_int(kWinogradAttr, 0) == kWinogradTile; }
+
+Tensor winograd_weights(const Tensor& w) {
+  const int64_t cout = w.shape[0], cin = w.shape[1];
+  constexpr int A = kWinogradAlpha;
+  Tensor u(DType::Float32, {A, A, cout, cin});
+  const float* src = w.data<float>();
+  float* dst = u.data<float>();
+  for (int64_t co = 0; co < cout; co++)
+    for (int64_t ci = 0; ci < cin; ci++) {
+      const float* g = src + (co * cin + ci) * 9;
+      double gg[A][3];  // G g: rows transformed
+      for (int i = 0; i < A; i++)
+        for (int kx = 0; kx < 3; kx++) {
+          double s = 0;
+          for (int ky = 0; ky < 3; ky++) s += double(kWinogradG[i][ky]) * g[ky * 3 + kx];
+          gg[i][kx] = s;
+        }
+      for (int i = 0; i < A; i++)
+        for (int j = 0; j < A; j++) {
+          double s = 0;
+          for (int kx = 0; kx < 3; kx++) s += gg[i][kx] * double(kWinogradG[j][kx]);
+          dst[((int64_t(i) * A + j) * cout + co) * cin + ci] = static_cast<float>(s);
+        }
+    }
+  return u;
+}
+
+namespace {
+
+int64_t ceil_tiles(int64_t n) { return (n + kWinogradTile - 1) / kWinogradTile; }
+
+// Whether conv n qualifies (see plan_winograd).
+bool winograd_pays(const Graph& g, const Node& n) {
+  if (n.op != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1 || !g.is_constant(n.inputs[1])) return false;
+  if (n.attr_int("group", 1) != 1) return false;
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
+  for (const char* a : {"strides", "dilations"})
+    for (int64_t v : n.attr_ints(a, {1, 1}))
+      if (v != 1) return false;
+  const TensorInfo &x = g.tensor(n.inputs[0]), &y = g.tensor(n.outputs[0]), &w = g.tensor(n.inputs[1]);
+  if (w.dtype != DType::Float32 || w.shape.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3) return false;
+  if (x.shape.size() != 4 || y.shape.size() != 4 || x.layout.axis != 1 || y.layout.axis != 1) return false;
+  if (y.shape[1] % y.layout.block != 0 || x.shape[1] % x.layout.block != 0) return false;
+  for (int64_t p : n.attr_ints("pads", {0, 0, 0, 0}))
+    if (p < 0 || p > 2) return false;
+  return ceil_tiles(y.shape[2]) * ceil_tiles(y.shape[3]) >= kWinogradMinTiles;
+}
+
+}  // namespace
+
+int plan_winograd(Graph& g) {
+  int marked = 0;
+  for (Node& n : g.nodes) {
+    if (is_winograd_conv(n) || !winograd_pays(g, n)) continue;
+    const std::string w = n.inputs[1], u = w + "::winograd4";
+    if (!g.tensors.count(u)) {
+      TensorInfo info{u, DType::Float32, {}, winograd_weights(*g.tensor(w).value), {}};
+      info.shape = info.value->shape;
+      info.layout = Layout{2, g.tensor(n.outputs[0]).layout.block};
+      g.tensors[u] = std::move(info);
+    }
+    n.inputs[1] = u;
+    n.attrs[kWinogradAttr] = Attribute{int64_t{kWinogradTile}};
+    n.attrs["kernel_shape"] = Attribute{std::vector<int64_t>{3, 3}};
+    if (g.consumers(w).empty()) g.tensors.erase(w);
+    marked++;
+  }
+  return marked;
+}
+
+}  // namespace ts

@@ -1,0 +1,125 @@
+#include "schedule/winograd_schedule.h"
+
+#include <algorithm>
+#include <map>
+
+#include "graph/winograd.h"
+#include "schedule/default_tile.h"
+#include "schedule/schedule.h"
+
+namespace ts {
+
+namespace {
+
+using Halide::Internal::Function;
+
+constexpr int kMaxAccumulators = 24;  // vector accumulators of a register tile (of 32 registers)
+// Transformed weights beyond this many bytes are streamed once (tasks over output-channel
+// blocks), not once per tile row.
+constexpr int64_t kWeightsOnceBytes = int64_t{1} << 20;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The Winograd stages of the pipeline by suffix ("_wino_t", ...), or empty when it holds none
+// or more than one conv's.
+std::map<std::string, Function> winograd_stages(const std::map<std::string, Function>& env) {
+  std::map<std::string, Function> found;
+  for (const auto& [name, f] : env)
+    for (const char* s : {"_wino_t", "_wino_v", "_wino_mr", "_wino_m", "_wino_y"})
+      if (ends_with(func_base_name(name), s)) {
+        if (found.count(s)) return {};
+        found.emplace(s, f);
+      }
+  return found.size() == 5 ? found : std::map<std::string, Function>{};
+}
+
+}  // namespace
+
+WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs) {
+  WinogradTile t;
+  t.weights_once = knobs.stream ? *knobs.stream != 0 : weight_bytes > kWeightsOnceBytes;
+  if (knobs.columns) {
+    t.columns = std::clamp<int>(*knobs.columns, 1, 16);
+  } else {
+    // 4-8 tiles, the count that computes the fewest extra tiles (the larger on a tie).
+    int64_t best_waste = -1;
+    for (int c = 8; c >= 4; c--) {
+      const int64_t waste = (tiles_wide + c - 1) / c * c - tiles_wide;
+      if (best_waste < 0 || waste < best_waste) best_waste = waste, t.columns = c;
+    }
+    t.columns = static_cast<int>(std::min<int64_t>(t.columns, tiles_wide));
+  }
+  t.blocks = knobs.blocks ? std::clamp(*knobs.blocks, 1, 4) : std::clamp(kMaxAccumulators / t.columns / 2 * 2, 1, 4);
+  while (t.columns * t.blocks > kMaxAccumulators && t.blocks > 1) t.blocks--;
+  t.blocks = static_cast<int>(std::min<int64_t>(t.blocks, blocks));
+  return t;
+}
+
+bool apply_winograd_schedule(const std::vector<Halide::Func>& outputs, const DefaultKnobs& knobs) {
+  if (outputs.size() != 1) return false;
+  std::map<std::string, Function> env;
+  for (const auto& o : outputs)
+    for (const auto& [name, f] : Halide::Internal::find_transitive_calls(o.function())) env.emplace(name, f);
+  const auto st = winograd_stages(env);
+  if (st.empty()) return false;
+  Halide::Func o = outputs[0];
+  const std::vector<int64_t> ext = estimate_extents(o.function()), mext = estimate_extents(st.at("_wino_m"));
+  if (o.args().size() != 5 || ext.size() != 5 || mext.size() != 7 || ext[0] != mext[0]) return false;
+  // Every other stage is a rename or elementwise: inline.
+  for (const auto& [name, f] : env)
+    if (f.has_update_definition() && f.name() != st.at("_wino_mr").name()) return false;
+
+  bound_outputs_to_estimates(outputs);
+  Halide::Func t(st.at("_wino_t")), v(st.at("_wino_v")), mr(st.at("_wino_mr")), m(st.at("_wino_m")), y(st.at("_wino_y"));
+  const int64_t weight_bytes = 4 * kWinogradAlpha * kWinogradAlpha * mext[0] * mext[5] * estimate_extents(st.at("_wino_v"))[0] *
+                               estimate_extents(st.at("_wino_v"))[5];
+  const WinogradTile tile = plan_winograd_tile(mext[1], mext[5], weight_bytes, knobs);
+  const std::vector<Halide::Var> oa = o.args(), ya = y.args(), ma = m.args(), ra = mr.args(), va = v.args(), ta = t.args();
+  // oa: lane, column, row, block, batch; ya: ol, a, i, tx, ...; ma: ol, tx, jj, i, ty, cob, n;
+  // ra: ol, tx, cob, jj, i, ty, n; va: il, tx, jj, i, ty, cb, n; ta: il, tx, j, i, ...
+  Halide::Var xo("xo"), xi("xi"), yo("yo"), yi("yi"), bo("bo"), bi("bi"), task("task"), txo("txo"), txi("txi");
+  // The output: lanes, then the 4x4 tile unrolled, then tiles; its first half transform per tile.
+  o.compute_root()
+      .split(oa[1], xo, xi, kWinogradTile, Halide::TailStrategy::GuardWithIf)
+      .split(oa[2], yo, yi, kWinogradTile, Halide::TailStrategy::GuardWithIf)
+      .vectorize(oa[0])
+      .unroll(xi)
+      .unroll(yi);
+  y.compute_at(o, xo).vectorize(ya[0]).unroll(ya[1]).unroll(ya[2]);
+  m.split(ma[1], txo, txi, tile.columns, Halide::TailStrategy::GuardWithIf);
+  if (tile.weights_once) {
+    // Tasks over groups of output-channel blocks: each streams its slice of the weights once,
+    // for every tile; the whole input transform is computed first.
+    o.split(oa[3], bo, bi, tile.blocks, Halide::TailStrategy::GuardWithIf)
+        .reorder(oa[0], xi, yi, xo, yo, bi, bo, oa[4])
+        .fuse(bo, oa[4], task)
+        .parallel(task);
+    m.compute_at(o, task).reorder(ma[0], txi, ma[5], txo, ma[4], ma[2], ma[3]).vectorize(ma[0]);
+    v.compute_root().reorder(va[0], va[2], va[3], va[1], va[5], va[4], va[6]).vectorize(va[0]).unroll(va[2]).unroll(va[3]);
+    v.fuse(va[4], va[6], task).parallel(task);
+  } else {
+    // Tasks over tile rows: each transforms its rows' input, then runs their products with the
+    // weights streamed once per row (they stay in L2 when small).
+    Halide::Var cbo("cbo"), cbi("cbi");
+    o.reorder(oa[0], xi, yi, xo, oa[3], yo, oa[4]).fuse(yo, oa[4], task).parallel(task);
+    m.compute_at(o, task)
+        .split(ma[5], cbo, cbi, tile.blocks, Halide::TailStrategy::GuardWithIf)
+        .reorder(ma[0], txi, cbi, txo, cbo, ma[2], ma[3])
+        .vectorize(ma[0]);
+    v.compute_at(o, task).reorder(va[0], va[2], va[3], va[1], va[5]).vectorize(va[0]).unroll(va[2]).unroll(va[3]);
+  }
+  // The register tile: columns x blocks accumulators, the reduction over input channels inside.
+  mr.compute_at(m, txo).vectorize(ra[0]).unroll(ra[1]).unroll(ra[2]);
+  const auto& rv = mr.function().update(0).schedule().rvars();
+  mr.update()
+      .reorder({ra[0], ra[1], ra[2], Halide::RVar(rv[0].var), Halide::RVar(rv[1].var), ra[3], ra[4], ra[5], ra[6]})
+      .vectorize(ra[0])
+      .unroll(ra[1])
+      .unroll(ra[2]);
+  t.compute_at(v, va[1]).vectorize(ta[0]).unroll(ta[2]).unroll(ta[3]);
+  return true;
+}
+
+}  // namespace ts

@@ -1,0 +1,28 @@
+#pragma once
+// The default rule's schedule of a Winograd conv workload (lower/winograd_conv.cpp's stages):
+// per tile row (4 output rows, the parallel task) the input transform of every input channel
+// block, then the 36 matmuls in register tiles of `columns` output tiles x `blocks` output-channel
+// vectors (the products of that row stay in L2), then per 4x4 output tile the output transform
+// with the workload's epilogue (bias, residual add, activation) stored straight to the output.
+#include <Halide.h>
+
+#include <vector>
+
+#include "schedule/default_schedule.h"
+
+namespace ts {
+
+// The register tile of a Winograd workload with `tiles_wide` output tiles per row and `blocks`
+// output-channel blocks: knobs.columns and knobs.blocks when set (clamped), else the rule's.
+struct WinogradTile {
+  int columns = 1;            // output tiles per register tile (unrolled)
+  int blocks = 1;             // output-channel vectors per register tile (unrolled)
+  bool weights_once = false;  // tasks over output-channel blocks, each streaming its weights once (knob "stream")
+};
+WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs);
+
+// Schedules the pipeline when it holds one Winograd conv whose output (with its fused epilogue)
+// is the pipeline's only, channel-blocked output; returns false, scheduling nothing, otherwise.
+bool apply_winograd_schedule(const std::vector<Halide::Func>& outputs, const DefaultKnobs& knobs);
+
+}  // namespace ts

@@ -1,0 +1,85 @@
+// The Winograd plan (graph/winograd.h): its transforms compute a 3x3 correlation exactly, it
+// marks the 3x3 stride-1 convs between blocked tensors that have enough tiles and no other, and
+// a marked conv keeps its FLOP count.
+#include "graph/winograd.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/layout_plan.h"
+#include "graph/workload.h"
+#include "support/onnx_builder.h"
+
+namespace ts {
+namespace {
+
+using test::OnnxBuilder;
+using V = std::vector<int64_t>;
+
+TEST(Winograd, TransformsComputeA3x3CorrelationOfATile) {
+  // One channel: Y = AT [U .* (BT d B)] A over a 6x6 tile d equals the 4x4 valid correlation.
+  const Tensor w = test::rand_f32({1, 1, 3, 3}, 7), d = test::rand_f32({6, 6}, 8);
+  const Tensor u = winograd_weights(w);
+  ASSERT_EQ(u.shape, (Shape{6, 6, 1, 1}));
+  double v[6][6], p[6][6];
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++) {
+      double s = 0;
+      for (int k = 0; k < 6; k++)
+        for (int l = 0; l < 6; l++) s += double(kWinogradBT[i][k]) * d.data<float>()[k * 6 + l] * kWinogradBT[j][l];
+      v[i][j] = s;
+      p[i][j] = s * u.data<float>()[i * 6 + j];
+    }
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++) {
+      double y = 0, direct = 0;
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) y += double(kWinogradAT[a][i]) * p[i][j] * kWinogradAT[b][j];
+      for (int ky = 0; ky < 3; ky++)
+        for (int kx = 0; kx < 3; kx++) direct += double(d.data<float>()[(a + ky) * 6 + b + kx]) * w.data<float>()[ky * 3 + kx];
+      EXPECT_NEAR(y, direct, 1e-5) << "output (" << a << ", " << b << ")";
+    }
+}
+
+// x[1, 32, hw, hw] -> 1x1 conv -> the conv under test (attributes `attrs`, weight `k`) -> 1x1
+// conv: the middle conv reads and writes blocked tensors.
+Graph planned(const std::string& file, int64_t hw, const Shape& k, std::map<std::string, test::AttrValue> attrs) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 32, hw, hw})
+      .initializer("w0", test::rand_f32({32, 32, 1, 1}, 1))
+      .initializer("w1", test::rand_f32(k, 2))
+      .initializer("w2", test::rand_f32({16, k[0], 1, 1}, 3))
+      .node("Conv", {"x", "w0"}, {"a"})
+      .node("Conv", {"a", "w1"}, {"c"}, attrs)
+      .node("Conv", {"c", "w2"}, {"y"})
+      .output("y");
+  Graph g = test::import_model(b.save(file));
+  plan_layouts(g, 16);
+  return g;
+}
+
+TEST(Winograd, PlanMarksTheConvsThatPay) {
+  const std::map<std::string, test::AttrValue> same{{"pads", V{1, 1, 1, 1}}};
+  Graph g = planned("wino_yes.onnx", 28, {48, 32, 3, 3}, same);
+  const double flops_before = node_flops(g, g.nodes[1]);
+  EXPECT_EQ(plan_winograd(g), 1);
+  const Node& n = g.nodes[1];
+  EXPECT_TRUE(is_winograd_conv(n));
+  EXPECT_EQ(g.tensor(n.inputs[1]).shape, (Shape{6, 6, 48, 32}));
+  EXPECT_EQ(g.tensor(n.inputs[1]).layout, (Layout{2, 16}));
+  EXPECT_FALSE(g.tensors.count("w1")) << "the original weight has no reader left";
+  EXPECT_EQ(node_flops(g, n), flops_before);
+  EXPECT_EQ(plan_winograd(g), 0) << "idempotent";
+
+  // Not: 7x7 (4 tiles), stride 2, grouped, 1x1, a plain (unplanned) graph.
+  EXPECT_EQ(plan_winograd(g = planned("wino_small.onnx", 7, {48, 32, 3, 3}, same)), 0);
+  EXPECT_EQ(plan_winograd(g = planned("wino_s2.onnx", 28, {48, 32, 3, 3}, {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}})), 0);
+  EXPECT_EQ(plan_winograd(g = planned("wino_g2.onnx", 28, {48, 16, 3, 3}, {{"pads", V{1, 1, 1, 1}}, {"group", int64_t{2}}})), 0);
+  EXPECT_EQ(plan_winograd(g = planned("wino_1x1.onnx", 28, {48, 32, 1, 1}, {})), 0);
+  Graph plain = test::import_model((test::temp_dir() / "wino_yes.onnx").string());
+  EXPECT_EQ(plan_winograd(plain), 0);
+}
+
+}  // namespace
+}  // namespace ts

@@ -1,0 +1,77 @@
+// Winograd convs (lower/winograd_conv.cpp, scheduled by schedule/winograd_schedule.cpp) compute
+// what the direct conv computes: whole models compiled with and without the plan, on shapes
+// whose tiles do not divide the output, with bias, odd channel blocks, half-vector blocks,
+// pads 0 and 2, and a batch of 2.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "graph/layout_plan.h"
+#include "graph/winograd.h"
+#include "runtime/compiled_model.h"
+#include "support/onnx_builder.h"
+
+namespace ts {
+namespace {
+
+using V = std::vector<int64_t>;
+
+struct Case {
+  int64_t n, cin, cout, h, w, pad;
+};
+
+// x -> 1x1 conv -> 3x3 conv + bias (pads `pad`) -> Relu -> 1x1 conv -> y.
+std::string save_model(const Case& c, const std::string& file) {
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {c.n, c.cin, c.h, c.w})
+      .initializer("w0", test::rand_f32({c.cin, c.cin, 1, 1}, 1))
+      .initializer("w1", test::rand_f32({c.cout, c.cin, 3, 3}, 2))
+      .initializer("b1", test::rand_f32({c.cout}, 3))
+      .initializer("w2", test::rand_f32({16, c.cout, 1, 1}, 4))
+      .node("Conv", {"x", "w0"}, {"a"})
+      .node("Conv", {"a", "w1", "b1"}, {"c"}, {{"pads", V{c.pad, c.pad, c.pad, c.pad}}})
+      .node("Relu", {"c"}, {"r"})
+      .node("Conv", {"r", "w2"}, {"y"})
+      .output("y");
+  return b.save(file);
+}
+
+Tensor run(Graph g, const Tensor& x) {
+  CompileOptions o;
+  o.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(std::move(g), o);
+  return m.run({{"x", x}}).at(0);
+}
+
+TEST(WinogradConv, ComputesWhatTheDirectConvComputes) {
+  const std::vector<Case> cases = {
+      {1, 32, 48, 14, 14, 1},  // 3 output blocks: a register tile of 2 blocks has a tail
+      {1, 16, 32, 13, 17, 1},  // tiles overhang the output on both axes
+      {2, 16, 16, 16, 16, 0},  // batch of 2, no padding (14x14 out)
+      {1, 16, 16, 15, 15, 2},  // pads of 2 (17x17 out)
+      {1, 24, 40, 16, 16, 1},  // 8-lane blocks (24 and 40 channels)
+  };
+  for (const Case& c : cases) {
+    const std::string what = fmt::format("n={} {}->{} {}x{} pad {}", c.n, c.cin, c.cout, c.h, c.w, c.pad);
+    const std::string path = save_model(c, "wino_conv.onnx");
+    Graph direct = test::import_model(path);
+    plan_layouts(direct, 16);
+    Graph wino = direct;
+    ASSERT_EQ(plan_winograd(wino), 1) << what;
+    const Tensor x = test::rand_f32({c.n, c.cin, c.h, c.w}, 9);
+    const Tensor a = run(direct, x), b = run(wino, x);
+    ASSERT_EQ(a.shape, b.shape) << what;
+    double max_ref = 0, max_err = 0;
+    for (int64_t i = 0; i < a.size(); i++) {
+      max_ref = std::max(max_ref, std::fabs(double(a.data<float>()[i])));
+      max_err = std::max(max_err, std::fabs(double(a.data<float>()[i]) - b.data<float>()[i]));
+    }
+    EXPECT_GT(max_ref, 1.0) << what;
+    EXPECT_LT(max_err, 1e-4 * max_ref) << what << ": max error " << max_err << " of " << max_ref;
+  }
+}
+
+}  // namespace
+}  // namespace ts

@@ -1,0 +1,71 @@
+// The default rule's Winograd schedule (schedule/winograd_schedule.h): its register tile, and
+// that its variants (weights streamed once or per tile row, other tiles) compile and compute
+// what the rule's schedule computes, on a real Winograd workload.
+#include "schedule/winograd_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include "graph/layout_plan.h"
+#include "graph/winograd.h"
+#include "graph/workload.h"
+#include "measure/measurer.h"
+#include "schedule/default_knobs.h"
+#include "support/onnx_builder.h"
+#include "support/small_workloads.h"
+
+namespace ts {
+namespace {
+
+TEST(WinogradSchedule, TileFitsTheRowAndTheRegisters) {
+  // 14 tiles a row: 7 columns (no tail) x 2 blocks (14 accumulators).
+  WinogradTile t = plan_winograd_tile(14, 8, 0, {});
+  EXPECT_EQ(t.columns, 7);
+  EXPECT_EQ(t.blocks, 2);
+  EXPECT_FALSE(t.weights_once);
+  // 4 tiles a row: 4 columns x 4 blocks; large weights are streamed once.
+  t = plan_winograd_tile(4, 16, int64_t{9} << 20, {});
+  EXPECT_EQ(t.columns, 4);
+  EXPECT_EQ(t.blocks, 4);
+  EXPECT_TRUE(t.weights_once);
+  // Never more blocks than the output has, and the knobs rule.
+  EXPECT_EQ(plan_winograd_tile(4, 1, 0, {}).blocks, 1);
+  DefaultKnobs k;
+  k.columns = 3;
+  k.blocks = 1;
+  k.stream = 0;
+  t = plan_winograd_tile(4, 16, int64_t{9} << 20, k);
+  EXPECT_EQ(t.columns, 3);
+  EXPECT_EQ(t.blocks, 1);
+  EXPECT_FALSE(t.weights_once);
+}
+
+TEST(WinogradSchedule, VariantsComputeWhatTheRuleComputes) {
+  Graph g = test::import_model(test::save_conv_chain("wino_sched.onnx", 16, 32, 48, 14, 14));
+  plan_layouts(g, 16);
+  ASSERT_EQ(plan_winograd(g), 1);
+  Workload w;
+  for (const auto& wl : partition_graph(g).workloads)
+    if (wl.name == "Conv+Relu") w = wl;
+  ASSERT_FALSE(w.name.empty());
+  MeasureOptions mo;
+  mo.repeats = 1;
+  mo.warmup = 0;
+  mo.cache_root = (test::temp_dir() / "wino_cache").string();
+  Measurer m(w, mo);
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  std::vector<Schedule> batch;
+  for (int stream : {0, 1})
+    for (auto [columns, blocks] : {std::pair{4, 3}, std::pair{3, 2}, std::pair{1, 1}}) {
+      DefaultKnobs k;
+      k.stream = stream;
+      k.columns = columns;
+      k.blocks = blocks;
+      batch.push_back(DefaultKnobSpace::recipe(k));
+    }
+  const auto r = m.measure_batch(batch);
+  for (size_t i = 0; i < r.size(); i++)
+    EXPECT_TRUE(r[i].valid()) << batch[i].to_json() << ": " << r[i].error_kind << ": " << r[i].error_message;
+}
+
+}  // namespace
+}  // namespace ts
