@@ -87,8 +87,28 @@ DefaultKnobs DefaultKnobs::from_params(const std::map<std::string, std::string>&
   return k;
 }
 
-DefaultKnobSpace::DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
+DefaultKnobSpace::DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target)
+    : winograd_(winograd_facts(outputs)) {
+  if (winograd_) return;  // the Winograd schedule replaces rule 5 (default_schedule.cpp)
   for (const auto& t : default_structure(outputs, target).tiles) tiles_.push_back(t.facts);
+}
+
+WinogradTile DefaultKnobSpace::winograd_plan(const DefaultKnobs& k) const {
+  return plan_winograd_tile(winograd_->tiles_wide, winograd_->blocks, winograd_->weight_bytes, k);
+}
+
+DefaultKnobs DefaultKnobSpace::canonical_winograd(const DefaultKnobs& k) const {
+  const WinogradTile target = winograd_plan(k);
+  DefaultKnobs c;  // only columns, blocks and stream mean anything here
+  if (k.columns) c.columns = target.columns;
+  if (k.blocks) c.blocks = target.blocks;
+  if (k.stream) c.stream = target.weights_once ? 1 : 0;
+  for (auto field : {&DefaultKnobs::columns, &DefaultKnobs::blocks, &DefaultKnobs::stream}) {
+    DefaultKnobs d = c;
+    (d.*field).reset();
+    if (winograd_plan(d) == target) c = d;
+  }
+  return c;
 }
 
 std::vector<TilePlan> DefaultKnobSpace::plans(const DefaultKnobs& k) const {
@@ -98,6 +118,7 @@ std::vector<TilePlan> DefaultKnobSpace::plans(const DefaultKnobs& k) const {
 }
 
 DefaultKnobs DefaultKnobSpace::canonical(const DefaultKnobs& k) const {
+  if (winograd_) return canonical_winograd(k);
   if (tiles_.empty()) return {};
   const std::vector<TilePlan> target = plans(k);
   // The values the (first) plan uses: knobs out of range or past a cap read as what they do.
@@ -124,8 +145,14 @@ DefaultKnobs DefaultKnobSpace::canonical(const DefaultKnobs& k) const {
 
 DefaultKnobs DefaultKnobSpace::draw_one(int knob, DefaultKnobs k, std::mt19937_64& rng) const {
   const KnobSpec& spec = knob_specs()[knob];
-  const TileFacts& f = tiles_[0];
   int lo = spec.lo, hi = spec.draw_hi;
+  if (winograd_) {
+    if (spec.field == &DefaultKnobs::columns) hi = static_cast<int>(std::min<int64_t>(hi, winograd_->tiles_wide));
+    if (spec.field == &DefaultKnobs::blocks) hi = static_cast<int>(std::min<int64_t>(hi, winograd_->blocks));
+    k.*spec.field = std::uniform_int_distribution<int>(lo, std::max(lo, hi))(rng);
+    return k;
+  }
+  const TileFacts& f = tiles_[0];
   // Ranges the first tile can use (others clamp).
   if (spec.field == &DefaultKnobs::columns && f.u >= 0) hi = static_cast<int>(std::min<int64_t>(hi, f.ext[f.u]));
   if (spec.field == &DefaultKnobs::outermost)
@@ -144,7 +171,7 @@ DefaultKnobs DefaultKnobSpace::draw_one(int knob, DefaultKnobs k, std::mt19937_6
 }
 
 DefaultKnobs DefaultKnobSpace::draw(std::mt19937_64& rng) const {
-  if (tiles_.empty()) return {};
+  if (empty()) return {};
   DefaultKnobs k;
   for (int i = 0; i < static_cast<int>(knob_specs().size()); i++)
     if (rng() & 1) k = draw_one(i, k, rng);
@@ -152,7 +179,7 @@ DefaultKnobs DefaultKnobSpace::draw(std::mt19937_64& rng) const {
 }
 
 DefaultKnobs DefaultKnobSpace::mutate(const DefaultKnobs& k, std::mt19937_64& rng) const {
-  if (tiles_.empty()) return k;
+  if (empty()) return k;
   const int n = static_cast<int>(knob_specs().size());
   for (int tries = 0; tries < 10; tries++) {
     DefaultKnobs m = canonical(draw_one(std::uniform_int_distribution<int>(0, n - 1)(rng), k, rng));
@@ -174,6 +201,13 @@ std::optional<DefaultKnobs> DefaultKnobSpace::knobs_of(const Schedule& s) {
 }
 
 std::string DefaultKnobSpace::describe() const {
+  if (winograd_) {
+    const WinogradTile t = winograd_plan({});
+    return fmt::format("Winograd F(4x4,3x3): {} tiles a row, {} output blocks, {:.2f} MB of weights: {} columns x {} blocks, "
+                       "weights streamed {}",
+                       winograd_->tiles_wide, winograd_->blocks, winograd_->weight_bytes / 1e6, t.columns, t.blocks,
+                       t.weights_once ? "once" : "per tile row");
+  }
   if (tiles_.empty()) return "no register tile (the default rule has no knobs here)";
   std::string out;
   for (const auto& f : tiles_) {

@@ -4,7 +4,8 @@
 //
 // Why: tuning searches the sketch space (schedule/sketch.h), which lacks the default's
 // channel-blocked micro-kernels (paired half blocks, streamed inputs, grouped parallel tasks),
-// so 600 s of it gained 1-3% over the default. The default's own knobs (columns and blocks per
+// so 600 s of it gained 1-3% over the default. A Winograd conv workload (schedule/winograd_schedule.h) has three
+// knobs instead: columns, blocks and stream. The default's own knobs (columns and blocks per
 // tile, vectors, loop order, parallel tasks and grain, reduction unrolling) are a small space
 // around a kernel that is already good; measuring its variants finds the one a workload's
 // shapes and this machine's caches prefer. A variant is a recipe, so it is recorded, replayed
@@ -22,6 +23,7 @@
 #include "schedule/default_schedule.h"
 #include "schedule/default_tile.h"
 #include "schedule/schedule.h"
+#include "schedule/winograd_schedule.h"
 
 namespace ts {
 
@@ -33,7 +35,7 @@ class DefaultKnobSpace {
   DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
 
   // No tiled output: every knob set is the default itself.
-  bool empty() const { return tiles_.empty(); }
+  bool empty() const { return tiles_.empty() && !winograd_; }
   // The knobs that change the plan of some tile, at the values the plan uses (see top).
   DefaultKnobs canonical(const DefaultKnobs& k) const;
   // Random knobs, canonical: each knob left to the rule or drawn uniformly in its range (as the
@@ -52,7 +54,11 @@ class DefaultKnobSpace {
   std::vector<TilePlan> plans(const DefaultKnobs& k) const;
   DefaultKnobs draw_one(int knob, DefaultKnobs k, std::mt19937_64& rng) const;  // knob `knob` redrawn in its range
 
-  std::vector<TileFacts> tiles_;  // the tiled outputs' facts
+  WinogradTile winograd_plan(const DefaultKnobs& k) const;       // a Winograd workload's tile under k
+  DefaultKnobs canonical_winograd(const DefaultKnobs& k) const;  // canonical() of a Winograd workload
+
+  std::vector<TileFacts> tiles_;               // the tiled outputs' facts
+  std::optional<WinogradFacts> winograd_;      // set: a Winograd conv workload (columns, blocks and stream are its knobs)
 };
 
 }  // namespace ts

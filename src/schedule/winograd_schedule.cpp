@@ -41,7 +41,7 @@ WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weig
   WinogradTile t;
   t.weights_once = knobs.stream ? *knobs.stream != 0 : weight_bytes > kWeightsOnceBytes;
   if (knobs.columns) {
-    t.columns = std::clamp<int>(*knobs.columns, 1, 16);
+    t.columns = static_cast<int>(std::clamp<int64_t>(*knobs.columns, 1, std::clamp<int64_t>(tiles_wide, 1, 16)));
   } else {
     // 4-8 tiles, the count that computes the fewest extra tiles (the larger on a tie).
     int64_t best_waste = -1;
@@ -57,25 +57,45 @@ WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weig
   return t;
 }
 
-bool apply_winograd_schedule(const std::vector<Halide::Func>& outputs, const DefaultKnobs& knobs) {
-  if (outputs.size() != 1) return false;
-  std::map<std::string, Function> env;
-  for (const auto& o : outputs)
-    for (const auto& [name, f] : Halide::Internal::find_transitive_calls(o.function())) env.emplace(name, f);
-  const auto st = winograd_stages(env);
-  if (st.empty()) return false;
-  Halide::Func o = outputs[0];
-  const std::vector<int64_t> ext = estimate_extents(o.function()), mext = estimate_extents(st.at("_wino_m"));
-  if (o.args().size() != 5 || ext.size() != 5 || mext.size() != 7 || ext[0] != mext[0]) return false;
-  // Every other stage is a rename or elementwise: inline.
-  for (const auto& [name, f] : env)
-    if (f.has_update_definition() && f.name() != st.at("_wino_mr").name()) return false;
+namespace {
 
+// The pipeline's Winograd stages and facts, when it is one Winograd conv whose output (with its
+// fused epilogue) is the pipeline's only, channel-blocked output.
+struct WinogradPipeline {
+  std::map<std::string, Function> stages;  // by suffix
+  WinogradFacts facts;
+};
+std::optional<WinogradPipeline> winograd_pipeline(const std::vector<Halide::Func>& outputs) {
+  if (outputs.size() != 1) return std::nullopt;
+  const auto env = Halide::Internal::find_transitive_calls(outputs[0].function());
+  WinogradPipeline p{winograd_stages({env.begin(), env.end()}), {}};
+  if (p.stages.empty()) return std::nullopt;
+  const std::vector<int64_t> ext = estimate_extents(outputs[0].function()), mext = estimate_extents(p.stages.at("_wino_m")),
+                             vext = estimate_extents(p.stages.at("_wino_v"));
+  if (outputs[0].args().size() != 5 || ext.size() != 5 || mext.size() != 7 || vext.size() != 7 || ext[0] != mext[0])
+    return std::nullopt;
+  // Every other stage is a rename or elementwise: inlined.
+  for (const auto& [name, f] : env)
+    if (f.has_update_definition() && f.name() != p.stages.at("_wino_mr").name()) return std::nullopt;
+  p.facts = {mext[1], mext[5], 4 * kWinogradAlpha * kWinogradAlpha * mext[0] * mext[5] * vext[0] * vext[5]};
+  return p;
+}
+
+}  // namespace
+
+std::optional<WinogradFacts> winograd_facts(const std::vector<Halide::Func>& outputs) {
+  const auto p = winograd_pipeline(outputs);
+  return p ? std::optional<WinogradFacts>(p->facts) : std::nullopt;
+}
+
+bool apply_winograd_schedule(const std::vector<Halide::Func>& outputs, const DefaultKnobs& knobs) {
+  const auto p = winograd_pipeline(outputs);
+  if (!p) return false;
+  const auto& st = p->stages;
   bound_outputs_to_estimates(outputs);
+  Halide::Func o = outputs[0];
   Halide::Func t(st.at("_wino_t")), v(st.at("_wino_v")), mr(st.at("_wino_mr")), m(st.at("_wino_m")), y(st.at("_wino_y"));
-  const int64_t weight_bytes = 4 * kWinogradAlpha * kWinogradAlpha * mext[0] * mext[5] * estimate_extents(st.at("_wino_v"))[0] *
-                               estimate_extents(st.at("_wino_v"))[5];
-  const WinogradTile tile = plan_winograd_tile(mext[1], mext[5], weight_bytes, knobs);
+  const WinogradTile tile = plan_winograd_tile(p->facts.tiles_wide, p->facts.blocks, p->facts.weight_bytes, knobs);
   const std::vector<Halide::Var> oa = o.args(), ya = y.args(), ma = m.args(), ra = mr.args(), va = v.args(), ta = t.args();
   // oa: lane, column, row, block, batch; ya: ol, a, i, tx, ...; ma: ol, tx, jj, i, ty, cob, n;
   // ra: ol, tx, cob, jj, i, ty, n; va: il, tx, jj, i, ty, cb, n; ta: il, tx, j, i, ...

@@ -6,6 +6,7 @@
 // with the workload's epilogue (bias, residual add, activation) stored straight to the output.
 #include <Halide.h>
 
+#include <optional>
 #include <vector>
 
 #include "schedule/default_schedule.h"
@@ -18,8 +19,19 @@ struct WinogradTile {
   int columns = 1;            // output tiles per register tile (unrolled)
   int blocks = 1;             // output-channel vectors per register tile (unrolled)
   bool weights_once = false;  // tasks over output-channel blocks, each streaming its weights once (knob "stream")
+  bool operator==(const WinogradTile&) const = default;
 };
 WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs);
+
+// What the tile plan reads from a Winograd workload.
+struct WinogradFacts {
+  int64_t tiles_wide = 0;    // output tiles per tile row
+  int64_t blocks = 0;        // output-channel blocks
+  int64_t weight_bytes = 0;  // bytes of the transformed weights
+  bool operator==(const WinogradFacts&) const = default;
+};
+// The facts of the pipeline's Winograd conv when apply_winograd_schedule would schedule it.
+std::optional<WinogradFacts> winograd_facts(const std::vector<Halide::Func>& outputs);
 
 // Schedules the pipeline when it holds one Winograd conv whose output (with its fused epilogue)
 // is the pipeline's only, channel-blocked output; returns false, scheduling nothing, otherwise.
