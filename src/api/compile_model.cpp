@@ -71,6 +71,7 @@ CompileResult compile_model(const CompileRequest& req) {
   ao.manifest = {{"model", req.model},
                  {"model_fnv1a", fnv1a_hex(read_regular_file(req.model, "an ONNX file"))},
                  {"layout", req.load.layout},
+                 {"winograd", req.load.winograd},
                  {"shapes", req.load.shapes},
                  {"records_db", req.db_path},
                  {"target", host_code_target().to_string()},
