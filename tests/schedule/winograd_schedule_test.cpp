@@ -63,20 +63,22 @@ TEST(WinogradSchedule, VariantsComputeWhatTheRuleComputes) {
       k.blocks = blocks;
       batch.push_back(DefaultKnobSpace::recipe(k));
     }
-  // The tuner's knob space: columns, blocks and stream, canonical (irrelevant knobs dropped).
+  // The tuner's knob space: columns and blocks, canonical (other knobs dropped, stream too).
   const LoweredWorkload lw = lower_workload(w);
   const DefaultKnobSpace space(lw.outputs, host_code_target());
   ASSERT_FALSE(space.empty());
   DefaultKnobs k;
   k.grain = 4;
+  k.stream = 0;
   k.columns = 16;  // clamped to the row's 4 tiles
   const DefaultKnobs c = space.canonical(k);
   EXPECT_FALSE(c.grain);
+  EXPECT_FALSE(c.stream);
   EXPECT_EQ(c.columns, std::nullopt) << "4 columns is the rule's own choice";
   std::mt19937_64 rng(3);
   for (int i = 0; i < 20; i++) {
     const DefaultKnobs d = space.draw(rng);
-    EXPECT_TRUE(!d.grain && !d.tasks && !d.unroll && !d.vectors && !d.outermost && !d.columns_outer) << i;
+    EXPECT_TRUE(!d.grain && !d.tasks && !d.unroll && !d.vectors && !d.outermost && !d.columns_outer && !d.stream) << i;
   }
   const auto r = m.measure_batch(batch);
   for (size_t i = 0; i < r.size(); i++)
