@@ -8,7 +8,6 @@ namespace {
 
 using Halide::Internal::Function;
 
-constexpr int kMaxAccumulators = 24;  // vector accumulators a tile may hold (of 32 registers: weights and broadcasts need some)
 constexpr int64_t kDefaultL2Bytes = int64_t{1} << 20;  // L2 per core the rule plans for (Zen 4 and 5: 1 MiB)
 
 // True when f's value is g(args...) with f's own arguments: a rename that costs nothing inline.

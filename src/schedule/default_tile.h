@@ -30,6 +30,9 @@ constexpr int64_t kDefaultParallelTasks = 8;
 constexpr int64_t kDefaultParallelWork = int64_t{1} << 18;
 constexpr int64_t kDefaultTaskWork = int64_t{1} << 18;
 constexpr int64_t kDefaultGroupedTasks = 64;
+// Vector accumulators a register tile of the rule may hold (of 32 registers: weights and
+// broadcasts need some). Rule 5's tiles and the Winograd schedule's share it.
+constexpr int kMaxAccumulators = 24;
 
 // Extent of each pure argument of f (innermost first) from its estimates; 0 when unknown.
 std::vector<int64_t> estimate_extents(const Halide::Internal::Function& f);

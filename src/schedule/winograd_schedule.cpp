@@ -13,7 +13,6 @@ namespace {
 
 using Halide::Internal::Function;
 
-constexpr int kMaxAccumulators = 24;  // vector accumulators of a register tile (of 32 registers)
 // Transformed weights beyond this many bytes are streamed once (tasks over output-channel
 // blocks), not once per tile row.
 constexpr int64_t kWeightsOnceBytes = int64_t{1} << 20;
@@ -35,30 +34,6 @@ std::map<std::string, Function> winograd_stages(const std::map<std::string, Func
   return found.size() == 5 ? found : std::map<std::string, Function>{};
 }
 
-}  // namespace
-
-WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs) {
-  WinogradTile t;
-  t.weights_once = knobs.stream ? *knobs.stream != 0 : weight_bytes > kWeightsOnceBytes;
-  if (knobs.columns) {
-    t.columns = static_cast<int>(std::clamp<int64_t>(*knobs.columns, 1, std::clamp<int64_t>(tiles_wide, 1, 16)));
-  } else {
-    // 4-8 tiles, the count that computes the fewest extra tiles (the larger on a tie).
-    int64_t best_waste = -1;
-    for (int c = 8; c >= 4; c--) {
-      const int64_t waste = (tiles_wide + c - 1) / c * c - tiles_wide;
-      if (best_waste < 0 || waste < best_waste) best_waste = waste, t.columns = c;
-    }
-    t.columns = static_cast<int>(std::min<int64_t>(t.columns, tiles_wide));
-  }
-  t.blocks = knobs.blocks ? std::clamp(*knobs.blocks, 1, 4) : std::clamp(kMaxAccumulators / t.columns / 2 * 2, 1, 4);
-  while (t.columns * t.blocks > kMaxAccumulators && t.blocks > 1) t.blocks--;
-  t.blocks = static_cast<int>(std::min<int64_t>(t.blocks, blocks));
-  return t;
-}
-
-namespace {
-
 // The pipeline's Winograd stages and facts, when it is one Winograd conv whose output (with its
 // fused epilogue) is the pipeline's only, channel-blocked output.
 struct WinogradPipeline {
@@ -68,7 +43,7 @@ struct WinogradPipeline {
 std::optional<WinogradPipeline> winograd_pipeline(const std::vector<Halide::Func>& outputs) {
   if (outputs.size() != 1) return std::nullopt;
   const auto env = Halide::Internal::find_transitive_calls(outputs[0].function());
-  WinogradPipeline p{winograd_stages({env.begin(), env.end()}), {}};
+  WinogradPipeline p{winograd_stages(env), {}};
   if (p.stages.empty()) return std::nullopt;
   const std::vector<int64_t> ext = estimate_extents(outputs[0].function()), mext = estimate_extents(p.stages.at("_wino_m")),
                              vext = estimate_extents(p.stages.at("_wino_v"));
@@ -82,6 +57,29 @@ std::optional<WinogradPipeline> winograd_pipeline(const std::vector<Halide::Func
 }
 
 }  // namespace
+
+WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs) {
+  WinogradTile t;
+  t.weights_once = knobs.stream ? *knobs.stream != 0 : weight_bytes > kWeightsOnceBytes;
+  if (knobs.columns) {
+    t.columns = static_cast<int>(std::clamp<int64_t>(*knobs.columns, 1, std::clamp<int64_t>(tiles_wide, 1, 16)));
+  } else {
+    // 4-8 tiles, the count that computes the fewest extra tiles (the larger on a tie).
+    int64_t best_waste = -1;
+    for (int c = 8; c >= 4; c--) {
+      const int64_t waste = (tiles_wide + c - 1) / c * c - tiles_wide;
+      if (best_waste < 0 || waste < best_waste) {
+        best_waste = waste;
+        t.columns = c;
+      }
+    }
+    t.columns = static_cast<int>(std::min<int64_t>(t.columns, tiles_wide));
+  }
+  t.blocks = knobs.blocks ? std::clamp(*knobs.blocks, 1, 4) : std::clamp(kMaxAccumulators / t.columns / 2 * 2, 1, 4);
+  while (t.columns * t.blocks > kMaxAccumulators && t.blocks > 1) t.blocks--;
+  t.blocks = static_cast<int>(std::min<int64_t>(t.blocks, blocks));
+  return t;
+}
 
 std::optional<WinogradFacts> winograd_facts(const std::vector<Halide::Func>& outputs) {
   const auto p = winograd_pipeline(outputs);

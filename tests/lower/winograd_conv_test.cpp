@@ -73,5 +73,24 @@ TEST(WinogradConv, ComputesWhatTheDirectConvComputes) {
   }
 }
 
+TEST(WinogradConv, AFileMarkingAConvItselfIsRefusedNamingTheNode) {
+  // The plan's attribute is tensorsched's own: a model file whose Conv carries it (over an
+  // ordinary weight) is refused at import, naming the node, before anything reads the weight as
+  // a transformed one.
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 16, 28, 28})
+      .initializer("w1", test::rand_f32({16, 16, 3, 3}, 2))
+      .node("Conv", {"x", "w1"}, {"y"}, {{"pads", V{1, 1, 1, 1}}, {kWinogradAttr, int64_t{4}}})
+      .output("y");
+  const std::string path = b.save("wino_foreign.onnx");
+  try {
+    test::import_model(path);
+    ADD_FAILURE() << "imported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(Conv)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(kWinogradAttr), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ts
