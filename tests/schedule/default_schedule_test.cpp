@@ -56,6 +56,47 @@ TEST(DefaultSchedule, SoftmaxLikeReductionsStayAtRoot) {
   }
 }
 
+// A Transformer's key heads: a slice of a projection, reshaped to heads and transposed so that
+// the sequence is innermost. The copy runs in tiles (vector loop x unrolled transposed loop);
+// sizes not a multiple of the vector width check the tiles' guards.
+TEST(DefaultSchedule, TransposingCopyRunsInTiles) {
+  const int S = 100, H = 3, D = 37, W = 2 * H * D + 5;  // sequence, heads, head width, row width
+  Halide::Buffer<float> in(W, S);
+  for (int s = 0; s < S; s++)
+    for (int x = 0; x < W; x++) in(x, s) = static_cast<float>(x * 1000 + s);
+  Halide::Var a("a"), b("b"), d("d"), h("h"), s("s");
+  Halide::Func slice("slice"), heads("heads"), out("out");
+  slice(a, b) = in(a + H * D, b);
+  heads(d, h, s) = slice(d + h * D, s);
+  out(s, d, h) = heads(d, h, s);
+  out.set_estimate(s, 0, S).set_estimate(d, 0, D).set_estimate(h, 0, H);
+  apply_default_schedule({out}, host_code_target());
+  EXPECT_TRUE(has_loop_type(out.function(), 0, ForType::Vectorized));
+  EXPECT_TRUE(has_loop_type(out.function(), 0, ForType::Unrolled));
+  Halide::Buffer<float> result = out.realize({S, D, H});
+  for (int hh = 0; hh < H; hh++)
+    for (int dd = 0; dd < D; dd++)
+      for (int ss = 0; ss < S; ss++) ASSERT_EQ(result(ss, dd, hh), in(H * D + hh * D + dd, ss)) << ss << " " << dd << " " << hh;
+}
+
+// A copy that reads along its innermost variable is not a transposing copy: no unrolled loop.
+TEST(DefaultSchedule, DenseCopyIsNotTiled) {
+  const int N = 300, M = 40;
+  Halide::Buffer<float> in(N + 3, M);
+  for (int y = 0; y < M; y++)
+    for (int x = 0; x < N + 3; x++) in(x, y) = static_cast<float>(x - y);
+  Halide::Var x("x"), y("y");
+  Halide::Func out("out");
+  out(x, y) = in(x + 3, y) * 2.0f;
+  out.set_estimate(x, 0, N).set_estimate(y, 0, M);
+  apply_default_schedule({out}, host_code_target());
+  EXPECT_TRUE(has_loop_type(out.function(), 0, ForType::Vectorized));
+  EXPECT_FALSE(has_loop_type(out.function(), 0, ForType::Unrolled));
+  Halide::Buffer<float> result = out.realize({N, M});
+  for (int yy = 0; yy < M; yy++)
+    for (int xx = 0; xx < N; xx++) ASSERT_EQ(result(xx, yy), 2.0f * in(xx + 3, yy));
+}
+
 TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
   const int M = 33, N = 40, K = 200;  // 264k multiply-adds: enough work to run in parallel
   Halide::Buffer<float> a(K, M), b(N, K), bias(N);
