@@ -30,6 +30,7 @@ struct TuneArgs {
   std::string policy = "random";
   uint64_t seed = 0;
   int repeats = 10;
+  bool warm_weights = false;    // measure with the weights left in the caches between runs
   int jobs = 0;
   int e2e_iters = 20;
   std::string cache_dir;
@@ -76,6 +77,7 @@ int terminal_columns() {
 MeasureOptions measure_options(const TuneArgs& a) {
   MeasureOptions m;
   m.repeats = a.repeats;
+  m.cold_weights = !a.warm_weights;
   m.compile_jobs = a.jobs;
   m.threads = a.threads;
   m.cache_root = a.cache_dir;
@@ -249,6 +251,9 @@ void add_tune_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--seed", a->seed, "Seed of the search");
   sub->add_option("--repeats", a->repeats, "Timed runs per measurement")->check(CLI::PositiveNumber);
+  sub->add_flag("--warm-weights", a->warm_weights,
+                "Leave a workload's weights in the caches between measured runs (default: evicted before each, as "
+                "they arrive from memory in a network)");
   sub->add_option("--jobs", a->jobs, "Parallel compiles (0 = hardware threads)");
   sub->add_option("--threads", a->threads, "Threads the measured code runs with (0 = all cores)")->check(CLI::NonNegativeNumber);
   sub->add_option("--e2e-iters", a->e2e_iters, "End-to-end runs of each model version in the summary (0 = skip)");

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "graph/error.h"
+#include "measure/cache_flush.h"
 #include "measure/worker_pool.h"
 #include "measure/workload_code.h"
 #include "measure/workload_compiler.h"
@@ -44,6 +45,14 @@ int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, con
 
   nlohmann::json report = {{"times", nlohmann::json::array()}, {"error_kind", ""}, {"error_message", ""}};
   auto send = [&](const std::string& payload) { return write_all(message_fd, report.dump() + "\n" + payload) ? 0 : 1; };
+  // The weights' buffers (packed ones as packed), evicted before every run when cold_weights.
+  std::vector<const Tensor*> weights;
+  for (size_t i = 0; i < w.graph.inputs.size() && opts.cold_weights; i++)
+    if (std::find(w.constant_inputs.begin(), w.constant_inputs.end(), w.graph.inputs[i]) != w.constant_inputs.end())
+      weights.push_back(&call.inputs[i]);
+  auto evict_weights = [&] {
+    for (const Tensor* t : weights) evict_from_caches(t->bytes.data(), t->bytes.size());
+  };
   int calls = 0;
   auto invoke = [&] {
     int rc = code.call(call.argv.data());
@@ -63,9 +72,12 @@ int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, con
     return send("");
   };
 
-  for (int i = 0; i < opts.warmup; i++)
+  for (int i = 0; i < opts.warmup; i++) {
+    evict_weights();
     if (int rc = invoke()) return halide_failed(rc, fmt::format("warm-up run {}", i + 1));
+  }
   for (int i = 0; i < opts.repeats; i++) {
+    evict_weights();
     auto t0 = Clock::now();
     int rc = invoke();
     double seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -9,7 +9,9 @@
 //     compile timeout; a worker that fails, dies or times out gives `compile_error` (the timeout
 //     named in the message).
 //  3. Compiled candidates are run one at a time (timings must not disturb each other), each in a
-//     fresh forked worker: warm-up runs, then `repeats` timed runs of the whole workload. A signal
+//     fresh forked worker: warm-up runs, then `repeats` timed runs of the whole workload (before
+//     each, unless MeasureOptions::cold_weights is off, its weights are evicted from the caches,
+//     untimed: measure/cache_flush.h). A signal
 //     is `crash`, exceeding the run timeout is `timeout`, a non-zero Halide return code is
 //     `runtime_error` (with Halide's message), outputs differing from the reference beyond
 //     rtol/atol are `wrong_answer`.
@@ -31,6 +33,7 @@ enum class InjectedFault { None, Segfault, Hang, WrongValues };
 struct MeasureOptions {
   int repeats = 10;                  // timed runs per candidate (R)
   int warmup = 1;                    // untimed runs before them
+  bool cold_weights = true;          // evict the workload's weights (constant inputs) from the caches before every run, as in a network
   double compile_timeout_s = 120;    // per candidate compile
   double run_timeout_s = 20;         // per candidate: warm-up + repeats + check
   int compile_jobs = 0;              // parallel compile workers; 0 = hardware threads
