@@ -9,7 +9,9 @@
 // the sweep is every single-knob change of the rule's plan over its range. Every round measures
 // the default and all variants once (worker processes, alternating order), so a drift of the
 // machine touches all alike; printed: each variant's plan, the median of its round medians, and
-// default / variant. Not a test: timings, run by hand on an idle machine.
+// default / variant. The workload's weights are evicted from the caches before every run
+// (MeasureOptions::cold_weights), as in a network. Not a test: timings, run by hand on an idle
+// machine.
 #include <fmt/format.h>
 
 #include <algorithm>
