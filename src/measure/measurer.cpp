@@ -47,9 +47,10 @@ int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, con
   auto send = [&](const std::string& payload) { return write_all(message_fd, report.dump() + "\n" + payload) ? 0 : 1; };
   // The weights' buffers (packed ones as packed), evicted before every run when cold_weights.
   std::vector<const Tensor*> weights;
-  for (size_t i = 0; i < w.graph.inputs.size() && opts.cold_weights; i++)
-    if (std::find(w.constant_inputs.begin(), w.constant_inputs.end(), w.graph.inputs[i]) != w.constant_inputs.end())
-      weights.push_back(&call.inputs[i]);
+  if (opts.cold_weights)
+    for (size_t i = 0; i < w.graph.inputs.size(); i++)
+      if (std::find(w.constant_inputs.begin(), w.constant_inputs.end(), w.graph.inputs[i]) != w.constant_inputs.end())
+        weights.push_back(&call.inputs[i]);
   auto evict_weights = [&] {
     for (const Tensor* t : weights) evict_from_caches(t->bytes.data(), t->bytes.size());
   };

@@ -87,20 +87,20 @@ class TransposedLoads : public Halide::Internal::IRVisitor {
   using IRVisitor::visit;
   void visit(const Halide::Internal::Call* c) override {
     using namespace Halide::Internal;
-    IRVisitor::visit(c);
-    if (c->call_type != Call::Image && c->call_type != Call::Halide) return;
     const auto callee = ds_.env.find(c->name);
     if (c->call_type == Call::Halide && callee != ds_.env.end() && !ds_.root.count(c->name)) {
-      // An inlined Func: its value with the call's arguments substituted.
+      // An inlined Func: its value with the call's arguments substituted (which visits them too).
       const Function& g = callee->second;
-      if (++depth_ > 8 || g.has_update_definition() || g.values().size() != 1) return void(other = true);
+      if (depth_ >= 8 || g.has_update_definition() || g.values().size() != 1) return void(other = true);
       std::map<std::string, Halide::Expr> subs;
       for (size_t i = 0; i < g.args().size(); i++) subs[g.args()[i]] = c->args[i];
+      depth_++;
       substitute(subs, g.values()[0]).accept(this);
       depth_--;
       return;
     }
-    if (c->args.empty()) return;
+    IRVisitor::visit(c);  // loads inside the arguments (a gather's indices)
+    if ((c->call_type != Call::Image && c->call_type != Call::Halide) || c->args.empty()) return;
     // Loads indexed along the innermost variable keep it innermost; others are transposing
     // along the variable that steps their innermost index by one.
     const Halide::Expr inner = simplify(c->args[0], true, bounds_);
@@ -139,14 +139,14 @@ void schedule_transposing_copy(Halide::Func f, const std::vector<int64_t>& ext, 
   const int kw = static_cast<int>(std::min<int64_t>(width, ext[k]));
   f.split(args[0], xo, xi, width, Halide::TailStrategy::GuardWithIf)
       .split(args[k], ko, ki, kw, Halide::TailStrategy::GuardWithIf);
-  std::vector<Halide::VarOrRVar> order = {xi, ki, xo};
-  std::vector<Halide::Var> outer = {xo};
+  std::vector<Halide::Var> outer = {xo};  // the tile loops, innermost first
   std::vector<int64_t> outer_ext = {(ext[0] + width - 1) / width};
   for (size_t d = 1; d < args.size(); d++) {
-    order.push_back(static_cast<int>(d) == k ? ko : args[d]);
     outer.push_back(static_cast<int>(d) == k ? ko : args[d]);
     outer_ext.push_back(static_cast<int>(d) == k ? (ext[d] + kw - 1) / kw : ext[d]);
   }
+  std::vector<Halide::VarOrRVar> order = {xi, ki};
+  order.insert(order.end(), outer.begin(), outer.end());
   f.reorder(order).vectorize(xi).unroll(ki);
   vectorize_and_parallelize(f, outer, outer_ext, width, false, stage_work(ext, {}));
 }
