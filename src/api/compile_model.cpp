@@ -13,6 +13,7 @@
 #include "graph/winograd.h"
 #include "graph/workload.h"
 #include "lower/lower.h"
+#include "measure/measurer.h"
 #include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
 #include "tune/records_db.h"
@@ -39,12 +40,12 @@ Graph load_model(const std::string& path, const LoadOptions& o) {
 }
 
 std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
-                                                  std::vector<std::string>& warnings, bool allow_foreign) {
+                                                  std::vector<std::string>& warnings, bool allow_foreign, int threads) {
   // RecordsDB creates a missing file; reading records must not.
   if (!fs::exists(db_path)) throw Error(fmt::format("{}: no such records database", db_path));
   RecordsDB db(db_path, RecordsDB::Open::MustExist);
   db.set_allow_foreign(allow_foreign);
-  return best_schedules(partition_graph(g), db, warnings);
+  return best_schedules(partition_graph(g), db, warnings, effective_threads(threads));
 }
 
 CompileResult compile_model(const CompileRequest& req) {
@@ -90,7 +91,7 @@ CompileResult compile_model(const CompileRequest& req) {
                             {"function", model.plan().functions[i]}};
     // The measurement that chose a tuned schedule: its re-measurement against the default.
     if (db && schedule != kDefaultScheduleHash)
-      if (auto c = latest_confirmation(*db, w.exact_key); c && c->candidate.schedule_hash == schedule)
+      if (auto c = latest_confirmation(*db, w.exact_key, effective_threads(0)); c && c->candidate.schedule_hash == schedule)
         entry["record"] = {{"id", c->candidate.id},
                            {"median_ms", c->candidate.median * 1e3},
                            {"default_median_ms", c->default_record.median * 1e3},

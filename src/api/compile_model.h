@@ -24,12 +24,13 @@ struct LoadOptions {
 // Throws Error naming the file, node or op.
 Graph load_model(const std::string& path, const LoadOptions& opts = {});
 
-// The fastest valid record's schedule of every workload of g that has one in the records
-// database at db_path (which must exist), of this machine and build unless allow_foreign; why a
-// record was passed over (and how many foreign ones were) goes to `warnings`. The default's own
-// record is not a tuned schedule.
+// The schedule every workload of g runs with `threads` Halide threads (0: the default count)
+// by the records database at db_path (which must exist; tune/tuner.h, best_schedules), of this
+// machine and build unless allow_foreign; why a record was passed over (and how many foreign
+// ones were) goes to `warnings`. The default's own record is not a tuned schedule.
 std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::string& db_path,
-                                                  std::vector<std::string>& warnings, bool allow_foreign = false);
+                                                  std::vector<std::string>& warnings, bool allow_foreign = false,
+                                                  int threads = 0);
 
 struct CompileRequest {
   std::string model;                 // ONNX file

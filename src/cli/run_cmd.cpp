@@ -100,7 +100,7 @@ int run_command(const RunArgs& a) {
   CompileOptions copts;
   copts.cache_root = a.cache_dir;
   std::vector<std::string> db_warnings;
-  if (!a.db_path.empty()) copts.schedules = best_schedules_of(g, a.db_path, db_warnings, a.allow_foreign);
+  if (!a.db_path.empty()) copts.schedules = best_schedules_of(g, a.db_path, db_warnings, a.allow_foreign, a.threads);
   copts.in_place_concat = !a.copy_concats;
   CompiledModel model(std::move(g), copts);
   const Graph& graph = model.graph();

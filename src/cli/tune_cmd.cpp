@@ -41,6 +41,7 @@ struct TuneArgs {
   std::string sampling = "sketch";  // ScheduleSpace sampling
   bool allow_foreign = false;       // resume from and transfer with other machines' records
   int threads = 0;                  // Halide threads for measurements and the end-to-end runs (0 = all cores)
+  std::vector<int> confirm_threads; // winners re-measured at these thread counts too (empty: 1)
   std::string scheduler = "sequential";  // which task gets the next slot (task_scheduler.h)
   double slot = 0;                  // a slot's seconds (0 = budget / (10 x tasks), at least 2)
   std::vector<std::string> reuse_from;  // donor records databases: tuning reuse instead of search
@@ -155,6 +156,7 @@ int tune_command(const TuneArgs& a) {
   o.measure = measure_options(a);
   o.e2e_threads = a.threads;
   o.e2e_iters = a.e2e_iters;
+  o.confirm_threads = a.confirm_threads;
   o.scheduler = a.scheduler;
   o.slot_seconds = a.slot;
   o.only.insert(a.workloads.begin(), a.workloads.end());
@@ -256,6 +258,11 @@ void add_tune_command(CLI::App& app) {
                 "they arrive from memory in a network)");
   sub->add_option("--jobs", a->jobs, "Parallel compiles (0 = hardware threads)");
   sub->add_option("--threads", a->threads, "Threads the measured code runs with (0 = all cores)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--confirm-threads", a->confirm_threads,
+                  "Thread counts each winner is also re-measured against the default at, for `run --threads N` "
+                  "(default: 1)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   sub->add_option("--e2e-iters", a->e2e_iters, "End-to-end runs of each model version in the summary (0 = skip)");
   sub->add_option("--cache-dir", a->cache_dir, "Code cache root");
   sub->add_flag("--allow-foreign-records", a->allow_foreign,

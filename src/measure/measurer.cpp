@@ -12,6 +12,7 @@
 
 #include "graph/error.h"
 #include "measure/cache_flush.h"
+#include "measure/spinning_pool.h"
 #include "measure/worker_pool.h"
 #include "measure/workload_code.h"
 #include "measure/workload_compiler.h"
@@ -149,6 +150,7 @@ MeasureResult Measurer::Impl::run(const Workload& w, const std::string& hash, co
 
   MeasureResult m;
   m.schedule_hash = hash;
+  m.threads = effective_threads(opts.threads);
   const std::string halide_text = r.stderr_tail.empty() ? "" : ": " + message_tail(r.stderr_tail);
   if (r.timed_out) {
     m.error_kind = "timeout";
@@ -290,6 +292,7 @@ Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, i
   Remeasurement out;
   out.default_result.schedule_hash = kDefaultScheduleHash;
   out.candidate.schedule_hash = s.hash();
+  out.default_result.threads = out.candidate.threads = effective_threads(opts_.threads);
   const std::string& hash = out.candidate.schedule_hash;
   const std::vector<std::string> code = m.cache.entry_files(w_, hash);
   const bool created = !fs::exists(code[0]) && hash != kDefaultScheduleHash;
@@ -323,5 +326,7 @@ Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, i
     }
   return out;
 }
+
+int effective_threads(int threads) { return threads > 0 ? threads : default_pool_threads(); }
 
 }  // namespace ts

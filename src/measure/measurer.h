@@ -53,6 +53,7 @@ struct MeasureResult {
   double min = 0;                    // fastest repeat
   double noise = 0;                  // (max - min) / mean
   double compile_seconds = 0;        // wall time of its compile
+  int threads = 0;                   // Halide threads it ran with (MeasureOptions::threads resolved)
   std::string error_kind;            // "" or one of kRecordErrorKinds (records_db.h)
   std::string error_message;         // why, when error_kind is set
   bool valid() const { return error_kind.empty(); }
@@ -70,6 +71,8 @@ class Measurer {
   const MeasureOptions& options() const { return opts_; }
   // Run timeout of later candidates (e.g. a multiple of the reference's time).
   void set_run_timeout(double seconds) { opts_.run_timeout_s = seconds; }
+  // Halide threads of later runs (0 = Halide's default): a schedule's rank can change with them.
+  void set_threads(int threads) { opts_.threads = threads; }
   // The default schedule measured like a candidate (by the constructor).
   const MeasureResult& reference();
   // Measures a batch; results in the batch's order.
@@ -91,6 +94,10 @@ class Measurer {
   MeasureOptions opts_;
   Impl* impl_ = nullptr;
 };
+
+// The Halide threads code runs with when `threads` are asked for (<= 0: the default,
+// HL_NUM_THREADS or the hardware's).
+int effective_threads(int threads);
 
 // median / min / noise of a list of times (all 0 for an empty list).
 void summarize_times(MeasureResult& r);

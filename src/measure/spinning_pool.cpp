@@ -21,6 +21,15 @@
 
 namespace ts {
 
+int default_pool_threads() {
+  if (const char* env = std::getenv("HL_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? static_cast<int>(hw) : 1;
+}
+
 namespace {
 
 // A thread's range of a loop's indices: begin in the low 32 bits, end in the high 32. Its owner
@@ -101,14 +110,7 @@ class SpinningPool {
   }
 
  private:
-  static int default_threads() {
-    if (const char* env = std::getenv("HL_NUM_THREADS")) {
-      int n = std::atoi(env);
-      if (n > 0) return n;
-    }
-    unsigned hw = std::thread::hardware_concurrency();
-    return hw > 0 ? static_cast<int>(hw) : 1;
-  }
+  static int default_threads() { return default_pool_threads(); }
 
   // Threads taking part in a loop, the caller's included (the workers read it without the lock).
   int loop_threads() const { return workers_count_.load(std::memory_order_relaxed) + 1; }

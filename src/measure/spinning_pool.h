@@ -26,6 +26,9 @@ int spinning_do_par_for(void* user_context, halide_task_t f, int min, int size, 
 // environment variable, else the hardware's). Not while a loop runs.
 void set_spinning_pool_threads(int threads);
 
+// The thread count a loop uses when none is set: HL_NUM_THREADS when positive, else the hardware's.
+int default_pool_threads();
+
 // Joins the workers (they restart on the next parallel loop), so that the process can fork.
 // Not while a loop runs.
 void stop_spinning_pool();

@@ -79,7 +79,7 @@ CREATE TABLE IF NOT EXISTS model_workloads (
 constexpr const char* kSelectRecords = R"sql(
 SELECT m.id, w.exact_key, w.class_key, w.name, w.flops, w.key_hash, w.class_hash, m.schedule, m.schedule_hash,
        m.times, m.median, m.min, m.noise, m.error_kind, m.error_message, m.features_version, m.machine,
-       m.tensorsched_version, m.policy, m.timestamp_us, f.data
+       m.tensorsched_version, m.policy, m.timestamp_us, f.data, m.threads
 FROM measurements m JOIN workloads w ON w.exact_key = m.workload_key LEFT JOIN features f ON f.record_id = m.id
 )sql";
 
@@ -180,6 +180,20 @@ class Transaction {
   bool done_ = false;
 };
 
+// Added after version 1 like `features`: the Halide thread count of each measurement (a
+// schedule's rank depends on it), 0 for the records of older files. Checked and added in one
+// write transaction, so two processes opening an old file add it once.
+void add_threads_column(sqlite3* db, const std::string& path) {
+  Transaction txn(db, path);
+  bool present = false;
+  {
+    Stmt has(db, path, "SELECT count(*) FROM pragma_table_info('measurements') WHERE name = 'threads'");
+    present = has.step() && has.integer(0) > 0;
+  }
+  if (!present) exec(db, path, "ALTER TABLE measurements ADD COLUMN threads INTEGER NOT NULL DEFAULT 0");
+  txn.commit();
+}
+
 uint32_t be32(const unsigned char* p) {
   return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
 }
@@ -270,6 +284,7 @@ Record normalized(const Record& in, const std::string& path) {
   for (float f : r.features)
     if (!std::isfinite(f)) throw bad("a feature is not finite");
   if (!r.features.empty() && r.features_version <= 0) throw bad("features without a features_version");
+  if (r.threads < 0) throw bad(fmt::format("negative thread count {}", r.threads));
   const TimeStats st = time_stats(r.times);
   r.median = st.median;
   r.min = st.min;
@@ -289,7 +304,7 @@ Record read_record(const Stmt& s) {
   return {s.integer(0),  {s.text(1), s.text(2), s.text(3), s.integer(4), s.text(5), s.text(6)},
           s.text(7),     s.text(8), json::parse(s.text(9)).get<std::vector<double>>(),
           s.real(10),    s.real(11), s.real(12), s.text(13), s.text(14), static_cast<int>(s.integer(15)),
-          s.text(16),    s.text(17), s.text(18), s.integer(19), s.floats(20)};
+          s.text(16),    s.text(17), s.text(18), s.integer(19), s.floats(20), static_cast<int>(s.integer(21))};
 }
 
 json to_json(const Record& r) {
@@ -302,7 +317,8 @@ json to_json(const Record& r) {
           {"noise", r.noise},         {"error_kind", r.error_kind},
           {"error_message", r.error_message}, {"features_version", r.features_version},
           {"machine", json::parse(r.machine)}, {"tensorsched_version", r.tensorsched_version},
-          {"policy", r.policy},       {"timestamp_us", r.timestamp_us}, {"features", r.features}};
+          {"policy", r.policy},       {"timestamp_us", r.timestamp_us}, {"features", r.features},
+          {"threads", r.threads}};
 }
 
 // Hashes, median, min and noise are recomputed by add(), so they are not read.
@@ -336,7 +352,7 @@ Record from_json(const json& j) {
            j.at("schedule").dump(), str(j, "schedule_hash"), j.at("times").get<std::vector<double>>(),
            0, 0, 0, str(j, "error_kind"), str(j, "error_message"), j.at("features_version").get<int>(),
            j.at("machine").dump(), str(j, "tensorsched_version"), str(j, "policy"),
-           j.at("timestamp_us").get<int64_t>(), j.value("features", std::vector<float>{})};
+           j.at("timestamp_us").get<int64_t>(), j.value("features", std::vector<float>{}), j.value("threads", 0)};
   // add() would fill these with this machine's values: an import keeps the originals.
   if (r.timestamp_us <= 0) throw Error("timestamp_us must be positive");
   if (r.tensorsched_version.empty()) throw Error("empty tensorsched_version");
@@ -441,6 +457,7 @@ void RecordsDB::open_existing() {
   }
   exec(db, path_, kFeaturesTable);
   exec(db, path_, kModelsTable);
+  add_threads_column(db, path_);
 }
 
 // A new or empty file: creates the schema, unless another process did it first.
@@ -473,6 +490,7 @@ void RecordsDB::create_or_attach() {
   check_meta();
   exec(db, path_, kFeaturesTable);
   exec(db, path_, kModelsTable);
+  add_threads_column(db, path_);
 }
 
 void RecordsDB::check_meta() {
@@ -504,8 +522,8 @@ int64_t RecordsDB::insert(const Record& in) {
   wl.bind(6, w.flops).step();
   Stmt m(db, path_,
          "INSERT INTO measurements (workload_key, schedule, schedule_hash, times, median, min, noise, error_kind, "
-         "error_message, features_version, machine, tensorsched_version, policy, timestamp_us) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+         "error_message, features_version, machine, tensorsched_version, policy, timestamp_us, threads) "
+         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
   m.bind(1, w.exact_key).bind(2, r.schedule_json).bind(3, r.schedule_hash).bind(4, dump(json(r.times)));
   if (r.times.empty()) {
     m.bind_null(5).bind_null(6).bind_null(7);
@@ -513,7 +531,7 @@ int64_t RecordsDB::insert(const Record& in) {
     m.bind(5, r.median).bind(6, r.min).bind(7, r.noise);
   }
   m.bind(8, r.error_kind).bind(9, r.error_message).bind(10, int64_t{r.features_version}).bind(11, r.machine);
-  m.bind(12, r.tensorsched_version).bind(13, r.policy).bind(14, r.timestamp_us).step();
+  m.bind(12, r.tensorsched_version).bind(13, r.policy).bind(14, r.timestamp_us).bind(15, int64_t{r.threads}).step();
   const int64_t id = sqlite3_last_insert_rowid(db);
   if (!r.features.empty()) {
     static_assert(std::endian::native == std::endian::little, "features are stored as little-endian float32");
@@ -577,13 +595,15 @@ std::vector<Record> RecordsDB::query(const std::string& where, std::vector<std::
   return out;
 }
 
-std::vector<Record> RecordsDB::best(const std::string& exact_key, size_t n) const {
+std::vector<Record> RecordsDB::best(const std::string& exact_key, size_t n, int threads) const {
   std::lock_guard lock(mu_);
   std::vector<Record> out;
   std::set<std::string> seen;  // a schedule measured twice takes one slot, with its best time
   if (n == 0) return out;
   // Stops reading at the n-th distinct schedule (the tuner asks for the best after every batch).
-  each("WHERE m.workload_key = ?1 AND m.error_kind = '' AND m.median IS NOT NULL ORDER BY m.median, m.id", {exact_key},
+  const std::string at_threads = threads > 0 ? fmt::format("AND m.threads IN (0, {}) ", threads) : "";
+  each("WHERE m.workload_key = ?1 AND m.error_kind = '' AND m.median IS NOT NULL " + at_threads + "ORDER BY m.median, m.id",
+       {exact_key},
        [&](Record r) {
          if (seen.insert(r.schedule_hash).second) out.push_back(std::move(r));
          return out.size() < n;

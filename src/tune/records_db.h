@@ -62,6 +62,7 @@ struct Record {
   std::string policy;               // search policy that proposed the schedule, e.g. "random"
   int64_t timestamp_us = 0;         // microseconds since the Unix epoch; add() fills it when 0
   std::vector<float> features;      // flat features (features/features.h) in features_version's layout; empty when none
+  int threads = 0;                  // Halide threads the times were measured with; 0 = not recorded (older records)
 
   bool valid() const { return error_kind.empty(); }
 };
@@ -117,8 +118,9 @@ class RecordsDB {
   // Commits a batch in one transaction: all of it or, on any error, none of it.
   void add(const std::vector<Record>& batch);
 
-  // The n fastest valid records of a workload by median time, one per schedule hash.
-  std::vector<Record> best(const std::string& exact_key, size_t n) const;
+  // The n fastest valid records of a workload by median time, one per schedule hash; with
+  // threads > 0 only those measured with that many threads (or not recorded: older records).
+  std::vector<Record> best(const std::string& exact_key, size_t n, int threads = 0) const;
   // Every record of a workload (errors included), oldest first.
   std::vector<Record> records(const std::string& exact_key) const;
   // Every record of every workload of a class, oldest first.

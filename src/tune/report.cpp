@@ -53,7 +53,8 @@ WorkloadRow summarize(const RecordsDB& db, const WorkloadEntry& e, int count) {
     if (!rec.valid()) r.errors[rec.error_kind]++;
     if (rec.valid() && rec.schedule_hash == def && r.default_s == 0) r.default_s = rec.median;
   }
-  if (auto c = latest_confirmation(db, e.exact_key)) {
+  // What `run` with the default thread count uses.
+  if (auto c = latest_confirmation(db, e.exact_key, effective_threads(0))) {
     const Record& used = c->faster() ? c->candidate : c->default_record;
     r.default_s = c->default_record.median;
     r.chosen_s = used.median;

@@ -324,9 +324,10 @@ void confirm_choices(std::vector<Task>& tasks, const std::vector<std::vector<Can
     if (cands[i].empty() || !tasks[i].summary.error.empty()) continue;
     Schedule winner = default_schedule_recipe();
     if (choice[i] >= 0) winner = cands[i][static_cast<size_t>(choice[i])].schedule;
-    else if (!used_record(db, tasks[i].w->exact_key)) continue;  // the default runs already
+    else if (!used_record(db, tasks[i].w->exact_key, effective_threads(opts.measure.threads)))
+      continue;  // the default runs already
     if (!confirm_schedule(tasks[i], db, winner, opts.confirm_rounds, opts.stop)) continue;
-    auto c = latest_confirmation(db, tasks[i].w->exact_key);
+    auto c = latest_confirmation(db, tasks[i].w->exact_key, effective_threads(opts.measure.threads));
     sum.workloads[i].confirmed = c && c->faster();
     if (say)
       say("confirm", fmt::format("{}: {} {}", tasks[i].w->name, choice[i] >= 0 ? sum.workloads[i].chosen : "default",
@@ -364,7 +365,7 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
   }
   choose(sum.donors, opts.donor, sum.model);
   std::vector<std::string> warnings;  // records of the target that no longer parse: not candidates
-  const std::map<std::string, Schedule> current = best_schedules(part, db, warnings);
+  const std::map<std::string, Schedule> current = best_schedules(part, db, warnings, effective_threads(opts.measure.threads));
 
   std::vector<std::vector<Candidate>> cands(tasks.size());
   for (size_t i = 0; i < tasks.size(); i++) {

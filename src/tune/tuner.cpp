@@ -30,16 +30,31 @@ void record_confirmation(Task& t, RecordsDB& db, const Schedule& s, const Measur
           make_record(*t.w, s, rm.candidate, kConfirmPolicy, t.features.get())});
 }
 
+// The thread counts winners are re-measured at: the tuning's own first, then the others asked
+// for (none: 1 as well), each once.
+std::vector<int> confirm_thread_counts(const TuneOptions& opts) {
+  std::vector<int> out = {effective_threads(opts.measure.threads)};
+  const std::vector<int> more = opts.confirm_threads.empty() ? std::vector<int>{1} : opts.confirm_threads;
+  for (int n : more)
+    if (n > 0 && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
+
 // Re-measures the task's fastest records (up to `candidates`, distinct, faster than the default)
 // against the default, and keeps the one that beat it by the most there. With single noisy
 // measurements the fastest record is often a lucky draw of a schedule no better than the
-// default, while the second or third is really faster. The chosen pair is recorded last
-// (latest_confirmation reads the last pair). True when it re-measured.
+// default, while the second or third is really faster. This is done at every thread count of
+// confirm_thread_counts: a schedule tuned on 2 threads can lose to the default on 1 (ResNet-18's
+// 14x14 Winograd convs: 1.34x faster on 2, 0.74x on 1), and `run --threads N` reads the pair
+// measured with N. Per thread count the chosen pair is recorded last (latest_confirmation reads
+// the last pair). True when it re-measured.
 bool confirm_winner(Task& t, RecordsDB& db, const Schedule& def, const TuneOptions& opts) {
   if (opts.confirm_rounds <= 0 || !t.measurer) return false;
   const size_t wanted = static_cast<size_t>(std::max(1, opts.confirm_candidates));
+  const int tuned_threads = effective_threads(opts.measure.threads);
   std::vector<Schedule> winners;
-  for (const Record& r : db.best(t.w->exact_key, wanted + 1)) {  // one more: the default may be among them
+  // One more than wanted: the default may be among them.
+  for (const Record& r : db.best(t.w->exact_key, wanted + 1, tuned_threads)) {
     if (r.schedule_hash == def.hash() || winners.size() == wanted) break;  // past the default: slower
     try {
       winners.push_back(Schedule::from_json(r.schedule_json));
@@ -48,22 +63,26 @@ bool confirm_winner(Task& t, RecordsDB& db, const Schedule& def, const TuneOptio
     }
   }
   if (winners.empty()) return false;
-  std::vector<Measurer::Remeasurement> rms;
-  for (const Schedule& w : winners) {
-    rms.push_back(t.measurer->remeasure_against_default(w, opts.confirm_rounds));
-    if (opts.stop && opts.stop->load()) return false;
-  }
   // The smaller of the median's and the fastest run's gains (Confirmation::faster needs both).
   auto gain = [](const Measurer::Remeasurement& rm) {
     if (!rm.candidate.valid() || !rm.default_result.valid() || rm.candidate.min <= 0) return 0.0;
     return std::min(rm.default_result.median / rm.candidate.median, rm.default_result.min / rm.candidate.min);
   };
-  size_t chosen = 0;
-  for (size_t i = 1; i < rms.size(); i++)
-    if (gain(rms[i]) > gain(rms[chosen])) chosen = i;
-  for (size_t i = 0; i < rms.size(); i++)
-    if (i != chosen) record_confirmation(t, db, winners[i], rms[i]);
-  record_confirmation(t, db, winners[chosen], rms[chosen]);
+  for (int threads : confirm_thread_counts(opts)) {
+    t.measurer->set_threads(threads);
+    std::vector<Measurer::Remeasurement> rms;
+    for (const Schedule& w : winners) {
+      rms.push_back(t.measurer->remeasure_against_default(w, opts.confirm_rounds));
+      if (opts.stop && opts.stop->load()) return false;
+    }
+    size_t chosen = 0;
+    for (size_t i = 1; i < rms.size(); i++)
+      if (gain(rms[i]) > gain(rms[chosen])) chosen = i;
+    for (size_t i = 0; i < rms.size(); i++)
+      if (i != chosen) record_confirmation(t, db, winners[i], rms[i]);
+    record_confirmation(t, db, winners[chosen], rms[chosen]);
+  }
+  t.measurer->set_threads(opts.measure.threads);
   return true;
 }
 
@@ -94,22 +113,24 @@ nlohmann::json summary_json(const TuneSummary& s) {
           {"stopped", s.stopped}};
 }
 
-std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key) {
+std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key, int threads) {
   // confirm_schedule adds a pair in one transaction, the default's record first; the candidate
-  // may be the default itself (a decision to keep it). The last whole pair wins.
+  // may be the default itself (a decision to keep it). The last whole pair measured with
+  // `threads` wins, else the last of any thread count.
   const std::string def = default_schedule_recipe().hash();
   std::optional<Record> pending;
-  std::optional<Confirmation> last;
+  std::optional<Confirmation> last, last_any;
   for (const auto& r : db.records(exact_key)) {  // oldest first
     if (r.policy != kConfirmPolicy) continue;
     if (!pending) {
       if (r.schedule_hash == def) pending = r;
       continue;
     }
-    last = Confirmation{*pending, r};
+    last_any = Confirmation{*pending, r};
+    if (threads <= 0 || r.threads == threads) last = last_any;
     pending.reset();
   }
-  return last;
+  return last ? last : last_any;
 }
 
 bool confirm_schedule(Task& t, RecordsDB& db, const Schedule& winner, int rounds, const std::atomic<bool>* stop) {
@@ -219,18 +240,22 @@ int run_slot(Task& t, TaskRun& run, const Slot& slot, SearchPolicy& policy, Reco
 // per candidate and round two runs of warm-up + repeats in fresh workers.
 double confirm_reserve(const std::vector<Task>& tasks, const TuneOptions& opts) {
   if (opts.confirm_rounds <= 0) return 0;
+  // A run on n threads takes up to tuned/n times as long as on the tuning's.
+  const int tuned = effective_threads(opts.measure.threads);
+  double slowdown = 0;
+  for (int n : confirm_thread_counts(opts)) slowdown += std::max(1.0, double(tuned) / n);
   double s = 0;
   for (const Task& t : tasks)
     if (t.measurer && t.best_s < t.default_s)
       s += std::max(1, opts.confirm_candidates) * opts.confirm_rounds *
-           (0.5 + 2.0 * (opts.measure.repeats + opts.measure.warmup + 1) * t.default_s);
+           (0.5 + 2.0 * (opts.measure.repeats + opts.measure.warmup + 1) * t.default_s * slowdown);
   return s;
 }
 
 // Per task what the database holds after the run (earlier runs included): trials and errors of
 // the policy, and the time the model will run (the confirmed winner, else the default).
 void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const SearchPolicy& policy, const Schedule& def,
-                     TuneSummary& sum) {
+                     const TuneOptions& opts, TuneSummary& sum) {
   for (auto& t : tasks) {
     TaskSummary& ts = t.summary;
     ts.default_s = t.default_s;
@@ -239,8 +264,9 @@ void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const Search
         ts.trials++;
         if (!r.valid()) ts.errors[r.error_kind]++;
       }
-    auto best = db.best(t.w->exact_key, 1);
-    if (auto c = latest_confirmation(db, t.w->exact_key)) {
+    const int threads = effective_threads(opts.measure.threads);
+    auto best = db.best(t.w->exact_key, 1, threads);
+    if (auto c = latest_confirmation(db, t.w->exact_key, threads)) {
       ts.confirmed = true;
       ts.faster = c->faster();
       ts.default_s = c->default_record.median;
@@ -267,7 +293,7 @@ void measure_end_to_end(const Graph& g, const Partition& part, const RecordsDB& 
   CompileOptions dopts, topts;
   dopts.cache_root = topts.cache_root = opts.measure.cache_root;
   std::vector<std::string> warnings;
-  topts.schedules = best_schedules(part, db, warnings);
+  topts.schedules = best_schedules(part, db, warnings, effective_threads(opts.e2e_threads));
   CompiledModel dm(g, dopts), tm(g, topts);
   if (opts.e2e_threads > 0) {
     dm.set_threads(opts.e2e_threads);
@@ -300,6 +326,7 @@ Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m,
   r.error_kind = m.error_kind;
   r.error_message = m.error_message;
   r.policy = policy;
+  r.threads = m.threads;
   return r;
 }
 
@@ -465,7 +492,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   }
   sum.seconds = seconds_since(t0);
   sum.stopped = stopped();
-  summarize_tasks(tasks, db, policy, def, sum);
+  summarize_tasks(tasks, db, policy, def, opts, sum);
   if (opts.e2e_iters > 0 && !sum.stopped) measure_end_to_end(g, part, db, opts, sum);
   return sum;
 }
@@ -488,11 +515,11 @@ std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string&
   return out;
 }
 
-std::optional<Record> used_record(const RecordsDB& db, const std::string& exact_key) {
+std::optional<Record> used_record(const RecordsDB& db, const std::string& exact_key, int threads) {
   std::optional<Record> used;
-  if (auto c = latest_confirmation(db, exact_key)) {
+  if (auto c = latest_confirmation(db, exact_key, threads)) {
     if (c->faster()) used = c->candidate;
-  } else if (auto best = db.best(exact_key, 1); !best.empty()) {
+  } else if (auto best = db.best(exact_key, 1, threads); !best.empty()) {
     used = best[0];
   }
   // The default's record: the workload runs the default code, and is not counted as tuned.
@@ -500,12 +527,13 @@ std::optional<Record> used_record(const RecordsDB& db, const std::string& exact_
   return used;
 }
 
-std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings) {
+std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings,
+                                               int threads) {
   std::map<std::string, Schedule> out;
   int64_t foreign = 0;
   for (const auto& w : part.workloads) {
     if (!db.allows_foreign()) foreign += db.foreign_count(w.exact_key);
-    const std::optional<Record> used = used_record(db, w.exact_key);
+    const std::optional<Record> used = used_record(db, w.exact_key, threads);
     if (!used) continue;
     try {
       out.emplace(w.exact_key, Schedule::from_json(used->schedule_json));

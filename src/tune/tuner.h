@@ -49,6 +49,7 @@ struct TuneOptions {
   Sampling sampling = Sampling::Sketch;  // how the spaces draw schedules (random proposals, SA chains, mutations)
   int confirm_rounds = 3;         // re-measurement rounds of each task's winner against the default (0 = none)
   int confirm_candidates = 3;     // the task's fastest records re-measured so (the best of them there is kept)
+  std::vector<int> confirm_threads;  // thread counts they are re-measured at besides the tuning's (empty: 1)
   std::string scheduler = "sequential";  // the TaskScheduler (task_scheduler.h: scheduler_names())
   double slot_seconds = 0;        // a slot of a slot-based scheduler, time budget (0 = budget / (10 x tasks), >= 2 s)
   int slot_trials = 0;            // a slot with a trial budget (0 = the batch size)
@@ -123,6 +124,8 @@ std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string&
 
 // The latest re-measurement of a workload's winner against its default (records of policy
 // kConfirmPolicy): the default's record and the candidate's, or nothing when none was made.
+// With threads > 0 the latest measured with that many threads where there is one (a schedule's
+// rank changes with them), else the latest of any.
 inline constexpr const char* kConfirmPolicy = "confirm";
 struct Confirmation {
   Record default_record;
@@ -136,18 +139,20 @@ struct Confirmation {
            candidate.median < default_record.median && candidate.min < default_record.min;
   }
 };
-std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key);
+std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key, int threads = 0);
 // Re-measures `winner` against the task's default (Measurer::remeasure_against_default, `rounds`
 // interleaved rounds) and records the pair with kConfirmPolicy, which decides what run and
 // compile use. `winner` may be the default recipe: a decision to keep the default. False when
 // nothing was measured (no rounds or measurer, or `stop` turned true).
 bool confirm_schedule(Task& t, RecordsDB& db, const Schedule& winner, int rounds, const std::atomic<bool>* stop);
 
-// The schedule each workload of `part` should run: where the winner was re-measured against
-// the default, the winner if it was faster there; else (older databases) the fastest valid
-// record. The default's own record is not a tuned schedule. Records whose schedule no longer
-// parses are skipped with a warning; so are other machines' (counted in a warning).
-std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings);
+// The schedule each workload of `part` should run with `threads` Halide threads (0: any): where
+// the winner was re-measured against the default (with those threads where it was), the winner
+// if it was faster there; else (older databases) the fastest valid record. The default's own
+// record is not a tuned schedule. Records whose schedule no longer parses are skipped with a
+// warning; so are other machines' (counted in a warning).
+std::map<std::string, Schedule> best_schedules(const Partition& part, const RecordsDB& db, std::vector<std::string>& warnings,
+                                               int threads = 0);
 // The record whose schedule best_schedules picks for one workload; nothing when it runs the default.
-std::optional<Record> used_record(const RecordsDB& db, const std::string& exact_key);
+std::optional<Record> used_record(const RecordsDB& db, const std::string& exact_key, int threads = 0);
 }  // namespace ts

@@ -105,6 +105,7 @@ void expect_same(const Record& a, const Record& b) {
   EXPECT_EQ(a.policy, b.policy);
   EXPECT_EQ(a.timestamp_us, b.timestamp_us);
   EXPECT_EQ(a.features, b.features);
+  EXPECT_EQ(a.threads, b.threads);
 }
 
 // A closed database with a few records, for the bad-file tests to damage copies of.
@@ -121,6 +122,7 @@ TEST(RecordsDB, RoundTripsEveryField) {
   RecordsDB db(p.string());
   Record a = make_record("conv@1x8x32x32", "aaaa", {0.0012, 0.0011, 0.0013, 0.0010});
   a.features = {1.5f, -2.0f, 0.0f, 3.25e-7f};
+  a.threads = 2;
   a.schedule_json = R"({ "stages": [ {"tile": [8, 4], "name": "f"} ], "hash": "aaaa" })";  // not canonical
   Record b = make_record("conv@1x8x32x32", "bbbb", {}, "compile_error");
   b.machine = R"({"cpu": "elsewhere", "cores": 64})";
@@ -200,6 +202,52 @@ TEST(RecordsDB, FileWithoutTheFeaturesTableGainsIt) {
   r.features = {4.0f, 5.0f};
   db.add(r);
   EXPECT_EQ(db.records("conv@1")[1].features, (std::vector<float>{4.0f, 5.0f}));
+}
+
+// A file written before records had a thread count opens, gains the column (its records read
+// 0: not recorded) and stores the counts of new records.
+TEST(RecordsDB, FileWithoutThreadCountsGainsTheColumn) {
+  auto p = test::temp_dir() / "old_threads.db";
+  {
+    RecordsDB db(p.string());
+    db.add(make_record("conv@1", "s1", {1.0}));
+  }
+  sql(p, "ALTER TABLE measurements DROP COLUMN threads");
+  EXPECT_EQ(sql(p, "SELECT count(*) FROM pragma_table_info('measurements') WHERE name = 'threads'"), "0");
+  RecordsDB db(p.string());
+  EXPECT_EQ(sql(p, "SELECT count(*) FROM pragma_table_info('measurements') WHERE name = 'threads'"), "1");
+  RecordsDB again(p.string());  // a second open finds it there
+  ASSERT_EQ(db.records("conv@1").size(), 1u);
+  EXPECT_EQ(db.records("conv@1")[0].threads, 0);
+  Record r = make_record("conv@1", "s2", {2.0});
+  r.threads = 4;
+  db.add(r);
+  EXPECT_EQ(again.records("conv@1")[1].threads, 4);
+  r.threads = -1;
+  EXPECT_THROW(db.add(r), Error);
+}
+
+// With a thread count, best() sees the records measured with it and those without one (older).
+TEST(RecordsDB, BestCanKeepToOneThreadCount) {
+  RecordsDB db((test::temp_dir() / "bt.db").string());
+  auto at = [](const std::string& hash, double t, int threads) {
+    Record r = make_record("k", hash, {t});
+    r.threads = threads;
+    return r;
+  };
+  db.add(at("two", 1.0, 2));
+  db.add(at("one", 1.5, 1));
+  db.add(at("old", 2.0, 0));
+  db.add(at("two_slow", 3.0, 2));
+  auto names = [&](int threads) {
+    std::vector<std::string> out;
+    for (const Record& r : db.best("k", 10, threads)) out.push_back(r.schedule_hash);
+    return out;
+  };
+  EXPECT_EQ(names(0), (std::vector<std::string>{"two", "one", "old", "two_slow"}));
+  EXPECT_EQ(names(2), (std::vector<std::string>{"two", "old", "two_slow"}));
+  EXPECT_EQ(names(1), (std::vector<std::string>{"one", "old"}));
+  EXPECT_EQ(names(8), (std::vector<std::string>{"old"}));
 }
 
 TEST(RecordsDB, BestOrdersByMedianAndSkipsErrors) {
@@ -360,6 +408,7 @@ TEST(RecordsDB, ExportImportRoundTrip) {
   RecordsDB a((dir / "a.db").string());
   auto with_features = importable(make_record("conv@1", "s1", {1.0, 1.1}), 4);
   with_features.features = {0.5f, 7.0f};
+  with_features.threads = 3;
   a.add(with_features);
   a.add(importable(make_record("conv@1", "s2", {}, "runtime_error"), 8));
   a.add(importable(make_record("conv@2", "s1", {2.0}), 4));

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -85,42 +86,82 @@ TEST(Tuner, AWinnerIsUsedOnlyWhenARemeasurementAgainstTheDefaultConfirmsIt) {
   confirm(2e-3, 1.5e-3);
   EXPECT_EQ(best_schedules(part, db, warnings).count(w.exact_key), 1u);
 
-  // A real tune re-measures its winner: the summary and the records say so.
+  // A real tune re-measures its winner, with its own thread count and with 1: the summary and
+  // the records say so.
   RecordsDB fresh((test::temp_dir() / "confirm2.db").string());
   FixedPolicy policy({test::matmul_relu_schedule(w, 8, true), lucky});
   TuneOptions o = quick_options((test::temp_dir() / "cache").string());
   o.trials = 2;
   o.confirm_rounds = 2;
+  o.measure.threads = 2;
   TuneSummary s = tune_model(test::import_model(test::save_matmul_relu_model()), fresh, policy, o);
   ASSERT_EQ(s.tasks.size(), 1u);
   const TaskSummary& t = s.tasks[0];
-  auto c = latest_confirmation(fresh, w.exact_key);
+  auto c = latest_confirmation(fresh, w.exact_key, 2);
+  // The schedules the tuning measured faster than the default (at most confirm_candidates).
+  double default_s = 0;
+  std::vector<Record> tuned;
+  for (const Record& r : fresh.records(w.exact_key)) {
+    if (r.policy != kConfirmPolicy) EXPECT_EQ(r.threads, 2) << r.policy;  // the search ran on 2
+    if (r.policy == "default") default_s = r.median;
+    if (r.policy == "fixed" && r.valid()) tuned.push_back(r);
+  }
+  const auto faster_than_default =
+      std::count_if(tuned.begin(), tuned.end(), [&](const Record& r) { return r.median < default_s; });
   if (t.confirmed) {
     ASSERT_TRUE(c.has_value());
     EXPECT_EQ(c->candidate.times.size(), 4u);  // 2 rounds x 2 repeats
+    EXPECT_EQ(c->candidate.threads, 2);
     EXPECT_EQ(t.default_s, c->default_record.median);
     EXPECT_EQ(t.faster, c->faster());
     EXPECT_EQ(s.tuned_workloads, t.faster ? 1 : 0);
-    // Each candidate the tuning measured faster than the default was re-measured (both here:
-    // at most confirm_candidates), and the last pair, the one used, gained the most there.
-    std::vector<Record> pairs;
-    for (const Record& r : fresh.records(w.exact_key))
-      if (r.policy == kConfirmPolicy) pairs.push_back(r);
-    int faster_than_default = 0;
-    for (const Record& r : fresh.best(w.exact_key, 10)) {
-      if (r.schedule_hash == default_schedule_recipe().hash()) break;
-      faster_than_default += r.policy == "fixed";
+    // Per thread count each of them was re-measured, and the last pair, the one used, gained
+    // the most there.
+    for (int threads : {2, 1}) {
+      std::vector<Record> pairs;
+      for (const Record& r : fresh.records(w.exact_key))
+        if (r.policy == kConfirmPolicy && r.threads == threads) pairs.push_back(r);
+      ASSERT_EQ(pairs.size(), 2u * faster_than_default) << threads << " threads";
+      double best_gain = 0;
+      auto gain = [](const Record& d, const Record& c) { return std::min(d.median / c.median, d.min / c.min); };
+      for (size_t i = 0; i + 1 < pairs.size(); i += 2) best_gain = std::max(best_gain, gain(pairs[i], pairs[i + 1]));
+      auto ct = latest_confirmation(fresh, w.exact_key, threads);
+      ASSERT_TRUE(ct.has_value());
+      EXPECT_EQ(ct->candidate.threads, threads);
+      EXPECT_DOUBLE_EQ(gain(ct->default_record, ct->candidate), best_gain);
+      EXPECT_EQ(ct->faster(), ct->candidate.median < ct->default_record.median && ct->candidate.min < ct->default_record.min);
     }
-    ASSERT_EQ(pairs.size(), 2u * faster_than_default);
-    double best_gain = 0;
-    auto gain = [](const Record& d, const Record& c) { return std::min(d.median / c.median, d.min / c.min); };
-    for (size_t i = 0; i + 1 < pairs.size(); i += 2) best_gain = std::max(best_gain, gain(pairs[i], pairs[i + 1]));
-    EXPECT_DOUBLE_EQ(gain(c->default_record, c->candidate), best_gain);
-    EXPECT_EQ(c->faster(), c->candidate.median < c->default_record.median && c->candidate.min < c->default_record.min);
   } else {
     EXPECT_FALSE(c.has_value());  // only when the default itself measured fastest
-    EXPECT_EQ(fresh.best(w.exact_key, 1)[0].schedule_hash, default_schedule_recipe().hash());
+    EXPECT_EQ(faster_than_default, 0);
   }
+}
+
+// A schedule can beat the default on 2 threads and lose on 1: run and compile read the
+// re-measurement made with their thread count; one without it falls back to the latest of any.
+TEST(Tuner, EachThreadCountUsesItsOwnConfirmation) {
+  const Workload w = test::matmul_relu_workload();
+  Partition part;
+  part.workloads.push_back(w);
+  RecordsDB db((test::temp_dir() / "confirm_threads.db").string());
+  const Schedule def = default_schedule_recipe(), cand = test::matmul_relu_schedule(w, 8, false);
+  auto confirm = [&](int threads, double default_s, double candidate_s) {
+    Record d = test::measured_record(w, def, default_s), c = test::measured_record(w, cand, candidate_s);
+    d.policy = c.policy = kConfirmPolicy;
+    d.threads = c.threads = threads;
+    db.add({d, c});
+  };
+  confirm(2, 1.0e-3, 0.7e-3);  // faster on 2 threads
+  confirm(1, 1.8e-3, 2.2e-3);  // slower on 1
+  std::vector<std::string> warnings;
+  EXPECT_EQ(best_schedules(part, db, warnings, 2).count(w.exact_key), 1u);
+  EXPECT_TRUE(best_schedules(part, db, warnings, 1).empty());
+  EXPECT_TRUE(used_record(db, w.exact_key, 2).has_value());
+  EXPECT_FALSE(used_record(db, w.exact_key, 1).has_value());
+  // No re-measurement with 4 threads: the latest (the 1-thread one) decides.
+  EXPECT_TRUE(best_schedules(part, db, warnings, 4).empty());
+  EXPECT_EQ(latest_confirmation(db, w.exact_key, 4)->candidate.threads, 1);
+  EXPECT_TRUE(warnings.empty());
 }
 
 // A re-measurement counts as a win only when the candidate's median and fastest run both beat
