@@ -98,15 +98,19 @@ WinogradTile DefaultKnobSpace::winograd_plan(const DefaultKnobs& k) const {
 }
 
 DefaultKnobs DefaultKnobSpace::canonical_winograd(const DefaultKnobs& k) const {
-  // Only columns and blocks are searched. Not stream: measured alone, a workload's 1-9 MB of
-  // transformed weights stay in L3 between runs, while in the network they come from memory.
-  // Alone at 2 threads, streaming them per tile row ran 2.5x faster than once; in ResNet-18 at
-  // 1 thread the model ran 8% slower with it (12.1 vs 13.2 ms). The rule keeps deciding.
+  // Columns, blocks and stream are searched. Stream (the weights streamed once, tasks over
+  // output-channel blocks, or once per tile row) was not while the measurer ran a workload with
+  // its weights warm in L2/L3 (2.5x faster per row at 2 threads alone, 8% slower ResNet-18 at 1
+  // thread); with them evicted before every run the alone ranking is the network's. Its best
+  // value depends on the threads: ResNet-50's 28x28x128 conv alone, once 0.43 / per row 0.54 ms
+  // on 1 thread, 0.55 / 0.32 ms on 2 (each task's input transform then stays on its core); the
+  // tuner confirms a winner per thread count.
   const WinogradTile target = winograd_plan(k);
   DefaultKnobs c;
   if (k.columns) c.columns = target.columns;
   if (k.blocks) c.blocks = target.blocks;
-  for (auto field : {&DefaultKnobs::columns, &DefaultKnobs::blocks}) {
+  if (k.stream) c.stream = target.weights_once ? 1 : 0;
+  for (auto field : {&DefaultKnobs::columns, &DefaultKnobs::blocks, &DefaultKnobs::stream}) {
     DefaultKnobs d = c;
     (d.*field).reset();
     if (winograd_plan(d) == target) c = d;

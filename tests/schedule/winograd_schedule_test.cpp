@@ -63,7 +63,8 @@ TEST(WinogradSchedule, VariantsComputeWhatTheRuleComputes) {
       k.blocks = blocks;
       batch.push_back(DefaultKnobSpace::recipe(k));
     }
-  // The tuner's knob space: columns and blocks, canonical (other knobs dropped, stream too).
+  // The tuner's knob space: columns, blocks and stream, canonical (other knobs dropped, and
+  // those at the rule's own choice).
   const LoweredWorkload lw = lower_workload(w);
   const DefaultKnobSpace space(lw.outputs, host_code_target());
   ASSERT_FALSE(space.empty());
@@ -73,13 +74,19 @@ TEST(WinogradSchedule, VariantsComputeWhatTheRuleComputes) {
   k.columns = 16;  // clamped to the row's 4 tiles
   const DefaultKnobs c = space.canonical(k);
   EXPECT_FALSE(c.grain);
-  EXPECT_FALSE(c.stream);
+  EXPECT_FALSE(c.stream) << "small weights: the rule streams them per row already";
   EXPECT_EQ(c.columns, std::nullopt) << "4 columns is the rule's own choice";
+  k.stream = 1;
+  EXPECT_EQ(space.canonical(k).stream, 1);
   std::mt19937_64 rng(3);
+  int streamed_once = 0;
   for (int i = 0; i < 20; i++) {
     const DefaultKnobs d = space.draw(rng);
-    EXPECT_TRUE(!d.grain && !d.tasks && !d.unroll && !d.vectors && !d.outermost && !d.columns_outer && !d.stream) << i;
+    EXPECT_TRUE(!d.grain && !d.tasks && !d.unroll && !d.vectors && !d.outermost && !d.columns_outer) << i;
+    EXPECT_TRUE(!d.stream || *d.stream == 1) << i;
+    streamed_once += d.stream.has_value();
   }
+  EXPECT_GT(streamed_once, 0) << "the search draws the other streaming";
   const auto r = m.measure_batch(batch);
   for (size_t i = 0; i < r.size(); i++)
     EXPECT_TRUE(r[i].valid()) << batch[i].to_json() << ": " << r[i].error_kind << ": " << r[i].error_message;
