@@ -99,7 +99,7 @@ class SpinningPool {
   void set_threads(int threads) {
     std::lock_guard<std::mutex> owner(loop_mutex_);
     join_workers();
-    threads_.store(threads > 0 ? threads : default_threads());
+    threads_.store(threads > 0 ? threads : default_pool_threads());
   }
 
   void set_spin_us(int us) { spin_us_.store(us > 0 ? us : 0); }
@@ -110,8 +110,6 @@ class SpinningPool {
   }
 
  private:
-  static int default_threads() { return default_pool_threads(); }
-
   // Threads taking part in a loop, the caller's included (the workers read it without the lock).
   int loop_threads() const { return workers_count_.load(std::memory_order_relaxed) + 1; }
 
@@ -225,7 +223,7 @@ class SpinningPool {
 
   std::mutex loop_mutex_;                    // held by the thread whose loop the pool runs
   std::vector<std::thread> workers_;         // threads_ - 1 of them while started
-  std::atomic<int> threads_{default_threads()};  // threads of a loop, the caller's included
+  std::atomic<int> threads_{default_pool_threads()};  // threads of a loop, the caller's included
   std::atomic<int> spin_us_{2000};           // spin this long after the last task, then sleep
   std::atomic<bool> stopping_{false};        // workers return when set
   std::atomic<uint64_t> generation_{0};      // bumped once per loop; workers watch it

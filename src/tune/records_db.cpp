@@ -181,16 +181,17 @@ class Transaction {
 };
 
 // Added after version 1 like `features`: the Halide thread count of each measurement (a
-// schedule's rank depends on it), 0 for the records of older files. Checked and added in one
-// write transaction, so two processes opening an old file add it once.
+// schedule's rank depends on it), 0 for the records of older files. Looked for without a lock
+// (every open, readers included); added in a write transaction that looks again, so two
+// processes opening an old file add it once.
 void add_threads_column(sqlite3* db, const std::string& path) {
-  Transaction txn(db, path);
-  bool present = false;
-  {
+  auto present = [&] {
     Stmt has(db, path, "SELECT count(*) FROM pragma_table_info('measurements') WHERE name = 'threads'");
-    present = has.step() && has.integer(0) > 0;
-  }
-  if (!present) exec(db, path, "ALTER TABLE measurements ADD COLUMN threads INTEGER NOT NULL DEFAULT 0");
+    return has.step() && has.integer(0) > 0;
+  };
+  if (present()) return;
+  Transaction txn(db, path);
+  if (!present()) exec(db, path, "ALTER TABLE measurements ADD COLUMN threads INTEGER NOT NULL DEFAULT 0");
   txn.commit();
 }
 

@@ -320,14 +320,14 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
 void confirm_choices(std::vector<Task>& tasks, const std::vector<std::vector<Candidate>>& cands,
                      const std::vector<int>& choice, RecordsDB& db, const ReuseOptions& opts, ReuseSummary& sum,
                      const ReuseProgress& say) {
+  const int threads = effective_threads(opts.measure.threads);  // the confirmations' (confirm_schedule)
   for (size_t i = 0; i < tasks.size() && !(opts.stop && opts.stop->load()); i++) {
     if (cands[i].empty() || !tasks[i].summary.error.empty()) continue;
     Schedule winner = default_schedule_recipe();
     if (choice[i] >= 0) winner = cands[i][static_cast<size_t>(choice[i])].schedule;
-    else if (!used_record(db, tasks[i].w->exact_key, effective_threads(opts.measure.threads)))
-      continue;  // the default runs already
+    else if (!used_record(db, tasks[i].w->exact_key, threads)) continue;  // the default runs already
     if (!confirm_schedule(tasks[i], db, winner, opts.confirm_rounds, opts.stop)) continue;
-    auto c = latest_confirmation(db, tasks[i].w->exact_key, effective_threads(opts.measure.threads));
+    auto c = latest_confirmation(db, tasks[i].w->exact_key, threads);
     sum.workloads[i].confirmed = c && c->faster();
     if (say)
       say("confirm", fmt::format("{}: {} {}", tasks[i].w->name, choice[i] >= 0 ? sum.workloads[i].chosen : "default",

@@ -256,6 +256,7 @@ double confirm_reserve(const std::vector<Task>& tasks, const TuneOptions& opts) 
 // the policy, and the time the model will run (the confirmed winner, else the default).
 void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const SearchPolicy& policy, const Schedule& def,
                      const TuneOptions& opts, TuneSummary& sum) {
+  const int threads = effective_threads(opts.measure.threads);
   for (auto& t : tasks) {
     TaskSummary& ts = t.summary;
     ts.default_s = t.default_s;
@@ -264,7 +265,6 @@ void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const Search
         ts.trials++;
         if (!r.valid()) ts.errors[r.error_kind]++;
       }
-    const int threads = effective_threads(opts.measure.threads);
     auto best = db.best(t.w->exact_key, 1, threads);
     if (auto c = latest_confirmation(db, t.w->exact_key, threads)) {
       ts.confirmed = true;
