@@ -69,7 +69,9 @@ int sweep(int argc, char** argv) {
     std::cerr << "usage: bench_knob_sweep MODEL KEY|all THREADS [ROUNDS] [KNOBS_JSON ...]\n";
     return 2;
   }
-  const ts::Graph g = ts::load_model(argv[1]);
+  ts::LoadOptions lo;
+  lo.threads = std::atoi(argv[3]);  // Winograd planned as `run --threads` plans it
+  const ts::Graph g = ts::load_model(argv[1], lo);
   const ts::Partition p = ts::partition_graph(g);
   if (std::string(argv[2]) == "all") {  // every workload's plan, nothing measured
     for (const auto& w : p.workloads)

@@ -34,7 +34,7 @@ Graph load_model(const std::string& path, const LoadOptions& o) {
   run_default_passes(g);
   if (o.layout == "blocked") {
     plan_layouts(g, Halide::get_host_target().natural_vector_size(Halide::Float(32)));
-    if (o.winograd) plan_winograd(g);
+    if (o.winograd) plan_winograd(g, effective_threads(o.threads));
   }
   return g;
 }
@@ -56,7 +56,8 @@ CompileResult compile_model(const CompileRequest& req) {
   CompileOptions copts;
   copts.cache_root = req.cache_dir;
   CompileResult r;
-  if (!req.db_path.empty()) copts.schedules = best_schedules_of(g, req.db_path, r.warnings, req.allow_foreign_records);
+  if (!req.db_path.empty())
+    copts.schedules = best_schedules_of(g, req.db_path, r.warnings, req.allow_foreign_records, req.load.threads);
   CompiledModel model(std::move(g), copts);
   const CompileStats& st = model.stats();
   r.warnings.insert(r.warnings.end(), st.warnings.begin(), st.warnings.end());
@@ -73,6 +74,7 @@ CompileResult compile_model(const CompileRequest& req) {
                  {"model_fnv1a", fnv1a_hex(read_regular_file(req.model, "an ONNX file"))},
                  {"layout", req.load.layout},
                  {"winograd", req.load.winograd},
+                 {"threads", effective_threads(req.load.threads)},
                  {"shapes", req.load.shapes},
                  {"records_db", req.db_path},
                  {"target", host_code_target().to_string()},

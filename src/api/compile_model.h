@@ -17,6 +17,7 @@ struct LoadOptions {
   std::string layout = "blocked";    // "blocked": the layout plan (graph/layout_plan.h); "plain": as declared
   uint64_t max_memory_bytes = 0;     // ImportOptions::max_memory_bytes (0 = 3/4 of physical memory)
   bool winograd = true;              // blocked layouts: 3x3 convs that pay run as Winograd F(4x4, 3x3) (graph/winograd.h)
+  int threads = 0;                   // Halide threads the model will run with (0: the default count): where Winograd pays depends on it
 };
 
 // Imports the model (graph-only models get generated weights), runs the default passes and

@@ -36,11 +36,13 @@ struct ModelArgs {
   std::string max_memory;          // --max-memory: "" = 3/4 of physical memory
   bool no_winograd = false;        // --no-winograd: every conv direct (graph/winograd.h)
 };
-// The LoadOptions these arguments stand for (parses --shape and --max-memory later, at import).
-LoadOptions load_options(const ModelArgs& m);
+// The LoadOptions these arguments stand for (parses --shape and --max-memory later, at import),
+// for a model run with `threads` Halide threads (0: the default count).
+LoadOptions load_options(const ModelArgs& m, int threads = 0);
 void add_model_args(CLI::App* sub, ModelArgs& m);
 // Imports the model (graph-only models get generated weights), runs the default passes and
-// plans the layouts of its tensors (blocked by the host's float32 vector lanes unless m.layout is "plain").
-Graph load_model(const ModelArgs& m);
+// plans the layouts of its tensors (blocked by the host's float32 vector lanes unless m.layout is
+// "plain") and its Winograd convs for `threads` Halide threads (0: the default count).
+Graph load_model(const ModelArgs& m, int threads = 0);
 
 }  // namespace ts

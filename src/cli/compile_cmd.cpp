@@ -18,6 +18,7 @@ namespace {
 
 struct CompileArgs {
   ModelArgs model;
+  int threads = 0;  // --threads: the thread count the library is planned and its records chosen for
   CompileRequest req;
   bool no_static = false;
   bool json = false;
@@ -25,7 +26,7 @@ struct CompileArgs {
 
 int compile_command(CompileArgs a) {
   a.req.model = a.model.path;
-  a.req.load = load_options(a.model);
+  a.req.load = load_options(a.model, a.threads);
   a.req.static_library = !a.no_static;
   CompileResult r = compile_model(a.req);
   const Artifact& art = r.artifact;
@@ -55,6 +56,10 @@ void add_compile_command(CLI::App& app) {
   sub->add_option("-o,--out", args->req.out_dir, "Output directory")->required();
   sub->add_option("--name", args->req.name, "Library name: lib<NAME>.so, lib<NAME>.a")->capture_default_str();
   sub->add_option("--db", args->req.db_path, "Tuning records database: each workload's fastest measured schedule");
+  sub->add_option("--threads", args->threads,
+                  "Threads the library will run with: which convs run as Winograd and which records' re-measurements "
+                  "count (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--cache-dir", args->req.cache_dir, "Compiled-code cache root (default ~/.cache/tensorsched)");
   sub->add_flag("--allow-foreign-records", args->req.allow_foreign_records,
                 "Also use records measured on another machine or by another build");

@@ -45,14 +45,15 @@ void add_model_args(CLI::App* sub, ModelArgs& m) {
   sub->add_flag("--no-winograd", m.no_winograd, "Compute every conv directly (default: 3x3 convs with enough tiles run as Winograd F(4x4,3x3))");
 }
 
-LoadOptions load_options(const ModelArgs& m) {
+LoadOptions load_options(const ModelArgs& m, int threads) {
   LoadOptions o{m.shapes, m.layout};
   o.winograd = !m.no_winograd;
+  o.threads = threads;
   if (!m.max_memory.empty()) o.max_memory_bytes = parse_memory_size(m.max_memory);
   return o;
 }
 
-Graph load_model(const ModelArgs& m) { return load_model(m.path, load_options(m)); }
+Graph load_model(const ModelArgs& m, int threads) { return load_model(m.path, load_options(m, threads)); }
 
 void add_model_commands(CLI::App& app) {
   auto info = std::make_shared<ModelArgs>();

@@ -96,7 +96,7 @@ nlohmann::json print_profile(const CompiledModel& model, const std::vector<doubl
 }
 
 int run_command(const RunArgs& a) {
-  Graph g = load_model(a.model);
+  Graph g = load_model(a.model, a.threads);
   CompileOptions copts;
   copts.cache_root = a.cache_dir;
   std::vector<std::string> db_warnings;

@@ -89,7 +89,7 @@ MeasureOptions measure_options(const TuneArgs& a) {
 // (tune/reuse.h).
 int reuse_command(const TuneArgs& a) {
   if (a.e2e_iters < 1) throw Error("tune --reuse-from: --e2e-iters must be at least 1 (the full phase times the model)");
-  Graph g = load_model(a.model);
+  Graph g = load_model(a.model, a.threads);
   RecordsDB db(a.db_path);
   ReuseOptions o;
   o.donor_dbs = a.reuse_from;
@@ -136,7 +136,7 @@ int reuse_command(const TuneArgs& a) {
 int tune_command(const TuneArgs& a) {
   if (!a.reuse_from.empty()) return reuse_command(a);
   if ((a.trials > 0) == (a.seconds > 0)) throw Error("tune: give exactly one budget, --trials N or --time SECONDS");
-  Graph g = load_model(a.model);
+  Graph g = load_model(a.model, a.threads);
   RecordsDB db(a.db_path);
   db.set_allow_foreign(a.allow_foreign);
   if (!a.allow_foreign && db.foreign_count() > 0 && !a.json)

@@ -1,5 +1,7 @@
 #include "graph/winograd.h"
 
+#include <algorithm>
+
 namespace ts {
 
 const float kWinogradBT[kWinogradAlpha][kWinogradAlpha] = {
@@ -43,8 +45,8 @@ namespace {
 
 int64_t ceil_tiles(int64_t n) { return (n + kWinogradTile - 1) / kWinogradTile; }
 
-// Whether conv n qualifies (see plan_winograd).
-bool winograd_pays(const Graph& g, const Node& n) {
+// Whether conv n qualifies on `threads` cores (see plan_winograd).
+bool winograd_pays(const Graph& g, const Node& n, int threads) {
   if (n.op != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1 || !g.is_constant(n.inputs[1])) return false;
   if (n.attr_int("group", 1) != 1) return false;
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
@@ -58,15 +60,16 @@ bool winograd_pays(const Graph& g, const Node& n) {
   if (y.shape[1] % y.layout.block != 0 || x.shape[1] % x.layout.block != 0) return false;
   for (int64_t p : n.attr_ints("pads", {0, 0, 0, 0}))
     if (p < 0 || p > 2) return false;
-  return ceil_tiles(y.shape[2]) * ceil_tiles(y.shape[3]) >= kWinogradMinTiles;
+  const double min_pixels = 8.0 * std::max(threads, 1) * kDirectConvFlopsPerCore / kWinogradWeightStreamBytesPerSecond;
+  return ceil_tiles(y.shape[2]) * ceil_tiles(y.shape[3]) >= kWinogradMinTiles && double(y.shape[2] * y.shape[3]) > min_pixels;
 }
 
 }  // namespace
 
-int plan_winograd(Graph& g) {
+int plan_winograd(Graph& g, int threads) {
   int marked = 0;
   for (Node& n : g.nodes) {
-    if (is_winograd_conv(n) || !winograd_pays(g, n)) continue;
+    if (is_winograd_conv(n) || !winograd_pays(g, n, threads)) continue;
     const std::string w = n.inputs[1], u = w + "::winograd4";
     if (!g.tensors.count(u)) {
       TensorInfo info{u, DType::Float32, {}, winograd_weights(*g.tensor(w).value), {}};

@@ -24,6 +24,19 @@ inline constexpr int kWinogradTile = 4;                      // m in F(m x m, 3 
 inline constexpr int kWinogradAlpha = 6;                     // input tile edge m + 3 - 1
 inline constexpr int64_t kWinogradMinTiles = 16;             // fewer output tiles: the direct conv is faster
 
+// Winograd's transformed weights hold 36 floats per channel pair, 4x the direct conv's 9, and in
+// a network (whose weights exceed the L3) they stream from memory once per run; the direct conv
+// is compute-bound. So Winograd pays only while streaming its weights takes less than the direct
+// conv computes on `threads` cores:
+//   144 Cin Cout / B  <  18 H W Cin Cout / (threads R)   <=>   H W > 8 threads R / B,
+// with B the rate at which the Winograd product streams its weights and R the direct conv's
+// rate per core, both measured on this project's machine (Zen 5, ResNet-50's 14x14x256 conv in
+// the network: Winograd 9.4 MB of weights in 0.76-0.81 ms on 2 threads, at most 12.4 GB/s;
+// direct 231 MFLOP in 1.20 ms on 1 thread). On 1 thread every conv with kWinogradMinTiles
+// tiles passes; on 2 the 14x14 convs run directly (0.63 against Winograd's 0.90 ms there).
+inline constexpr double kWinogradWeightStreamBytesPerSecond = 12.4e9;
+inline constexpr double kDirectConvFlopsPerCore = 193e9;
+
 // The transforms with interpolation points 0, +-1, +-2 and infinity.
 extern const float kWinogradBT[kWinogradAlpha][kWinogradAlpha];  // input:  V = BT d B
 extern const float kWinogradG[kWinogradAlpha][3];                // weight: U = G g GT
@@ -37,8 +50,9 @@ Tensor winograd_weights(const Tensor& w);
 
 // Marks every Conv of g that runs faster as Winograd: float32 [Cout, Cin, 3, 3] constant weight,
 // group 1, unit strides and dilations, explicit pads, 4-D input and output both channel-blocked
-// (plan_layouts ran), and at least kWinogradMinTiles output tiles. Returns how many it marked.
-// Idempotent: a marked conv is left alone.
-int plan_winograd(Graph& g);
+// (plan_layouts ran), at least kWinogradMinTiles output tiles, and enough output pixels that its
+// weights stream faster than the direct conv computes on `threads` cores (see above). Returns
+// how many it marked. Idempotent: a marked conv is left alone.
+int plan_winograd(Graph& g, int threads);
 
 }  // namespace ts

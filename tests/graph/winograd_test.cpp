@@ -1,6 +1,6 @@
 // The Winograd plan (graph/winograd.h): its transforms compute a 3x3 correlation exactly, it
 // marks the 3x3 stride-1 convs between blocked tensors that have enough tiles and no other, and
-// a marked conv keeps its FLOP count.
+// a marked conv keeps its FLOP count; which output sizes pay depends on the thread count.
 #include "graph/winograd.h"
 
 #include <gtest/gtest.h>
@@ -63,22 +63,38 @@ TEST(Winograd, PlanMarksTheConvsThatPay) {
   const std::map<std::string, test::AttrValue> same{{"pads", V{1, 1, 1, 1}}};
   Graph g = planned("wino_yes.onnx", 28, {48, 32, 3, 3}, same);
   const double flops_before = node_flops(g, g.nodes[1]);
-  EXPECT_EQ(plan_winograd(g), 1);
+  EXPECT_EQ(plan_winograd(g, 1), 1);
   const Node& n = g.nodes[1];
   EXPECT_TRUE(is_winograd_conv(n));
   EXPECT_EQ(g.tensor(n.inputs[1]).shape, (Shape{6, 6, 48, 32}));
   EXPECT_EQ(g.tensor(n.inputs[1]).layout, (Layout{2, 16}));
   EXPECT_FALSE(g.tensors.count("w1")) << "the original weight has no reader left";
   EXPECT_EQ(node_flops(g, n), flops_before);
-  EXPECT_EQ(plan_winograd(g), 0) << "idempotent";
+  EXPECT_EQ(plan_winograd(g, 1), 0) << "idempotent";
 
   // Not: 7x7 (4 tiles), stride 2, grouped, 1x1, a plain (unplanned) graph.
-  EXPECT_EQ(plan_winograd(g = planned("wino_small.onnx", 7, {48, 32, 3, 3}, same)), 0);
-  EXPECT_EQ(plan_winograd(g = planned("wino_s2.onnx", 28, {48, 32, 3, 3}, {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}})), 0);
-  EXPECT_EQ(plan_winograd(g = planned("wino_g2.onnx", 28, {48, 16, 3, 3}, {{"pads", V{1, 1, 1, 1}}, {"group", int64_t{2}}})), 0);
-  EXPECT_EQ(plan_winograd(g = planned("wino_1x1.onnx", 28, {48, 32, 1, 1}, {})), 0);
+  EXPECT_EQ(plan_winograd(g = planned("wino_small.onnx", 7, {48, 32, 3, 3}, same), 1), 0);
+  EXPECT_EQ(plan_winograd(g = planned("wino_s2.onnx", 28, {48, 32, 3, 3}, {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}}), 1), 0);
+  EXPECT_EQ(plan_winograd(g = planned("wino_g2.onnx", 28, {48, 16, 3, 3}, {{"pads", V{1, 1, 1, 1}}, {"group", int64_t{2}}}), 1), 0);
+  EXPECT_EQ(plan_winograd(g = planned("wino_1x1.onnx", 28, {48, 32, 1, 1}, {}), 1), 0);
   Graph plain = test::import_model((test::temp_dir() / "wino_yes.onnx").string());
-  EXPECT_EQ(plan_winograd(plain), 0);
+  EXPECT_EQ(plan_winograd(plain, 1), 0);
+}
+
+TEST(Winograd, PlanWeighsTheWeightStreamAgainstTheThreads) {
+  // A 14x14 output (196 pixels) pays on 1 thread and not on 2: the direct conv computes twice
+  // as fast there, while Winograd's 4x larger weights stream no faster. 28x28 pays on both.
+  const std::map<std::string, test::AttrValue> same{{"pads", V{1, 1, 1, 1}}};
+  const double min_pixels_2 = 16 * kDirectConvFlopsPerCore / kWinogradWeightStreamBytesPerSecond;
+  ASSERT_GT(min_pixels_2, 14 * 14);
+  ASSERT_LT(min_pixels_2 / 2, 14 * 14);
+  Graph g = planned("wino_14.onnx", 14, {48, 32, 3, 3}, same);
+  Graph g2 = g;
+  EXPECT_EQ(plan_winograd(g2, 2), 0);
+  EXPECT_FALSE(is_winograd_conv(g2.nodes[1]));
+  EXPECT_EQ(plan_winograd(g, 1), 1);
+  EXPECT_EQ(plan_winograd(g = planned("wino_28.onnx", 28, {48, 32, 3, 3}, same), 2), 1);
+  EXPECT_EQ(plan_winograd(g = planned("wino_28b.onnx", 28, {48, 32, 3, 3}, same), 8), 0) << "8 cores: 784 pixels do not pay";
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ TEST(WinogradConv, ComputesWhatTheDirectConvComputes) {
     Graph direct = test::import_model(path);
     plan_layouts(direct, 16);
     Graph wino = direct;
-    ASSERT_EQ(plan_winograd(wino), 1) << what;
+    ASSERT_EQ(plan_winograd(wino, 1), 1) << what;
     const Tensor x = test::rand_f32({c.n, c.cin, c.h, c.w}, 9);
     const Tensor a = run(direct, x), b = run(wino, x);
     ASSERT_EQ(a.shape, b.shape) << what;

@@ -43,7 +43,7 @@ TEST(WinogradSchedule, TileFitsTheRowAndTheRegisters) {
 TEST(WinogradSchedule, VariantsComputeWhatTheRuleComputes) {
   Graph g = test::import_model(test::save_conv_chain("wino_sched.onnx", 16, 32, 48, 14, 14));
   plan_layouts(g, 16);
-  ASSERT_EQ(plan_winograd(g), 1);
+  ASSERT_EQ(plan_winograd(g, 1), 1);
   Workload w;
   for (const auto& wl : partition_graph(g).workloads)
     if (wl.name == "Conv+Relu") w = wl;
