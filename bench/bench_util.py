@@ -85,6 +85,7 @@ def geomean(values):
 def write_tables(rows, out_dir, stem, summary=None):
     """Writes rows (dicts with the same keys) to out_dir/stem.csv and out_dir/stem.md; summary, a
     list of dicts with the same keys as each other, goes under the Markdown table as its own table."""
+    os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, stem + ".csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
