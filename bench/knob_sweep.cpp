@@ -69,8 +69,9 @@ int sweep(int argc, char** argv) {
     std::cerr << "usage: bench_knob_sweep MODEL KEY|all THREADS [ROUNDS] [KNOBS_JSON ...]\n";
     return 2;
   }
+  const int threads = std::atoi(argv[3]);
   ts::LoadOptions lo;
-  lo.threads = std::atoi(argv[3]);  // Winograd planned as `run --threads` plans it
+  lo.threads = threads;  // Winograd planned as `run --threads` plans it
   const ts::Graph g = ts::load_model(argv[1], lo);
   const ts::Partition p = ts::partition_graph(g);
   if (std::string(argv[2]) == "all") {  // every workload's plan, nothing measured
@@ -94,7 +95,7 @@ int sweep(int argc, char** argv) {
   for (int i = 5; i < argc; i++) variants.push_back(recipe_of_json(argv[i]));
   if (variants.empty()) variants = single_knob_changes(space);
   ts::MeasureOptions mo;
-  mo.threads = std::atoi(argv[3]);
+  mo.threads = threads;
   mo.repeats = 20;
   mo.warmup = 3;
   ts::Measurer m(*it, mo);
