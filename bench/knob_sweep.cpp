@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -98,6 +99,7 @@ int sweep(int argc, char** argv) {
   mo.threads = threads;
   mo.repeats = 20;
   mo.warmup = 3;
+  if (const char* warm = std::getenv("WARM_WEIGHTS"); warm && std::string(warm) == "1") mo.cold_weights = false;
   ts::Measurer m(*it, mo);
   std::vector<ts::Schedule> batch{ts::DefaultKnobSpace::recipe({})};
   batch.insert(batch.end(), variants.begin(), variants.end());

@@ -1,5 +1,7 @@
 #include "graph/layout_plan.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
 
 #include "graph/workload.h"  // is_fusable_elementwise
@@ -47,6 +49,58 @@ bool blocked_consumer(const Graph& g, const Node& n, const std::string& t) {
   if (n.op == "Concat") return n.attr_int("axis", 0) == 1;
   if (is_fusable_elementwise(n.op)) return n.outputs.size() == 1 && g.tensor(n.outputs[0]).shape == g.tensor(t).shape;
   return pads_spatial_only(g, n) && n.inputs[0] == t;
+}
+
+// The rows (M) and columns (N) of a MatMul or Gemm whose B is a float32 2-D constant, and whether
+// B is stored [N, K] already; nullopt for any other node.
+struct MatmulShape {
+  int64_t m = 0, n = 0;
+  bool b_nk = false;
+};
+std::optional<MatmulShape> constant_b_matmul(const Graph& g, const Node& n) {
+  if ((n.op != "MatMul" && n.op != "Gemm") || n.inputs.size() < 2 || n.inputs[1].empty() || !g.is_constant(n.inputs[1]))
+    return std::nullopt;
+  const TensorInfo& a = g.tensor(n.inputs[0]);
+  const TensorInfo& b = g.tensor(n.inputs[1]);
+  if (b.dtype != DType::Float32 || b.shape.size() != 2 || a.shape.size() < 2) return std::nullopt;
+  MatmulShape s;
+  if (n.op == "Gemm") {
+    s.m = n.attr_int("transA", 0) ? a.shape[1] : a.shape[0];
+    s.b_nk = n.attr_int("transB", 0) != 0;
+  } else {
+    s.m = num_elements(a.shape) / std::max<int64_t>(a.shape.back(), 1);  // every row of every batch meets the one B
+    s.b_nk = n.attr_int(kTransposedBAttr, 0) != 0;
+  }
+  s.n = s.b_nk ? b.shape[0] : b.shape[1];
+  return s;
+}
+
+// Stores the constant B of every MatMul / Gemm that qualifies (header) as [N, K] panels.
+int plan_matmul_panels(Graph& g, int64_t panel) {
+  int planned = 0;
+  for (Node& n : g.nodes) {
+    const auto s = constant_b_matmul(g, n);
+    // Matrix-vector products (M <= 4) read B along k as it is (lower/gemm.cpp's dot form).
+    if (!s || s->m <= 4 || s->n % panel != 0) continue;
+    std::string b = n.inputs[1];
+    if (g.consumers(b).size() != 1) continue;  // shared weights keep their one layout
+    if (!s->b_nk) {
+      const Tensor& kn = *g.tensor(b).value;
+      const int64_t K = kn.shape[0], N = kn.shape[1];
+      Tensor nk(DType::Float32, {N, K});
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) nk.data<float>()[j * K + k] = kn.data<float>()[k * N + j];
+      const std::string t = b + "::nk";
+      g.tensors[t] = TensorInfo{t, DType::Float32, nk.shape, nk, {}};
+      if (std::find(g.outputs.begin(), g.outputs.end(), b) == g.outputs.end()) g.tensors.erase(b);
+      n.inputs[1] = b = t;
+      if (n.op == "Gemm") n.attrs["transB"] = Attribute{int64_t{1}};
+      else n.attrs[kTransposedBAttr] = Attribute{int64_t{1}};
+    }
+    g.tensor(b).layout = Layout{0, panel};
+    planned++;
+  }
+  return planned;
 }
 
 }  // namespace
@@ -120,6 +174,7 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
       g.tensor(t).layout = Layout{0, b};
       stats.packed_weights++;
     }
+  stats.matmul_panels = plan_matmul_panels(g, 2 * block);
   return stats;
 }
 

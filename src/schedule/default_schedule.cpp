@@ -175,7 +175,7 @@ void schedule_root(Halide::Func f, const Halide::Target& target, const DefaultSt
 // A streamed plain matmul's update (default_tile.cpp plan_matmul_streaming): r holds every row of
 // a column panel; its rows split in register tiles run inside blocks of K, and the panel's block
 // of B is copied contiguous once per block (into a wrapper of the Func r reads B through, which
-// only r calls: the workload's other stages may read B too).
+// only r calls: the workload's other stages may read B too) unless B is stored in panels.
 void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePlan& p) {
   const std::vector<Halide::Var> ra = r.args();
   Halide::Stage st = r.update(0);
@@ -189,8 +189,9 @@ void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePla
     if (d != f.u) order.push_back(ra[d]);
   st.reorder(order).vectorize(ra[0]).unroll(ri);
   std::optional<Function> b;
-  tile_weights(r.function(), ra[f.u].name(), &b);
-  if (!b) return;
+  const auto weights = tile_weights(r.function(), ra[f.u].name(), &b);
+  // A panel-packed B (graph/layout_plan.h, 3 dimensions) is contiguous per block already.
+  if (!b || (weights && weights->dimensions() > 2)) return;
   Halide::Func staged = Halide::Func(*b).in(r);
   staged.compute_at(r, ko);
   if (!staged.args().empty()) staged.vectorize(staged.args()[0], f.V, Halide::TailStrategy::GuardWithIf);

@@ -85,21 +85,32 @@ int vector_width_for(int64_t extent, int native) {
 
 // Whether every load of reduction r that depends on its vector loop x uses x in the callee's
 // innermost dimension only (a dense or strided row, not a gather across rows: a matmul's B
-// read transposed is a gather, and wider tiles only gather more).
-bool loads_dense_along_x(const Function& r) {
+// read transposed is a gather, and wider tiles only gather more), or also as x / c in outer
+// dimensions (a panel-packed B, graph/layout_plan.h: dense within panels of c columns). `panel`
+// gets the smallest such c (0: none).
+bool loads_dense_along_x(const Function& r, int64_t& panel) {
   struct Visitor : Halide::Internal::IRGraphVisitor {
     std::string x, self;
     bool dense = true;
+    int64_t panel = 0;
     using IRGraphVisitor::visit;
     void visit(const Halide::Internal::Call* op) override {
       if (is_load(op, self))
-        for (size_t i = 1; i < op->args.size(); i++) dense = dense && !Halide::Internal::expr_uses_var(op->args[i], x);
+        for (size_t i = 1; i < op->args.size(); i++) {
+          if (!Halide::Internal::expr_uses_var(op->args[i], x)) continue;
+          const auto* div = op->args[i].as<Halide::Internal::Div>();
+          const auto* var = div ? div->a.as<Halide::Internal::Variable>() : nullptr;
+          const int64_t* c = div ? Halide::Internal::as_const_int(div->b) : nullptr;
+          if (var && var->name == x && c && *c > 1) panel = panel ? std::min(panel, *c) : *c;
+          else dense = false;
+        }
       IRGraphVisitor::visit(op);
     }
   } v;
   v.x = r.args()[0];
   v.self = r.name();
   for (const auto& e : r.update(0).values()) e.accept(&v);
+  panel = v.panel;
   return v.dense;
 }
 
@@ -203,15 +214,20 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   // Plain layouts: rows at least 4 vectors wide (a matmul's output columns) take 2 vectors per
   // tile and 8 rows of the reuse loop, 16 accumulators (12 rows over a long dot product, below);
   // others 1 vector.
-  if (!f.blocked && u >= 0 && f.dense_x) p.X = clamp_knob(k.vectors, ext[0] >= 4 * f.V ? 2 : 1, 1, std::min<int64_t>(4, ext[0] / f.V));
+  // A panel-packed B caps the tile at one panel's vectors (wider ones would gather).
+  if (!f.blocked && u >= 0 && f.dense_x) {
+    const int64_t most = std::min<int64_t>({4, ext[0] / f.V, f.x_panel ? f.x_panel / f.V : 4});
+    p.X = clamp_knob(k.vectors, static_cast<int>(std::min<int64_t>(ext[0] >= 4 * f.V ? 2 : 1, most)), 1, most);
+  }
   // A plain tile of 2 vectors whose B does not fit in L2 (one reduction loop, weights of more
   // than kDefaultL2Bytes: a Transformer's 512 x 2048 and 2048 x 512 matmuls stream their 4 MB B
   // from L3) takes 12 rows: 24 accumulators, 14 loads per step for 24 FMAs instead of 10 for 16.
   // Measured on Zen 5 (bench_knob_sweep, 1 / 2 threads): 1.27 / 1.21x and 1.17 / 1.16x on those,
   // 1.05 / 1.01x on a 512 x 1536 B (3 MB); a 512 x 512 B (1 MB, from L2) ran 1-7% slower in
   // three sweeps and 4% faster in one, so it keeps 8 rows; the
-  // 64- and 128-deep attention matmuls run from L1 at over 90% of peak with 8 rows.
-  const bool b_beyond_l2 = f.rvar_ext.size() == 1 && f.weight_bytes > kDefaultL2Bytes;
+  // 64- and 128-deep attention matmuls run from L1 at over 90% of peak with 8 rows. A
+  // panel-packed B (contiguous per tile) keeps 8 rows: on those two, 1.00-1.08x of 12 rows.
+  const bool b_beyond_l2 = f.rvar_ext.size() == 1 && f.weight_bytes > kDefaultL2Bytes && f.x_panel == 0;
   if (u >= 0) {
     const int64_t plain_rows = b_beyond_l2 && p.X == 2 ? 12 : 8;
     const int vectors = p.pair_blocks ? p.Vt / 2 : p.Vt * p.X;
@@ -281,10 +297,12 @@ void plan_outer_loops(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
 // is beyond L2 and K is at least kMinStreamedK. Measured on the Transformer's 128-row matmuls
 // (bench_knob_sweep, 1 thread, Zen 5): K = 2048 (B 4 MB) 2.01-2.12 -> 1.50 ms, with blocks of
 // 128 or 256 alike; K = 512 ran 5-18% slower streamed (A's 256 KB stays in L2 unstreamed).
+// A panel-packed B is contiguous per tile already: streamed, K = 2048 ran 1.55 ms against 1.42
+// unstreamed with B evicted before each run (as in a network), 1.34 against 1.37 with B cached.
 constexpr int64_t kMatmulKBlock = 128;
 constexpr int64_t kMinStreamedK = 1024;
 void plan_matmul_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
-  const bool rule = f.weight_bytes > kDefaultL2Bytes && f.rvar_ext[0] >= kMinStreamedK;
+  const bool rule = f.weight_bytes > kDefaultL2Bytes && f.rvar_ext[0] >= kMinStreamedK && f.x_panel == 0;
   // The row tiles are p.outer[0] when columns are outer, never fused (plan_outer_loops fuses
   // from outer[1] out), so r can be computed outside them.
   if (!p.columns_outer || f.u < 0 || p.outer.size() < 2 || p.outer[0].extent < 2 || !clamp_knob(k.stream, rule, 0, 1))
@@ -378,7 +396,8 @@ std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r
   f.streams_input = f.blocked && f.u < 0;
   if (f.blocked && f.u < 0 && f.ext[1] >= 2) f.u = 1;
   f.v = f.blocked && f.u >= 0 ? block_loop(rf, f.ext) : -1;
-  f.dense_x = loads_dense_along_x(rf);
+  f.dense_x = loads_dense_along_x(rf, f.x_panel);
+  if (f.x_panel % f.V != 0) f.dense_x = false;  // a vector would straddle two panels
   for (const auto& rv : rf.update(0).schedule().rvars()) {
     const int64_t* e = Halide::Internal::as_const_int(Halide::Internal::simplify(rv.extent));
     f.rvar_ext.push_back(e ? *e : 0);

@@ -52,6 +52,7 @@ struct TileFacts {
   int u = -1;                     // the reuse loop (a conv's columns, a matmul's rows); -1 = none
   int v = -1;                     // the output-channel block loop of a blocked reduction; -1 = none
   bool dense_x = false;           // every x-dependent load is dense along x (wider plain tiles pay)
+  int64_t x_panel = 0;            // dense only within panels of this many x (a panel-packed B), 0 = no limit
   std::vector<int64_t> rvar_ext;  // r's reduction loops' extents, innermost first (0 = not constant)
   int64_t work = 0;               // points x reduction iterations
   int64_t weight_bytes = 0;       // bytes of the input every column of a tile shares (a conv's weights), 0 = none

@@ -87,6 +87,71 @@ TEST(LayoutPlan, KeysCarryLayoutsAndBlockedCodeMatchesPlainJit) {
   EXPECT_TRUE(c.ok) << c.message;
 }
 
+// Matmuls of more than 4 rows with a constant B whose N is a multiple of 32 (the panel of two
+// 16-lane vectors) store B as [N, K] panels; the others keep theirs. Compiled, the panelled
+// workloads compute what the plain graph's JIT does.
+TEST(LayoutPlan, StoresConstantMatmulWeightsAsPanels) {
+  Graph plain = [] {
+    OnnxBuilder m(13);
+    m.input("x", DType::Float32, {2, 10, 24})
+        .input("m", DType::Float32, {8, 24})
+        .input("v", DType::Float32, {2, 24})
+        .initializer("b_mm", test::rand_f32({24, 64}, 11))
+        .initializer("b_gemm", test::rand_f32({24, 32}, 12))
+        .initializer("b_gemv", test::rand_f32({24, 32}, 13))
+        .initializer("b_odd", test::rand_f32({64, 40}, 14))
+        .node("MatMul", {"x", "b_mm"}, {"y_mm"})
+        .node("Relu", {"y_mm"}, {"r"})
+        .node("MatMul", {"r", "b_odd"}, {"y_odd"})
+        .node("Gemm", {"m", "b_gemm"}, {"y_gemm"}, {{"alpha", 0.5}})
+        .node("Gemm", {"v", "b_gemv"}, {"y_gemv"})
+        .output("y_odd")
+        .output("y_gemm")
+        .output("y_gemv");
+    return test::import_model(m.save("matmuls.onnx"));
+  }();
+  Graph g = plain;
+  const LayoutPlanStats st = plan_layouts(g, 16);
+  EXPECT_EQ(st.matmul_panels, 2);
+  const Node& mm = g.nodes[0];
+  ASSERT_EQ(mm.op, "MatMul");
+  EXPECT_EQ(mm.attr_int(kTransposedBAttr, 0), 1);
+  const TensorInfo& bmm = g.tensor(mm.inputs[1]);
+  EXPECT_EQ(bmm.shape, (Shape{64, 24}));
+  EXPECT_EQ(bmm.layout, (Layout{0, 32}));
+  // B[k = 5][n = 33] is now B[n = 33][k = 5].
+  EXPECT_EQ(bmm.value->data<float>()[33 * 24 + 5], plain.tensor("b_mm").value->data<float>()[5 * 64 + 33]);
+  EXPECT_FALSE(g.tensors.count("b_mm"));
+  const Node& gemm = g.nodes[3];
+  ASSERT_EQ(gemm.op, "Gemm");
+  EXPECT_EQ(gemm.attr_int("transB", 0), 1);
+  EXPECT_EQ(g.tensor(gemm.inputs[1]).layout, (Layout{0, 32}));
+  // N = 40 and a 2-row matrix-vector product keep plain [K, N] / their own form.
+  EXPECT_EQ(g.nodes[2].attr_int(kTransposedBAttr, 0), 0);
+  EXPECT_FALSE(g.tensor("b_odd").layout.blocked());
+  EXPECT_FALSE(g.tensor(g.nodes[4].inputs[1]).layout.blocked());
+  // Idempotent: the second plan transposes nothing again.
+  EXPECT_EQ(plan_layouts(g, 16).matmul_panels, 2);
+  EXPECT_EQ(g.tensor(mm.inputs[1]).shape, (Shape{64, 24}));
+  EXPECT_EQ(g.tensor(mm.inputs[1]).value->data<float>()[33 * 24 + 5], plain.tensor("b_mm").value->data<float>()[5 * 64 + 33]);
+
+  const Partition p = partition_graph(g);
+  bool panel_key = false;
+  for (const auto& w : p.workloads) panel_key |= w.exact_key.find("@0c32") != std::string::npos;
+  EXPECT_TRUE(panel_key);
+  auto in = random_inputs(plain, 7);
+  const auto want = GraphRunner(plain).run(in);
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(g, opts);
+  const auto got = m.run(in);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); i++) {
+    const Comparison c = compare_tensors(got[i], want[i], 1e-4, 1e-5);
+    EXPECT_TRUE(c.ok) << g.outputs[i] << ": " << c.message;
+  }
+}
+
 TEST(Layout, PackAndUnpackRoundTrip) {
   const Tensor t = test::rand_f32({2, 32, 3, 5}, 9);
   const Layout l{1, 16};

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "graph/layout_plan.h"
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
 #include "schedule/default_knobs.h"
@@ -84,6 +85,33 @@ TEST(DefaultTile, MatmulsWithALongKAndABeyondL2BlockK) {
   const std::string stmt = lowered_statement(longk, {});
   EXPECT_NE(stmt.find("_ko, 0, 8)"), std::string::npos) << "no loop over 8 blocks of K";
   EXPECT_NE(stmt.find("[float32 * 32 * 128]"), std::string::npos) << "no staged 32 x 128 block of B";
+}
+
+TEST(DefaultTile, PanelPackedBKeepsEightRowsAndStreamsUnblocked) {
+  // The layout plan stores the 4 MB B as [N / 32][K][32] panels (graph/layout_plan.h): dense
+  // within a panel, so tiles stay 2 vectors wide (4 would straddle panels), 8 rows, and K is not
+  // blocked: each tile's slab of B is contiguous already.
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {64, 1024}).initializer("w", test::rand_f32({1024, 1024}, 5)).node("MatMul", {"x", "w"}, {"y"}).output("y");
+  Graph g = test::import_model(b.save("tile_mm_panels.onnx"));
+  ASSERT_EQ(plan_layouts(g, 16).matmul_panels, 1);
+  const Workload w = partition_graph(g).workloads.at(0);
+  const TileFacts f = only_tile(w);
+  EXPECT_TRUE(f.dense_x);
+  EXPECT_EQ(f.x_panel, 32);
+  const TilePlan p = plan_tile(f, {});
+  EXPECT_EQ(p.X, 2);
+  EXPECT_EQ(p.U, 8);
+  EXPECT_EQ(p.k_block, 0);
+  DefaultKnobs wide;
+  wide.vectors = 4;
+  EXPECT_EQ(plan_tile(f, wide).X, 2);
+  DefaultKnobs on;
+  on.stream = 1;  // the knob still blocks K, without staging B
+  EXPECT_EQ(plan_tile(f, on).k_block, 128);
+  const std::string stmt = lowered_statement(w, on);
+  EXPECT_NE(stmt.find("_ko, 0, 8)"), std::string::npos) << "no loop over 8 blocks of K";
+  EXPECT_EQ(stmt.find("[float32 * 32 * 128]"), std::string::npos) << "B's block staged although contiguous";
 }
 
 TEST(DefaultTile, KBlockedMatmulsComputeWhatUnblockedOnesDo) {
