@@ -165,6 +165,143 @@ std::optional<std::vector<int64_t>> reduce_axes(const Graph& g, const Node& n, i
 
 }  // namespace
 
+namespace {
+
+// Matches fuse_layer_norm's pattern (passes.h) over the graph's producer / consumer maps.
+class LayerNormMatcher {
+ public:
+  explicit LayerNormMatcher(const Graph& g) : g_(g) {
+    for (size_t k = 0; k < g.nodes.size(); k++)
+      for (const auto& o : g.nodes[k].outputs)
+        if (!o.empty()) producer_[o] = k;
+  }
+
+  struct Match {
+    std::vector<size_t> nodes;  // the pattern's nodes; the last one writes `out`
+    std::string x, gamma, beta, out, name;
+    int64_t axis = 0;
+    double eps = 0;
+  };
+
+  // The pattern whose variance ReduceMean is node k.
+  std::optional<Match> at(size_t k) const {
+    Match m;
+    const Node& var = g_.nodes[k];
+    std::vector<int64_t> axes;
+    const Node* pow = reduce_mean_of(var, axes) ? producer_of(var.inputs[0]) : nullptr;
+    if (!pow || pow->op != "Pow" || !is_scalar_const(pow->inputs[1], 2.0)) return std::nullopt;
+    const Node* sub = producer_of(pow->inputs[0]);
+    if (!sub || sub->op != "Sub") return std::nullopt;
+    const Node* mean = producer_of(sub->inputs[1]);
+    std::vector<int64_t> mean_axes;
+    if (!mean || !reduce_mean_of(*mean, mean_axes) || mean_axes != axes || mean->inputs[0] != sub->inputs[0]) return std::nullopt;
+    m.x = sub->inputs[0];
+    const int64_t rank = static_cast<int64_t>(g_.tensor(m.x).shape.size());
+    for (size_t i = 0; i < axes.size(); i++)
+      if (axes[i] != rank - static_cast<int64_t>(axes.size() - i)) return std::nullopt;  // the last axes only
+    m.axis = rank - static_cast<int64_t>(axes.size());
+    const Node* add_eps = only_consumer(var.outputs[0], "Add");
+    const std::string* eps = add_eps ? other_input(*add_eps, var.outputs[0]) : nullptr;
+    if (!eps || !g_.is_constant(*eps) || g_.tensor(*eps).value->size() != 1) return std::nullopt;
+    m.eps = g_.tensor(*eps).value->to_f64_vector().at(0);
+    const Node* sqrt = only_consumer(add_eps->outputs[0], "Sqrt");
+    const Node* div = sqrt ? only_consumer(sqrt->outputs[0], "Div") : nullptr;
+    if (!div || div->inputs[0] != sub->outputs[0] || div->inputs[1] != sqrt->outputs[0]) return std::nullopt;
+    // d feeds the Pow and the Div only; the mean the Sub only; the squares the ReduceMean only.
+    if (g_.consumers(sub->outputs[0]).size() != 2 || !only_consumer(mean->outputs[0], "Sub") ||
+        !only_consumer(pow->outputs[0], "ReduceMean"))
+      return std::nullopt;
+    m.nodes = {index(*mean), index(*sub), index(*pow), k, index(*add_eps), index(*sqrt), index(*div)};
+    m.out = div->outputs[0];
+    m.name = mean->name;
+    if (const Node* mul = only_consumer(m.out, "Mul"); mul && affine_operand(*mul, m.out, m.x)) {
+      m.gamma = *other_input(*mul, m.out);
+      m.nodes.push_back(index(*mul));
+      m.out = mul->outputs[0];
+    }
+    if (const Node* add = only_consumer(m.out, "Add"); add && affine_operand(*add, m.out, m.x)) {
+      m.beta = *other_input(*add, m.out);
+      m.nodes.push_back(index(*add));
+      m.out = add->outputs[0];
+    }
+    for (size_t i = 0; i + 1 < m.nodes.size(); i++)
+      if (is_graph_output(g_, g_.nodes[m.nodes[i]].outputs[0])) return std::nullopt;
+    return m;
+  }
+
+ private:
+  bool reduce_mean_of(const Node& n, std::vector<int64_t>& axes) const {
+    if (n.op != "ReduceMean" || n.inputs.empty() || n.outputs.size() != 1 || n.attr_int("keepdims", 1) == 0) return false;
+    const TensorInfo& x = g_.tensor(n.inputs[0]);
+    if (x.dtype != DType::Float32 || x.shape.empty()) return false;
+    const auto a = reduce_axes(g_, n, static_cast<int64_t>(x.shape.size()));
+    if (!a || a->empty()) return false;
+    axes = *a;
+    return true;
+  }
+  bool is_scalar_const(const std::string& t, double v) const {
+    return g_.is_constant(t) && g_.tensor(t).value->size() == 1 && g_.tensor(t).value->to_f64_vector().at(0) == v;
+  }
+  // A constant operand of the affine Mul / Add whose shape is the normalized axes' (or fewer).
+  bool affine_operand(const Node& n, const std::string& y, const std::string& x) const {
+    const std::string* c = other_input(n, y);
+    if (!c || !g_.is_constant(*c) || n.outputs.size() != 1) return false;
+    const Shape &cs = g_.tensor(*c).shape, &xs = g_.tensor(x).shape;
+    return cs.size() <= xs.size() && g_.tensor(n.outputs[0]).shape == xs && g_.tensor(*c).dtype == DType::Float32;
+  }
+  const Node* producer_of(const std::string& t) const {
+    auto it = producer_.find(t);
+    return it == producer_.end() ? nullptr : &g_.nodes[it->second];
+  }
+  const Node* only_consumer(const std::string& t, const std::string& op) const {
+    const auto c = g_.consumers(t);
+    return c.size() == 1 && g_.nodes[c[0]].op == op ? &g_.nodes[c[0]] : nullptr;
+  }
+  static const std::string* other_input(const Node& n, const std::string& t) {
+    if (n.inputs.size() != 2) return nullptr;
+    if (n.inputs[0] == t) return &n.inputs[1];
+    if (n.inputs[1] == t) return &n.inputs[0];
+    return nullptr;
+  }
+  size_t index(const Node& n) const { return static_cast<size_t>(&n - g_.nodes.data()); }
+
+  const Graph& g_;
+  std::map<std::string, size_t> producer_;
+};
+
+}  // namespace
+
+int fuse_layer_norm(Graph& g) {
+  int done = 0;
+  for (bool again = true; again;) {
+    again = false;
+    const LayerNormMatcher matcher(g);
+    for (size_t k = 0; k < g.nodes.size() && !again; k++) {
+      const auto m = matcher.at(k);
+      if (!m) continue;
+      Node ln;
+      ln.name = m->name;
+      ln.op = "LayerNormalization";
+      ln.inputs = {m->x, m->gamma, m->beta};
+      while (!ln.inputs.empty() && ln.inputs.back().empty()) ln.inputs.pop_back();
+      ln.outputs = {m->out};
+      ln.attrs["axis"] = Attribute{m->axis};
+      ln.attrs["epsilon"] = Attribute{m->eps};
+      // The norm takes the place of its last node (its inputs are all defined by then).
+      const std::set<size_t> gone(m->nodes.begin(), m->nodes.end());
+      std::vector<Node> kept;
+      for (size_t i = 0; i < g.nodes.size(); i++) {
+        if (i == m->nodes.back()) kept.push_back(ln);
+        else if (!gone.count(i)) kept.push_back(std::move(g.nodes[i]));
+      }
+      g.nodes = std::move(kept);
+      done++;
+      again = true;
+    }
+  }
+  return done;
+}
+
 int reduce_mean_to_global_pool(Graph& g) {
   int done = 0;
   std::vector<Node> out;
@@ -229,6 +366,7 @@ void run_default_passes(Graph& g) {
   remove_identity_ops(g);
   fold_batchnorm_into_conv(g);
   pretranspose_gemm_weights(g);
+  fuse_layer_norm(g);
   reduce_mean_to_global_pool(g);
   remove_dead_nodes(g);
 }

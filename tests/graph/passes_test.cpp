@@ -126,6 +126,63 @@ TEST(Passes, ReduceMeanOverSpatialAxesBecomesAGlobalPool) {
   }
 }
 
+// PyTorch's layer_norm as exported before opset 17, over `axes` of x [2, 6, 8]; `affine` adds the
+// Mul by gamma and Add of beta; `leak` makes x - mean a graph output too.
+std::string decomposed_layer_norm(const std::vector<int64_t>& axes, bool affine, bool leak, const std::string& file) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {2, 6, 8})
+      .initializer("two", Tensor::scalar_f32(2.0f))
+      .initializer("eps", Tensor::scalar_f32(1e-5f))
+      .initializer("gamma", test::rand_f32({8}, 3))
+      .initializer("beta", test::rand_f32({8}, 4))
+      .node("ReduceMean", {"x"}, {"m"}, {{"axes", axes}})
+      .node("Sub", {"x", "m"}, {"d"})
+      .node("Pow", {"d", "two"}, {"p"})
+      .node("ReduceMean", {"p"}, {"v"}, {{"axes", axes}})
+      .node("Add", {"v", "eps"}, {"ve"})
+      .node("Sqrt", {"ve"}, {"s"})
+      .node("Div", {"d", "s"}, {affine ? "n" : "y"});
+  if (affine) b.node("Mul", {"n", "gamma"}, {"g"}).node("Add", {"beta", "g"}, {"y"});
+  b.output("y");
+  if (leak) b.output("d");
+  return b.save(file);
+}
+
+TEST(Passes, FusesTheLayerNormExportersSpellOut) {
+  struct Case {
+    std::vector<int64_t> axes;
+    bool affine, leak;
+    std::vector<std::string> ops;
+    int64_t axis;
+  };
+  const std::vector<Case> cases = {
+      {{-1}, true, false, {"LayerNormalization"}, 2},
+      {{1, 2}, false, false, {"LayerNormalization"}, 1},
+      {{-1}, true, true, {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}, 0},
+      {{1}, false, false, {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div"}, 0}};
+  for (size_t k = 0; k < cases.size(); k++) {
+    const Case& c = cases[k];
+    Graph before = import_raw(decomposed_layer_norm(c.axes, c.affine, c.leak, fmt::format("layer_norm{}.onnx", k)));
+    Graph after = before;
+    const int fused = c.ops.size() == 1 ? 1 : 0;
+    EXPECT_EQ(fuse_layer_norm(after), fused) << k;
+    EXPECT_EQ(fuse_layer_norm(after), 0) << k;  // idempotent
+    std::vector<std::string> ops;
+    for (const auto& n : after.nodes) ops.push_back(n.op);
+    EXPECT_EQ(ops, c.ops) << k;
+    if (fused) {
+      const Node& ln = after.nodes[0];
+      EXPECT_EQ(ln.attr_int("axis", -1), c.axis) << k;
+      EXPECT_NEAR(ln.attr_float("epsilon", 0), 1e-5, 1e-9) << k;
+      EXPECT_EQ(ln.inputs, (c.affine ? std::vector<std::string>{"x", "gamma", "beta"} : std::vector<std::string>{"x"})) << k;
+      EXPECT_EQ(ln.outputs, std::vector<std::string>{"y"}) << k;
+    }
+    std::map<std::string, Tensor> in = {{"x", test::rand_f32({2, 6, 8}, 9)}};
+    auto cmp = compare_tensors(GraphRunner(after).run(in)[0], GraphRunner(before).run(in)[0], 1e-4, 1e-5);
+    EXPECT_TRUE(cmp.ok) << k << ": " << cmp.message;
+  }
+}
+
 TEST(Passes, RemovesDropoutAndDeadNodes) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {4})
