@@ -118,13 +118,13 @@ LowerFn softmax(bool log) {
     ReduceSpec s = spec_over(x, axes);
     const Halide::Type t = x.type();
     // Subtracting the max keeps exp() in range.
-    LTensor mx = reduce_tensor(c.name("_max"), s, fconst(t, -std::numeric_limits<double>::infinity()),
+    LTensor mx = reduce_last_axis(c.name("_max"), s, fconst(t, -std::numeric_limits<double>::infinity()),
                                [](Expr a, Expr b) { return Halide::max(a, b); },
                                [&](const Idx& i) { return x.at(i); });
     // Strict: Halide compiles float ops with LLVM's no-NaN flag, under which a NaN input's
     // is_nan test inside ts_exp could be folded away; ONNX Runtime makes a row with a NaN all NaN.
     auto shifted_at = [&](const Idx& i) { return Halide::strict_float(x.at(i) - read_reduced(mx, i, axes)); };
-    LTensor sum = reduce_tensor(c.name("_expsum"), s, fconst(t, 0), [](Expr a, Expr b) { return a + b; },
+    LTensor sum = reduce_last_axis(c.name("_expsum"), s, fconst(t, 0), [](Expr a, Expr b) { return a + b; },
                                 [&](const Idx& i) { return ts_exp(shifted_at(i)); });
     return std::vector<LTensor>{c.output([&](const Idx& i) {
       Expr shifted = shifted_at(i);

@@ -48,6 +48,32 @@ LTensor reduce_tensor(const std::string& name, const ReduceSpec& spec, Expr init
   return out;
 }
 
+LTensor reduce_last_axis(const std::string& name, const ReduceSpec& spec, Expr init,
+                         const std::function<Expr(Expr, Expr)>& combine, const std::function<Expr(const Idx&)>& value) {
+  const int rank = static_cast<int>(spec.in_shape.size());
+  const int64_t K = rank > 0 ? spec.in_shape.back() : 0;
+  if (rank == 0 || spec.axes != std::set<int>{rank - 1} || !spec.keepdims || K < 2 * kReduceLanes || K % kReduceLanes)
+    return reduce_tensor(name, spec, init, combine, value);
+  const int L = static_cast<int>(kReduceLanes);
+  // Partials: [..., K / L, L] reduced over its axis rank - 1 (keepdims: [..., 1, L]).
+  ReduceSpec lanes = spec;
+  lanes.in_shape.back() = K / L;
+  lanes.in_shape.push_back(L);
+  const LTensor part = reduce_tensor(name + "_lanes", lanes, init, combine, [&](const Idx& i) {
+    Idx j(i.begin(), i.end() - 1);
+    j.back() = i[rank - 1] * L + i[rank];
+    return value(j);
+  });
+  ReduceSpec across = spec;
+  across.in_shape.back() = L;
+  return reduce_tensor(name, across, init, combine, [&](const Idx& i) {
+    Idx j = i;
+    j.back() = 0;
+    j.push_back(i[rank - 1]);
+    return part.at(j);
+  });
+}
+
 Expr read_reduced(const LTensor& reduced, const Idx& in_idx, const std::set<int>& axes) {
   Idx idx = in_idx;
   for (int a : axes) idx[a] = 0;

@@ -27,6 +27,16 @@ LTensor reduce_tensor(const std::string& name, const ReduceSpec& spec, Halide::E
                       const std::function<Halide::Expr(Halide::Expr acc, Halide::Expr v)>& combine,
                       const std::function<Halide::Expr(const Idx& in_idx)>& value);
 
+// reduce_tensor over the last axis alone (keepdims), in two stages when that axis's extent is
+// a multiple of kReduceLanes: kReduceLanes partial results, lane l over elements l, l + 16, ...
+// (dense vector loads along the row), then the lanes combined. In one stage a reduction along a
+// row's own contiguous elements is a scalar loop: the schedules vectorize the output's innermost
+// axis, of extent 1 here. Other specs: reduce_tensor.
+inline constexpr int64_t kReduceLanes = 16;
+LTensor reduce_last_axis(const std::string& name, const ReduceSpec& spec, Halide::Expr init,
+                         const std::function<Halide::Expr(Halide::Expr acc, Halide::Expr v)>& combine,
+                         const std::function<Halide::Expr(const Idx& in_idx)>& value);
+
 // Reads a keepdims=true reduction result at the input index `in_idx` (reduced axes -> 0).
 Halide::Expr read_reduced(const LTensor& reduced, const Idx& in_idx, const std::set<int>& axes);
 

@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "graph/workload.h"
 #include "lower/lower_test_util.h"
+#include "measure/workload_compiler.h"
 
 namespace ts {
 namespace {
@@ -27,6 +29,36 @@ TEST(LowerSoftmax, Opset13AxisAndOpset11Flattening) {
   OnnxBuilder m11(11);
   m11.input("x", DType::Float32, x.shape).node("Softmax", {"x"}, {"y"}, {{"axis", int64_t{1}}}).output("y");
   test::expect_close(test::run_model(m11.save("sm11.onnx"), {{"x", x}})[0], softmax_ref(2, 12));
+}
+
+TEST(LowerSoftmax, RowsOfLaneMultiplesReduceInLanesAndMatchTheReference) {
+  // A last axis of 48 = 3 x 16: max and sum run as 16 lane partials, then across the lanes
+  // (lower/reduction.h reduce_last_axis); one row holds the maximum in its last lane, one a NaN.
+  const int rows = 5, n = 48;
+  Tensor x = random_tensor(DType::Float32, {rows, n}, 2, -8, 8);
+  x.data<float>()[1 * n + 47] = 30.0f;
+  x.data<float>()[3 * n + 20] = std::nanf("");
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, x.shape).node("Softmax", {"x"}, {"y"}).output("y");
+  const Graph g = test::import_model(m.save("sm_lanes.onnx"));
+  bool lanes = false;
+  for (const auto& [name, f] : Halide::Internal::find_transitive_calls(lower_workload(partition_graph(g).workloads.at(0)).outputs[0].function()))
+    lanes |= name.find("_max_lanes") != std::string::npos;
+  EXPECT_TRUE(lanes);
+  const Tensor got = test::run_model(m.save("sm_lanes.onnx"), {{"x", x}})[0];
+  for (int r = 0; r < rows; r++) {
+    double mx = -INFINITY, s = 0;
+    for (int k = 0; k < n; k++) mx = std::max(mx, static_cast<double>(x.data<float>()[r * n + k]));
+    for (int k = 0; k < n; k++) s += std::exp(x.data<float>()[r * n + k] - mx);
+    for (int k = 0; k < n; k++) {
+      const float y = got.data<float>()[r * n + k];
+      if (r == 3) {
+        EXPECT_TRUE(std::isnan(y)) << "row with a NaN, element " << k;
+        continue;
+      }
+      EXPECT_NEAR(y, std::exp(x.data<float>()[r * n + k] - mx) / s, 1e-6) << r << "," << k;
+    }
+  }
 }
 
 TEST(LowerNormalization, LayerNormMatchesReference) {
