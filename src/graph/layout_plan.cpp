@@ -85,11 +85,7 @@ int plan_matmul_panels(Graph& g, int64_t panel) {
     std::string b = n.inputs[1];
     if (g.consumers(b).size() != 1) continue;  // shared weights keep their one layout
     if (!s->b_nk) {
-      const Tensor& kn = *g.tensor(b).value;
-      const int64_t K = kn.shape[0], N = kn.shape[1];
-      Tensor nk(DType::Float32, {N, K});
-      for (int64_t k = 0; k < K; k++)
-        for (int64_t j = 0; j < N; j++) nk.data<float>()[j * K + k] = kn.data<float>()[k * N + j];
+      const Tensor nk = g.tensor(b).value->transposed_2d();  // [K, N] -> [N, K]
       const std::string t = b + "::nk";
       g.tensors[t] = TensorInfo{t, DType::Float32, nk.shape, nk, {}};
       if (std::find(g.outputs.begin(), g.outputs.end(), b) == g.outputs.end()) g.tensors.erase(b);

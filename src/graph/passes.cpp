@@ -135,10 +135,7 @@ int pretranspose_gemm_weights(Graph& g) {
     if (b.dtype != DType::Float32 || b.shape.size() != 2 || a.shape.size() != 2) continue;
     const int64_t m = n.attr_int("transA", 0) ? a.shape[1] : a.shape[0];
     if (m <= 4) continue;  // matrix-vector products read B's rows along k as they are (lower/gemm.cpp)
-    const int64_t rows = b.shape[0], cols = b.shape[1];  // B is [N, K]
-    Tensor t(DType::Float32, {cols, rows});
-    for (int64_t i = 0; i < rows; i++)
-      for (int64_t k = 0; k < cols; k++) t.data<float>()[k * rows + i] = b.data<float>()[i * cols + k];
+    const Tensor t = b.transposed_2d();  // B is [N, K]
     const std::string name = n.name + "::b_transposed";
     g.tensors[name] = TensorInfo{name, DType::Float32, t.shape, t};
     n.inputs[1] = name;

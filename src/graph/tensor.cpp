@@ -157,6 +157,16 @@ Tensor Tensor::from_i64(const std::vector<int64_t>& v, Shape s) {
   std::memcpy(t.bytes.data(), v.data(), v.size() * 8);
   return t;
 }
+Tensor Tensor::transposed_2d() const {
+  if (shape.size() != 2) throw Error(fmt::format("transposed_2d: tensor of shape {} is not 2-D", shape_str(shape)));
+  const int64_t rows = shape[0], cols = shape[1];
+  const size_t es = dtype_size(dtype);
+  Tensor t(dtype, {cols, rows});
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) std::memcpy(&t.bytes[(j * rows + i) * es], &bytes[(i * cols + j) * es], es);
+  return t;
+}
+
 Tensor Tensor::scalar_f32(float v) {
   Tensor t(DType::Float32, {});
   t.data<float>()[0] = v;

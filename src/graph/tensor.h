@@ -50,6 +50,8 @@ struct Tensor {
 
   static Tensor from_i64(const std::vector<int64_t>& v, Shape s);
   static Tensor scalar_f32(float v);
+  // This 2-D tensor transposed ([R, C] -> [C, R]); throws Error when it is not 2-D.
+  Tensor transposed_2d() const;
 };
 
 // Conversions to/from ONNX TensorProto (raw_data or typed fields). `where` names the tensor

@@ -84,15 +84,15 @@ std::vector<LTensor> gemm(const LowerContext& c) {
 std::vector<LTensor> matmul(const LowerContext& c) {
   const LTensor &A = c.in(0), &B = c.in(1);
   const bool a1 = A.rank() == 1, b1 = B.rank() == 1;
+  // A constant B the layout plan stored as [N, K] panels (graph/layout_plan.h).
+  const bool b_nk = c.node.attr_int(kTransposedBAttr, 0) != 0;
+  if (b_nk && B.rank() != 2) c.fail(fmt::format("{} B must be 2-D, got {}", kTransposedBAttr, shape_str(B.shape)));
   const int64_t K = a1 ? A.shape[0] : A.shape[A.rank() - 1];
-  if ((b1 ? B.shape[0] : B.shape[B.rank() - (c.node.attr_int(kTransposedBAttr, 0) ? 1 : 2)]) != K)
+  if ((b1 ? B.shape[0] : B.shape[B.rank() - (b_nk ? 1 : 2)]) != K)
     c.fail(fmt::format("inner dimensions differ: A {} B {}", shape_str(A.shape), shape_str(B.shape)));
   const auto& info = c.out_info();
   const int R = static_cast<int>(info.shape.size());
   const int batch = R - (a1 ? 0 : 1) - (b1 ? 0 : 1);  // output batch dims
-  // A constant B the layout plan stored as [N, K] panels (graph/layout_plan.h).
-  const bool b_nk = c.node.attr_int(kTransposedBAttr, 0) != 0;
-  if (b_nk && B.rank() != 2) c.fail(fmt::format("{} B must be 2-D, got {}", kTransposedBAttr, shape_str(B.shape)));
   auto batch_idx = [&](const Idx& o, const LTensor& t) {
     // Right-aligned batch dims of t (all but its last two), broadcast against the output's.
     Idx i;
