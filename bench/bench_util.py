@@ -105,7 +105,7 @@ def write_tables(rows, out_dir, stem, summary=None):
 
 def torch_models(export_models, name):
     """(eager network, TorchScript (trace + freeze + optimize_for_inference), example input) of a zoo model."""
-    build, shape = export_models.MODELS[name]
+    build, shape = export_models.ALL_MODELS[name]
     torch.manual_seed(0)
     net = build().eval()
     export_models.disable_transformer_fast_paths(net)

@@ -145,6 +145,41 @@ MODELS = {
     "wavenet": (lambda: WaveNet(), (1, 1, 4096)),
 }
 
+# Torchvision networks outside the zoo: issue 12 is checked on networks nothing was tuned or
+# ruled on. Exported on request only (--held-out, or naming them in --models).
+HELD_OUT = {
+    "resnet34": (lambda: tv.resnet34(weights=None), (1, 3, 224, 224)),
+    "resnext50_32x4d": (lambda: tv.resnext50_32x4d(weights=None), (1, 3, 224, 224)),
+    "wide_resnet50_2": (lambda: tv.wide_resnet50_2(weights=None), (1, 3, 224, 224)),
+    "densenet121": (lambda: tv.densenet121(weights=None), (1, 3, 224, 224)),
+    "regnet_y_400mf": (lambda: tv.regnet_y_400mf(weights=None), (1, 3, 224, 224)),
+    "regnet_x_1_6gf": (lambda: tv.regnet_x_1_6gf(weights=None), (1, 3, 224, 224)),
+    "mobilenet_v3_large": (lambda: tv.mobilenet_v3_large(weights=None), (1, 3, 224, 224)),
+    "mobilenet_v3_small": (lambda: tv.mobilenet_v3_small(weights=None), (1, 3, 224, 224)),
+    "convnext_tiny": (lambda: tv.convnext_tiny(weights=None), (1, 3, 224, 224)),
+    "efficientnet_v2_s": (lambda: tv.efficientnet_v2_s(weights=None), (1, 3, 384, 384)),
+    "squeezenet1_1": (lambda: tv.squeezenet1_1(weights=None), (1, 3, 224, 224)),
+    "shufflenet_v2_x0_5": (lambda: tv.shufflenet_v2_x0_5(weights=None), (1, 3, 224, 224)),
+    "mnasnet0_5": (lambda: tv.mnasnet0_5(weights=None), (1, 3, 224, 224)),
+    "vgg11_bn": (lambda: tv.vgg11_bn(weights=None), (1, 3, 224, 224)),
+    "vit_b_16": (lambda: tv.vit_b_16(weights=None), (1, 3, 224, 224)),
+    "r2plus1d_18": (lambda: tv.video.r2plus1d_18(weights=None), (1, 3, 8, 112, 112)),
+    "fcn_resnet50": (lambda: SegmentationOutput(tv.segmentation.fcn_resnet50(weights=None, weights_backbone=None,
+                                                                             aux_loss=False)), (1, 3, 224, 224)),
+}
+ALL_MODELS = {**MODELS, **HELD_OUT}
+
+
+class SegmentationOutput(nn.Module):
+    """Torchvision's segmentation models return a dict; ONNX export wants the tensor."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x)["out"]
+
 
 def randomize_normalization(model):
     """Random running statistics and affine parameters of every BatchNorm, and random affine
@@ -212,7 +247,8 @@ def randomize_constant_biases(model):
     """Some torchvision models initialize Conv/Linear biases to 0 (squeezenet, vgg16,
     efficientnet's squeeze-excitation); torch.onnx then merges the identical initializers into
     Identity nodes.  Give every bias whose values are all equal uniform(+-1/sqrt(fan_in))
-    values instead, torch's default bias init (uses the global, seeded generator)."""
+    values instead, torch's default bias init (uses the global, seeded generator). An all-zero
+    weight (ViT's classifier head) gets the same uniform init, or the output would be the bias."""
     n = 0
     with torch.no_grad():
         for m in model.modules():
@@ -221,8 +257,10 @@ def randomize_constant_biases(model):
             w, b = getattr(m, "weight", None), getattr(m, "bias", None)
             if not isinstance(w, torch.Tensor) or not isinstance(b, torch.Tensor) or b.numel() < 2:
                 continue
+            bound = 1.0 / math.sqrt(max(w[0].numel(), 1))
+            if w.numel() >= 2 and not bool(w.any()):
+                w.uniform_(-bound, bound)
             if bool((b == b.reshape(-1)[0]).all()):
-                bound = 1.0 / math.sqrt(max(w[0].numel(), 1))
                 b.uniform_(-bound, bound)
                 n += 1
     return n
@@ -336,14 +374,15 @@ def shape_of(vi):
 
 
 def export_one(name, out_dir, graph_dir, seed, ops_ok, calibrate=True):
-    ctor, in_shape = MODELS[name]
+    ctor, in_shape = ALL_MODELS[name]
     t0 = time.time()
     torch.manual_seed(seed)
     model = ctor()
     model.eval()
     nbn = randomize_normalization(model)
     nbias = randomize_constant_biases(model)
-    is_transformer = name == "transformer"
+    # torch 1.13's attention fast paths do not export (see disable_transformer_fast_paths).
+    is_transformer = any(isinstance(m, nn.MultiheadAttention) for m in model.modules())
     if is_transformer:
         disable_transformer_fast_paths(model)
 
@@ -419,12 +458,15 @@ def main():
                     help="keep the BatchNorm statistics exactly as drawn (activations then grow "
                          "with depth: resnet50 ~3e2, inception_v3 ~1e13)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    ap.add_argument("--held-out", action="store_true",
+                    help="export the held-out networks (" + ",".join(HELD_OUT) + ") instead of the zoo")
     args = ap.parse_args()
 
-    names = [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = [n for n in names if n not in MODELS]
+    models = ",".join(HELD_OUT) if args.held_out else args.models
+    names = [n.strip() for n in models.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ALL_MODELS]
     if unknown:
-        ap.error("unknown model(s): " + ", ".join(unknown) + "; known: " + ", ".join(MODELS))
+        ap.error("unknown model(s): " + ", ".join(unknown) + "; known: " + ", ".join(ALL_MODELS))
     torch.set_num_threads(args.threads)
     ops_ok, ops_src = supported_ops()
     print(f"supported-op list from {ops_src} ({len(ops_ok)} ops)")

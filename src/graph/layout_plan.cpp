@@ -1,6 +1,7 @@
 #include "graph/layout_plan.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -36,14 +37,28 @@ bool blocked_producer(const Graph& g, const Node& n) {
   return pads_spatial_only(g, n);
 }
 
-// Whether node n reads input tensor `t` block by block when t is blocked.
-bool blocked_consumer(const Graph& g, const Node& n, const std::string& t) {
+// The channel block of a tensor of `channels` channels: the full vector when it divides C, else
+// half a vector (24, 40, 56, 72 or 120 channels with 16 lanes), so narrow layers still read and
+// write dense vectors; 0 = not blocked.
+int64_t channel_block(int64_t channels, int64_t block) {
+  if (channels % block == 0) return block;
+  if (block >= 8 && channels % (block / 2) == 0) return block / 2;
+  return 0;
+}
+
+// Whether node n reads input tensor `t` block by block when t is blocked: a grouped conv when
+// each group's input channels fill whole blocks and its output channels whole output blocks
+// (every vector of outputs then reads one group's input blocks).
+using BlockOf = std::function<int64_t(const std::string&)>;  // a tensor's channel block, 0 = none
+bool blocked_consumer(const Graph& g, const Node& n, const std::string& t, const BlockOf& block_of) {
   if (n.op == "Conv") {
     if (n.inputs.empty() || n.inputs[0] != t) return false;  // weights and bias stay plain
     const int64_t group = n.attr_int("group", 1);
     const Shape& x = g.tensor(t).shape;
     const Shape& y = g.tensor(n.outputs[0]).shape;
-    return group == 1 || (group == x[1] && group == y[1]);
+    if (group == 1 || (group == x[1] && group == y[1])) return true;
+    const int64_t bx = block_of(t), by = block_of(n.outputs[0]);
+    return group > 0 && bx > 0 && by > 0 && (x[1] / group) % bx == 0 && (y[1] / group) % by == 0;
   }
   if (is_pool(n.op) || n.op == "BatchNormalization") return !n.inputs.empty() && n.inputs[0] == t;
   if (n.op == "Concat") return n.attr_int("axis", 0) == 1;
@@ -99,6 +114,48 @@ int plan_matmul_panels(Graph& g, int64_t panel) {
   return planned;
 }
 
+// Grouped convs whose groups are narrower than a channel block (ResNeXt's 4 and 8 channels per
+// group, RegNet's 8) read an input block across several groups: every output vector would need
+// its own input values (a gather). Widened, f = block / (C_in / group) neighbouring groups make
+// one group of a whole block, their weights zero outside the original groups: f times the
+// multiplies, but as a blocked conv at the register-tile rate (see layout_plan.h).
+int widen_groups_to_blocks(Graph& g, int64_t block) {
+  int widened = 0;
+  for (Node& n : g.nodes) {
+    if (n.op != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1 || !g.is_constant(n.inputs[1])) continue;
+    const int64_t group = n.attr_int("group", 1);
+    const TensorInfo& w = g.tensor(n.inputs[1]);
+    const Shape& x = g.tensor(n.inputs[0]).shape;
+    if (group <= 1 || w.dtype != DType::Float32 || w.shape.size() < 3 || x.size() != w.shape.size() || !w.value)
+      continue;
+    const int64_t cin = x[1], cout = w.shape[0], cg = w.shape[1];
+    const int64_t bx = channel_block(cin, block), by = channel_block(cout, block);
+    if (cg == 1 || bx == 0 || by == 0 || cg * group != cin || cg % bx == 0 || bx % cg != 0) continue;
+    const int64_t f = bx / cg, wide_groups = group / f;
+    if (f > kMaxGroupWidening || group % f != 0 || (cout / wide_groups) % by != 0) continue;
+    const int64_t mg = cout / group, kernel = num_elements(w.shape) / (cout * cg);
+    Shape shape = w.shape;
+    shape[1] = bx;
+    Tensor wide(DType::Float32, shape);  // zero-filled
+    const float* src = w.value->data<float>();
+    float* dst = wide.data<float>();
+    for (int64_t m = 0; m < cout; m++) {
+      const int64_t offset = (m / mg) % f * cg;  // the original group's place in the wide one
+      for (int64_t c = 0; c < cg; c++)
+        std::copy_n(src + (m * cg + c) * kernel, kernel, dst + (m * bx + offset + c) * kernel);
+    }
+    const std::string name = n.inputs[1] + "::groups" + std::to_string(wide_groups);
+    const std::string old = n.inputs[1];
+    g.tensors[name] = TensorInfo{name, DType::Float32, shape, std::move(wide), {}};
+    n.inputs[1] = name;
+    n.attrs["group"] = Attribute{wide_groups};
+    if (g.consumers(old).empty() && std::find(g.outputs.begin(), g.outputs.end(), old) == g.outputs.end())
+      g.tensors.erase(old);
+    widened++;
+  }
+  return widened;
+}
+
 }  // namespace
 
 LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
@@ -112,17 +169,42 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
   const std::set<std::string> io(g.inputs.begin(), g.inputs.end());
   std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
 
-  // Channel block per tensor: the full vector when it divides C, else half a vector (24, 40, 56,
-  // 72 or 120 channels with 16 lanes), so narrow layers still read and write dense vectors.
-  auto block_for = [&](int64_t channels) -> int64_t {
-    if (channels % block == 0) return block;
-    if (block >= 8 && channels % (block / 2) == 0) return block / 2;
-    return 0;
+  stats.widened_groups = widen_groups_to_blocks(g, block);
+  // Tensors a grouped conv reads or writes in groups of an odd multiple of half a block (RegNet's
+  // 24 channels per group) take half blocks, so that each group still fills whole blocks.
+  std::set<std::string> halved;
+  for (const Node& n : g.nodes) {
+    const int64_t group = n.attr_int("group", 1);
+    if (n.op != "Conv" || group <= 1 || n.inputs.empty() || n.outputs.size() != 1) continue;
+    for (const std::string& t : {n.inputs[0], n.outputs[0]}) {
+      const Shape& s = g.tensor(t).shape;
+      if (s.size() < 2 || s[1] == group) continue;
+      const int64_t per_group = s[1] / group;
+      if (per_group % block != 0 && block >= 8 && per_group % (block / 2) == 0) halved.insert(t);
+    }
+  }
+  // Same-shaped operands and results of elementwise ops (the conv's fused BatchNorm and ReLU)
+  // follow, so that no workload converts between the two blocks.
+  for (bool changed = !halved.empty(); changed;) {
+    changed = false;
+    for (const Node& n : g.nodes) {
+      if (n.outputs.size() != 1 || !(is_fusable_elementwise(n.op) || n.op == "BatchNormalization")) continue;
+      const Shape& y = g.tensor(n.outputs[0]).shape;
+      std::vector<std::string> same{n.outputs[0]};
+      for (const auto& in : n.inputs)
+        if (!in.empty() && !g.tensor(in).value && g.tensor(in).shape == y) same.push_back(in);
+      const bool any = std::any_of(same.begin(), same.end(), [&](const std::string& t) { return halved.count(t) > 0; });
+      for (const auto& t : same) changed |= any && halved.insert(t).second;
+    }
+  }
+  const BlockOf block_of = [&](const std::string& t) {
+    const int64_t c = g.tensor(t).shape.size() >= 2 ? g.tensor(t).shape[1] : 0;
+    return halved.count(t) ? block / 2 : channel_block(c, block);
   };
   std::map<std::string, int64_t> blocked;
   for (const auto& [name, info] : g.tensors) {
     const int r = static_cast<int>(info.shape.size());
-    if (info.dtype != DType::Float32 || (r < 3 || r > 5) || block_for(info.shape[1]) == 0 || info.value ||
+    if (info.dtype != DType::Float32 || (r < 3 || r > 5) || block_of(name) == 0 || info.value ||
         io.count(name) || outputs.count(name) || !producer.count(name))
       continue;
     if (!blocked_producer(g, g.nodes[producer.at(name)])) continue;
@@ -130,8 +212,8 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
     // than a pool gathering its input across blocks.
     const bool one_pixel = num_elements(info.shape) == info.shape[0] * info.shape[1];
     bool ok = true;
-    for (size_t c : g.consumers(name)) ok = ok && (one_pixel || blocked_consumer(g, g.nodes[c], name));
-    if (ok) blocked[name] = block_for(info.shape[1]);
+    for (size_t c : g.consumers(name)) ok = ok && (one_pixel || blocked_consumer(g, g.nodes[c], name, block_of));
+    if (ok) blocked[name] = block_of(name);
   }
   // An elementwise or concat output stays plain when a same-shaped (or concatenated) operand is plain.
   for (bool changed = true; changed;) {

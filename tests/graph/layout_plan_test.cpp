@@ -152,6 +152,78 @@ TEST(LayoutPlan, StoresConstantMatmulWeightsAsPanels) {
   }
 }
 
+// Grouped convs: 4 channels per group (ResNeXt) are widened to groups of one 16-channel block,
+// zero weights outside the original groups; 32 per group read whole blocks as they are; 2 per
+// group (a widening of 8) stays plain; 24 per group take half blocks. Compiled, the
+// model computes what the plain graph's JIT does.
+TEST(LayoutPlan, WidensNarrowGroupsToWholeBlocks) {
+  Graph plain = [] {
+    OnnxBuilder m(13);
+    m.input("x", DType::Float32, {1, 32, 10, 10})
+        .initializer("w_in", test::rand_f32({64, 32, 1, 1}, 21))
+        .initializer("w_g4", test::rand_f32({64, 4, 3, 3}, 22))
+        .initializer("w_g32", test::rand_f32({64, 32, 3, 3}, 23))
+        .initializer("w_g2", test::rand_f32({64, 2, 3, 3}, 24))
+        .initializer("w_split", test::rand_f32({16, 32, 3, 3}, 25))
+        .initializer("b_g4", test::rand_f32({64}, 26))
+        .initializer("w_h", test::rand_f32({48, 32, 1, 1}, 27))
+        .initializer("w_g24", test::rand_f32({48, 24, 3, 3}, 28))
+        .initializer("w_hout", test::rand_f32({16, 48, 1, 1}, 29))
+        .node("Conv", {"x", "w_in"}, {"c0"})
+        .node("Conv", {"c0", "w_g4", "b_g4"}, {"g4"}, {{"pads", V{1, 1, 1, 1}}, {"group", int64_t{16}}})
+        .node("Relu", {"g4"}, {"r4"})
+        .node("Conv", {"r4", "w_g32"}, {"g32"}, {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}, {"group", int64_t{2}}})
+        .node("Conv", {"g32", "w_g2"}, {"g2"}, {{"pads", V{1, 1, 1, 1}}, {"group", int64_t{32}}})
+        .node("Conv", {"g2", "w_split"}, {"gs"}, {{"group", int64_t{2}}})
+        .node("Conv", {"x", "w_h"}, {"h0"})
+        .node("Relu", {"h0"}, {"h1"})
+        .node("Conv", {"h1", "w_g24"}, {"h2"}, {{"pads", V{1, 1, 1, 1}}, {"group", int64_t{2}}})
+        .node("Relu", {"h2"}, {"h3"})
+        .node("Conv", {"h3", "w_hout"}, {"h4"})
+        .output("gs")
+        .output("h4");
+    return test::import_model(m.save("grouped.onnx"));
+  }();
+  Graph g = plain;
+  const LayoutPlanStats st = plan_layouts(g, 16);
+  EXPECT_EQ(st.widened_groups, 1);
+  const Node& g4 = g.nodes[1];
+  EXPECT_EQ(g4.attr_int("group", 1), 4);
+  const TensorInfo& w4 = g.tensor(g4.inputs[1]);
+  ASSERT_EQ(w4.shape, (Shape{64, 16, 3, 3}));
+  // Output channel 37 is in original group 9, the second of wide group 2: its 4 input channels
+  // sit at 4..7 of that group's 16, the rest is zero.
+  const float* wide = w4.value->data<float>();
+  const float* orig = plain.tensor("w_g4").value->data<float>();
+  for (int c = 0; c < 16; c++)
+    for (int k = 0; k < 9; k++)
+      EXPECT_EQ(wide[(37 * 16 + c) * 9 + k], c >= 4 && c < 8 ? orig[(37 * 4 + c - 4) * 9 + k] : 0.f) << c << " " << k;
+  EXPECT_FALSE(g.tensors.count("w_g4"));
+  // The widened and the 32-per-group convs read blocked inputs; 2 per group reads a plain one.
+  // The last conv's groups of 8 outputs (half a block) fit its output's half blocks.
+  for (const char* t : {"c0", "r4", "g2"}) EXPECT_EQ(g.tensor(t).layout, (Layout{1, 16})) << t;
+  EXPECT_FALSE(g.tensor("g32").layout.blocked());
+  EXPECT_EQ(g.nodes[4].attr_int("group", 1), 32);
+  // 24 channels per group: the grouped conv's input and output, and the ReLUs next to them, take
+  // half blocks (8), so each group fills three.
+  for (const char* t : {"h0", "h1", "h2", "h3"}) EXPECT_EQ(g.tensor(t).layout, (Layout{1, 8})) << t;
+  // Idempotent.
+  EXPECT_EQ(plan_layouts(g, 16).widened_groups, 0);
+  EXPECT_EQ(g.tensor("r4").layout, (Layout{1, 16}));
+
+  auto in = random_inputs(plain, 9);
+  const auto want = GraphRunner(plain).run(in);
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(g, opts);
+  const auto got = m.run(in);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < got.size(); i++) {
+    const Comparison c = compare_tensors(got[i], want[i], 1e-4, 1e-5);
+    EXPECT_TRUE(c.ok) << g.outputs[i] << ": " << c.message;
+  }
+}
+
 TEST(Layout, PackAndUnpackRoundTrip) {
   const Tensor t = test::rand_f32({2, 32, 3, 5}, 9);
   const Layout l{1, 16};
