@@ -156,6 +156,89 @@ int widen_groups_to_blocks(Graph& g, int64_t block) {
   return widened;
 }
 
+// Unary ops that keep a zero channel finite (its value is then multiplied by a zero weight).
+bool finite_on_zero(const std::string& op) {
+  static const std::set<std::string> ops{"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
+                                         "HardSwish", "Elu", "Selu", "Celu", "Neg", "Abs", "Identity"};
+  return ops.count(op) > 0;
+}
+
+// The tensors from conv output `y` through unary ops to the convs that read them (`readers`:
+// node index and input slot 0), or false when another reader, a graph output or an op that
+// might turn a zero channel into an infinity lies on the way.
+bool conv_to_conv_chain(const Graph& g, const std::string& y, std::vector<std::string>& chain, std::vector<size_t>& readers) {
+  if (std::find(g.outputs.begin(), g.outputs.end(), y) != g.outputs.end()) return false;
+  chain.push_back(y);
+  for (size_t c : g.consumers(y)) {
+    const Node& n = g.nodes[c];
+    if (n.op == "Conv") {
+      if (n.inputs[0] != y || n.attr_int("group", 1) != 1 || n.inputs.size() < 2 || !g.is_constant(n.inputs[1]) ||
+          !g.tensor(n.inputs[1]).value || g.tensor(n.inputs[1]).dtype != DType::Float32)
+        return false;
+      readers.push_back(c);
+      continue;
+    }
+    if (!finite_on_zero(n.op) || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] != y) return false;
+    for (size_t i = 1; i < n.inputs.size(); i++)
+      if (!n.inputs[i].empty() && !g.is_constant(n.inputs[i])) return false;
+    if (!conv_to_conv_chain(g, n.outputs[0], chain, readers)) return false;
+  }
+  return !readers.empty();
+}
+
+// `t` with axis `axis` (0 or 1) grown to `size`, zeros in the new rows / columns, under a new name.
+std::string pad_constant_axis(Graph& g, const std::string& t, int axis, int64_t size) {
+  const TensorInfo& info = g.tensor(t);
+  const Shape& from = info.shape;
+  Shape to = from;
+  to[axis] = size;
+  Tensor padded(DType::Float32, to);  // zero-filled
+  const int64_t outer = axis == 0 ? 1 : from[0], inner = num_elements(from) / (outer * from[axis]);
+  const float* src = info.value->data<float>();
+  float* dst = padded.data<float>();
+  for (int64_t o = 0; o < outer; o++)
+    std::copy_n(src + o * from[axis] * inner, from[axis] * inner, dst + o * size * inner);
+  const std::string name = t + (axis == 0 ? "::pad_out" : "::pad_in") + std::to_string(size);
+  g.tensors[name] = TensorInfo{name, DType::Float32, to, std::move(padded), {}};
+  return name;
+}
+
+// Convs whose output channels do not block (R(2+1)D's 230, 460 and 921) write zero channels up
+// to a whole block when only unary ops and convs read them: see layout_plan.h.
+int pad_channels_to_blocks(Graph& g, int64_t block) {
+  int padded = 0;
+  for (size_t k = 0; k < g.nodes.size(); k++) {
+    Node& a = g.nodes[k];
+    if (a.op != "Conv" || a.outputs.size() != 1 || a.inputs.size() < 2 || a.attr_int("group", 1) != 1) continue;
+    const TensorInfo& w = g.tensor(a.inputs[1]);
+    const Shape& y = g.tensor(a.outputs[0]).shape;
+    if (!w.value || w.dtype != DType::Float32 || y.size() < 3 || y.size() > 5 || channel_block(y[1], block) != 0) continue;
+    const int64_t c = y[1], wide = (c + block - 1) / block * block;
+    if ((wide - c) * kMaxChannelPadding > c) continue;
+    std::vector<std::string> chain;
+    std::vector<size_t> readers;
+    const bool bias = a.inputs.size() > 2 && !a.inputs[2].empty();
+    if (bias && !g.tensor(a.inputs[2]).value) continue;
+    if (!conv_to_conv_chain(g, a.outputs[0], chain, readers)) continue;
+    std::vector<std::string> replaced{a.inputs[1]};
+    a.inputs[1] = pad_constant_axis(g, a.inputs[1], 0, wide);
+    if (bias) {
+      replaced.push_back(a.inputs[2]);
+      a.inputs[2] = pad_constant_axis(g, a.inputs[2], 0, wide);
+    }
+    for (size_t r : readers) {
+      replaced.push_back(g.nodes[r].inputs[1]);
+      g.nodes[r].inputs[1] = pad_constant_axis(g, g.nodes[r].inputs[1], 1, wide);
+    }
+    for (const std::string& t : chain) g.tensor(t).shape[1] = wide;
+    for (const std::string& t : replaced)
+      if (g.tensors.count(t) && g.consumers(t).empty() && std::find(g.outputs.begin(), g.outputs.end(), t) == g.outputs.end())
+        g.tensors.erase(t);
+    padded++;
+  }
+  return padded;
+}
+
 }  // namespace
 
 LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
@@ -170,6 +253,7 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
   std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
 
   stats.widened_groups = widen_groups_to_blocks(g, block);
+  stats.padded_channels = pad_channels_to_blocks(g, block);
   // Tensors a grouped conv reads or writes in groups of an odd multiple of half a block (RegNet's
   // 24 channels per group) take half blocks, so that each group still fills whole blocks.
   std::set<std::string> halved;

@@ -224,6 +224,68 @@ TEST(LayoutPlan, WidensNarrowGroupsToWholeBlocks) {
   }
 }
 
+// A conv of 60 output channels read through a ReLU by another conv writes 64 (zero filters and
+// biases), which then block; the reader's weight gets zero input channels. A graph output and a
+// 20-channel conv (12 of 32 would be padding) keep theirs. Compiled, the outputs match the plain
+// graph's JIT.
+TEST(LayoutPlan, PadsConvChannelsToWholeBlocksBetweenConvs) {
+  Graph plain = [] {
+    OnnxBuilder m(13);
+    m.input("x", DType::Float32, {1, 8, 12, 12})
+        .initializer("w_a", test::rand_f32({60, 8, 3, 3}, 31))
+        .initializer("b_a", test::rand_f32({60}, 32))
+        .initializer("w_b", test::rand_f32({16, 60, 1, 1}, 33))
+        .initializer("w_c", test::rand_f32({60, 8, 1, 1}, 34))
+        .initializer("w_d", test::rand_f32({20, 8, 1, 1}, 35))
+        .initializer("w_e", test::rand_f32({16, 20, 1, 1}, 36))
+        .node("Conv", {"x", "w_a", "b_a"}, {"a"}, {{"pads", V{1, 1, 1, 1}}})
+        .node("Relu", {"a"}, {"ra"})
+        .node("Conv", {"ra", "w_b"}, {"b"})
+        .node("Conv", {"x", "w_c"}, {"c"})
+        .node("Conv", {"x", "w_d"}, {"d"})
+        .node("Relu", {"d"}, {"rd"})
+        .node("Conv", {"rd", "w_e"}, {"e"})
+        .output("b")
+        .output("c")
+        .output("e");
+    return test::import_model(m.save("padded.onnx"));
+  }();
+  Graph g = plain;
+  const LayoutPlanStats st = plan_layouts(g, 16);
+  EXPECT_EQ(st.padded_channels, 1);
+  for (const char* t : {"a", "ra"}) {
+    EXPECT_EQ(g.tensor(t).shape, (Shape{1, 64, 12, 12})) << t;
+    EXPECT_EQ(g.tensor(t).layout, (Layout{1, 16})) << t;
+  }
+  const TensorInfo& wa = g.tensor(g.nodes[0].inputs[1]);
+  const TensorInfo& ba = g.tensor(g.nodes[0].inputs[2]);
+  const TensorInfo& wb = g.tensor(g.nodes[2].inputs[1]);
+  ASSERT_EQ(wa.shape, (Shape{64, 8, 3, 3}));
+  ASSERT_EQ(ba.shape, (Shape{64}));
+  ASSERT_EQ(wb.shape, (Shape{16, 64, 1, 1}));
+  EXPECT_EQ(wa.value->data<float>()[59 * 72 + 71], plain.tensor("w_a").value->data<float>()[59 * 72 + 71]);
+  EXPECT_EQ(wa.value->data<float>()[60 * 72], 0.f);
+  EXPECT_EQ(ba.value->data<float>()[63], 0.f);
+  EXPECT_EQ(wb.value->data<float>()[5 * 64 + 59], plain.tensor("w_b").value->data<float>()[5 * 60 + 59]);
+  EXPECT_EQ(wb.value->data<float>()[5 * 64 + 62], 0.f);
+  for (const char* t : {"w_a", "b_a", "w_b"}) EXPECT_FALSE(g.tensors.count(t)) << t;
+  EXPECT_EQ(g.tensor("c").shape, (Shape{1, 60, 12, 12}));
+  EXPECT_EQ(g.tensor("d").shape, (Shape{1, 20, 12, 12}));
+  EXPECT_EQ(plan_layouts(g, 16).padded_channels, 0);  // idempotent
+
+  auto in = random_inputs(plain, 10);
+  const auto want = GraphRunner(plain).run(in);
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(g, opts);
+  const auto got = m.run(in);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); i++) {
+    const Comparison c = compare_tensors(got[i], want[i], 1e-4, 1e-5);
+    EXPECT_TRUE(c.ok) << g.outputs[i] << ": " << c.message;
+  }
+}
+
 TEST(Layout, PackAndUnpackRoundTrip) {
   const Tensor t = test::rand_f32({2, 32, 3, 5}, 9);
   const Layout l{1, 16};
