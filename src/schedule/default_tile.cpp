@@ -147,10 +147,11 @@ int64_t divisor_at_most(int64_t extent, int64_t cap) {
 // columns computed 32 of 27; 7 or 9 (4 or 3 tiles) ran 1.12-1.23x faster; 13-wide: 7 columns
 // 1.07-1.15x faster than 8. More than 8 columns of 2 vectors ran slower (ran out of registers).
 int64_t column_tile(int64_t extent, int vectors) {
-  const int64_t d = divisor_at_most(extent, 8);
+  const int64_t most = vectors >= 3 ? 7 : 8;  // 3 vectors x 8 columns ran out of registers
+  const int64_t d = divisor_at_most(extent, most);
   if (d >= 5) return d;
-  if (extent <= 8) return extent;
-  const int64_t lo = vectors == 1 ? 8 : 5, hi = vectors == 1 ? 12 : 8;
+  if (extent <= most) return extent;
+  const int64_t lo = vectors == 1 ? 8 : 5, hi = vectors == 1 ? 12 : most;
   int64_t best = hi, best_cost = -1;
   for (int64_t u = hi; u >= lo; u--) {
     const int64_t cost = (extent + u - 1) / u * (u + 1);
@@ -208,7 +209,13 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
       p.Vt = b >= 4 && ext[v] >= 4 ? 4 : b >= 2 ? 2 : 1;
       p.pair_blocks = p.Vt > 1;
     } else {
-      p.Vt = clamp_knob(k.blocks, static_cast<int>(divisor_at_most(ext[v], 2)), 1, std::min<int64_t>(4, ext[v]));
+      // Two blocks where they divide the count, else three (144 or 240 channels: 9 or 15 blocks;
+      // one block per tile left every broadcast serving one FMA). 3 blocks x 7 columns measured
+      // against 1 x 8 (bench_knob_sweep, 1 thread, Zen 5): EfficientNet-B0's and MobileNetV2's
+      // 24 -> 144 1x1 convs at 56x56 1.03x / 1.24x, EfficientNet-B0's 40 -> 240 at 28x28 1.10x,
+      // R(2+1)D's 1x3x3 conv 144 -> 144 1.12x (3 x 8 columns: 1.00-1.04x, out of registers).
+      const int rule = ext[v] % 2 == 0 ? 2 : ext[v] % 3 == 0 ? 3 : 1;
+      p.Vt = clamp_knob(k.blocks, rule, 1, std::min<int64_t>(4, ext[v]));
     }
   }
   // Plain layouts: rows at least 4 vectors wide (a matmul's output columns) take 2 vectors per
