@@ -159,7 +159,7 @@ int widen_groups_to_blocks(Graph& g, int64_t block) {
 // Unary ops that keep a zero channel finite (its value is then multiplied by a zero weight).
 bool finite_on_zero(const std::string& op) {
   static const std::set<std::string> ops{"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
-                                         "HardSwish", "Elu", "Selu", "Celu", "Neg", "Abs", "Identity"};
+                                         "HardSwish", "Elu", "Selu", "Celu", "Gelu", "Neg", "Abs", "Identity"};
   return ops.count(op) > 0;
 }
 

@@ -32,7 +32,7 @@ bool embed_constant(const Tensor& t, const std::string& op, size_t slot) {
 const std::set<std::string>& fusable_ops() {
   static const std::set<std::string> s = {
       "Relu", "LeakyRelu", "Elu", "Celu", "Selu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Softplus",
-      "Softsign", "ThresholdedRelu", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Abs",
+      "Softsign", "ThresholdedRelu", "Erf", "Gelu", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Abs",
       "Neg", "Sign", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Min", "Max", "Sum", "Mean", "Where",
       "Cast", "Not", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
   return s;

@@ -164,6 +164,32 @@ std::optional<std::vector<int64_t>> reduce_axes(const Graph& g, const Node& n, i
 
 namespace {
 
+// The one node reading t when it is an `op`, else nullptr.
+const Node* only_consumer(const Graph& g, const std::string& t, const std::string& op) {
+  const auto c = g.consumers(t);
+  return c.size() == 1 && g.nodes[c[0]].op == op ? &g.nodes[c[0]] : nullptr;
+}
+// The other input of binary node n, one of whose inputs is t; nullptr when n does not read t.
+const std::string* other_input(const Node& n, const std::string& t) {
+  if (n.inputs.size() != 2) return nullptr;
+  if (n.inputs[0] == t) return &n.inputs[1];
+  if (n.inputs[1] == t) return &n.inputs[0];
+  return nullptr;
+}
+// Whether t is a one-element constant within `tol` of v.
+bool is_scalar_const(const Graph& g, const std::string* t, double v, double tol = 0) {
+  return t && g.is_constant(*t) && g.tensor(*t).value->size() == 1 && std::abs(g.tensor(*t).value->to_f64_vector().at(0) - v) <= tol;
+}
+// g's nodes without those in `gone`, with `replacement` in place of node `at`.
+void replace_nodes(Graph& g, const std::set<size_t>& gone, size_t at, Node replacement) {
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); i++) {
+    if (i == at) kept.push_back(std::move(replacement));
+    else if (!gone.count(i)) kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+}
+
 // Matches fuse_layer_norm's pattern (passes.h) over the graph's producer / consumer maps.
 class LayerNormMatcher {
  public:
@@ -186,7 +212,7 @@ class LayerNormMatcher {
     const Node& var = g_.nodes[k];
     std::vector<int64_t> axes;
     const Node* pow = reduce_mean_of(var, axes) ? producer_of(var.inputs[0]) : nullptr;
-    if (!pow || pow->op != "Pow" || !is_scalar_const(pow->inputs[1], 2.0)) return std::nullopt;
+    if (!pow || pow->op != "Pow" || !is_scalar_const(g_, &pow->inputs[1], 2.0)) return std::nullopt;
     const Node* sub = producer_of(pow->inputs[0]);
     if (!sub || sub->op != "Sub") return std::nullopt;
     const Node* mean = producer_of(sub->inputs[1]);
@@ -236,9 +262,6 @@ class LayerNormMatcher {
     axes = *a;
     return true;
   }
-  bool is_scalar_const(const std::string& t, double v) const {
-    return g_.is_constant(t) && g_.tensor(t).value->size() == 1 && g_.tensor(t).value->to_f64_vector().at(0) == v;
-  }
   // A constant operand of the affine Mul / Add whose shape is the normalized axes' (or fewer).
   bool affine_operand(const Node& n, const std::string& y, const std::string& x) const {
     const std::string* c = other_input(n, y);
@@ -250,16 +273,7 @@ class LayerNormMatcher {
     auto it = producer_.find(t);
     return it == producer_.end() ? nullptr : &g_.nodes[it->second];
   }
-  const Node* only_consumer(const std::string& t, const std::string& op) const {
-    const auto c = g_.consumers(t);
-    return c.size() == 1 && g_.nodes[c[0]].op == op ? &g_.nodes[c[0]] : nullptr;
-  }
-  static const std::string* other_input(const Node& n, const std::string& t) {
-    if (n.inputs.size() != 2) return nullptr;
-    if (n.inputs[0] == t) return &n.inputs[1];
-    if (n.inputs[1] == t) return &n.inputs[0];
-    return nullptr;
-  }
+  const Node* only_consumer(const std::string& t, const std::string& op) const { return ts::only_consumer(g_, t, op); }
   size_t index(const Node& n) const { return static_cast<size_t>(&n - g_.nodes.data()); }
 
   const Graph& g_;
@@ -285,16 +299,46 @@ int fuse_layer_norm(Graph& g) {
       ln.attrs["axis"] = Attribute{m->axis};
       ln.attrs["epsilon"] = Attribute{m->eps};
       // The norm takes the place of its last node (its inputs are all defined by then).
-      const std::set<size_t> gone(m->nodes.begin(), m->nodes.end());
-      std::vector<Node> kept;
-      for (size_t i = 0; i < g.nodes.size(); i++) {
-        if (i == m->nodes.back()) kept.push_back(ln);
-        else if (!gone.count(i)) kept.push_back(std::move(g.nodes[i]));
-      }
-      g.nodes = std::move(kept);
+      replace_nodes(g, std::set<size_t>(m->nodes.begin(), m->nodes.end()), m->nodes.back(), std::move(ln));
       done++;
       again = true;
     }
+  }
+  return done;
+}
+
+int fuse_gelu(Graph& g) {
+  int done = 0;
+  for (size_t k = 0; k < g.nodes.size(); k++) {
+    const Node& div = g.nodes[k];
+    if (div.op != "Div" || div.inputs.size() != 2 || div.outputs.size() != 1 ||
+        !is_scalar_const(g, &div.inputs[1], std::sqrt(2.0), 1e-6))
+      continue;
+    const std::string x = div.inputs[0];
+    if (g.tensor(x).dtype != DType::Float32) continue;
+    const Node* erf = only_consumer(g, div.outputs[0], "Erf");
+    const Node* add = erf ? only_consumer(g, erf->outputs[0], "Add") : nullptr;
+    if (!add || !is_scalar_const(g, other_input(*add, erf->outputs[0]), 1.0)) continue;
+    const Node* mul_x = only_consumer(g, add->outputs[0], "Mul");
+    const std::string* by_x = mul_x ? other_input(*mul_x, add->outputs[0]) : nullptr;
+    if (!by_x || *by_x != x) continue;
+    const Node* half = only_consumer(g, mul_x->outputs[0], "Mul");
+    if (!half || !is_scalar_const(g, other_input(*half, mul_x->outputs[0]), 0.5)) continue;
+    const Node* chain[] = {&div, erf, add, mul_x};
+    if (std::any_of(std::begin(chain), std::end(chain), [&](const Node* n) { return is_graph_output(g, n->outputs[0]); }) ||
+        g.tensor(half->outputs[0]).shape != g.tensor(x).shape)
+      continue;
+    Node gelu;
+    gelu.name = div.name;
+    gelu.op = "Gelu";
+    gelu.inputs = {x};
+    gelu.outputs = half->outputs;
+    gelu.attrs["approximate"] = Attribute{std::string("none")};
+    auto index = [&](const Node* n) { return static_cast<size_t>(n - g.nodes.data()); };
+    const size_t last = index(half);
+    replace_nodes(g, {k, index(erf), index(add), index(mul_x), last}, last, std::move(gelu));
+    done++;
+    k = static_cast<size_t>(-1);  // indices moved: from the start again
   }
   return done;
 }
@@ -364,6 +408,7 @@ void run_default_passes(Graph& g) {
   fold_batchnorm_into_conv(g);
   pretranspose_gemm_weights(g);
   fuse_layer_norm(g);
+  fuse_gelu(g);
   reduce_mean_to_global_pool(g);
   remove_dead_nodes(g);
 }

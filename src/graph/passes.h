@@ -24,6 +24,12 @@ int pretranspose_gemm_weights(Graph& g);
 // on 2 threads each serial step that reads what the other core wrote pays ~35 us (a
 // Transformer's 128 x 512 rows: 0.15 ms for one norm against 0.04 on 1 thread). Returns fusions.
 int fuse_layer_norm(Graph& g);
+// GELU as PyTorch exports it before opset 20 (nn.GELU()):
+//   y = (x * (Erf(x / sqrt(2)) + 1)) * 0.5   (the Add's and Muls' operands in either order)
+// becomes one Gelu node (ONNX opset 20, approximate = "none") when the intermediate tensors feed
+// nothing else. Spelled out, x feeds two of the nodes, so the chain could not fuse into the
+// MatMul before it and ran as its own workload, through memory (ConvNeXt-T, ViT). Returns fusions.
+int fuse_gelu(Graph& g);
 // ReduceMean over every spatial axis of a float [N, C, spatial...] tensor (x.mean([2, 3]) in
 // PyTorch: MNASNet, ShuffleNetV2) becomes GlobalAveragePool, followed by Flatten when keepdims is
 // 0: the same sums, but a pool reads channel-blocked tensors, so the conv before it can write a

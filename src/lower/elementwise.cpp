@@ -2,6 +2,8 @@
 // variadic ops, comparisons and logic, Where, Cast/CastLike.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "lower/lower.h"
 #include "lower/math.h"
 
@@ -207,6 +209,16 @@ void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
     return Halide::select(x > fconst(x, c.node.attr_float("alpha", 1.0)), x, fconst(x, 0));
   });
   r["Erf"] = unary_float([](Expr x, auto&) { return ts_erf(x); });
+  // ONNX opset 20; graph/passes.h fuses the spelled-out form of earlier exports into it.
+  r["Gelu"] = unary_float([](Expr x, auto& c) {
+    const std::string approximate = c.node.attr_string("approximate", "none");
+    if (approximate == "tanh") {
+      const Expr inner = fconst(x, std::sqrt(2.0 / M_PI)) * (x + fconst(x, 0.044715) * x * x * x);
+      return fconst(x, 0.5) * x * (fconst(x, 1) + ts_tanh(inner));
+    }
+    if (approximate != "none") c.unsupported("approximate=" + approximate);
+    return fconst(x, 0.5) * x * (fconst(x, 1) + ts_erf(x * fconst(x, M_SQRT1_2)));
+  });
   r["Exp"] = unary_float([](Expr x, auto&) { return ts_exp(x); });
   r["Log"] = unary_float([](Expr x, auto&) { return ts_log(x); });
   r["Sqrt"] = unary_float([](Expr x, auto&) { return Halide::sqrt(x); });

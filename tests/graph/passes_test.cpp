@@ -183,6 +183,41 @@ TEST(Passes, FusesTheLayerNormExportersSpellOut) {
   }
 }
 
+// nn.GELU() as torch.onnx writes it before opset 20, in both operand orders, becomes one Gelu
+// node computing the same; with an intermediate tensor read elsewhere it stays spelled out.
+TEST(Passes, FusesTheGeluPyTorchSpellsOut) {
+  for (int variant = 0; variant < 3; variant++) {
+    const bool swapped = variant == 1, leak = variant == 2;
+    OnnxBuilder b(13);
+    b.input("x", DType::Float32, {2, 3, 8})
+        .initializer("sqrt2", Tensor::scalar_f32(1.4142135381698608f))
+        .initializer("one", Tensor::scalar_f32(1.f))
+        .initializer("half", Tensor::scalar_f32(0.5f))
+        .node("Div", {"x", "sqrt2"}, {"d"})
+        .node("Erf", {"d"}, {"e"})
+        .node("Add", swapped ? std::vector<std::string>{"one", "e"} : std::vector<std::string>{"e", "one"}, {"a"})
+        .node("Mul", swapped ? std::vector<std::string>{"a", "x"} : std::vector<std::string>{"x", "a"}, {"m"})
+        .node("Mul", swapped ? std::vector<std::string>{"half", "m"} : std::vector<std::string>{"m", "half"}, {"y"})
+        .output("y");
+    if (leak) b.output("e");
+    Graph before = import_raw(b.save(fmt::format("gelu{}.onnx", variant)));
+    Graph after = before;
+    EXPECT_EQ(fuse_gelu(after), leak ? 0 : 1) << variant;
+    EXPECT_EQ(fuse_gelu(after), 0) << variant;  // idempotent
+    if (!leak) {
+      ASSERT_EQ(after.nodes.size(), 1u) << variant;
+      EXPECT_EQ(after.nodes[0].op, "Gelu");
+      EXPECT_EQ(after.nodes[0].inputs, std::vector<std::string>{"x"});
+      EXPECT_EQ(after.nodes[0].outputs, std::vector<std::string>{"y"});
+    } else {
+      EXPECT_EQ(after.nodes.size(), 5u);
+    }
+    std::map<std::string, Tensor> in = {{"x", test::rand_f32({2, 3, 8}, 3)}};
+    auto cmp = compare_tensors(GraphRunner(after).run(in)[0], GraphRunner(before).run(in)[0], 1e-5, 1e-6);
+    EXPECT_TRUE(cmp.ok) << variant << ": " << cmp.message;
+  }
+}
+
 TEST(Passes, RemovesDropoutAndDeadNodes) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {4})

@@ -33,6 +33,26 @@ TEST(LowerElementwise, Activations) {
   test::expect_close(unary("Elu", x, {{"alpha", 0.5}}), map_ref(x, [](double v) { return v < 0 ? 0.5 * (std::exp(v) - 1) : v; }));
 }
 
+// Gelu is ONNX opset 20, newer than the checker of libonnx 1.12, so no file can carry it here: the
+// node comes from graph/passes.h's fusion. The test renames an Erf node to lower it directly.
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  OnnxBuilder b(14);
+  b.input("x", x.dtype, x.shape).node("Erf", {"x"}, {"y"}).output("y");
+  Graph g = test::import_model(b.save("gelu_" + approximate + ".onnx"));
+  g.nodes.at(0).op = "Gelu";
+  g.nodes.at(0).attrs["approximate"] = Attribute{approximate};
+  return GraphRunner(g).run({{"x", x}})[0];
+}
+
+TEST(LowerElementwise, GeluExactAndTanhApproximation) {
+  Tensor x = random_tensor(DType::Float32, {3, 17}, 2, -6, 6);
+  test::expect_close(gelu(x, "none"), map_ref(x, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }));
+  test::expect_close(gelu(x, "tanh"), map_ref(x, [](double v) {
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  }));
+  EXPECT_THROW(gelu(x, "sigmoid"), Error);
+}
+
 TEST(LowerElementwise, ReluAndClipLetNaNThrough) {
   // ONNX Runtime's Relu and Clip propagate NaN; max(NaN, 0) would give 0.
   Tensor x = Tensor::from_i64({-2, 0, 3, 7}, {4}).cast(DType::Float32);
