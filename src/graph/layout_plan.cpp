@@ -29,11 +29,26 @@ bool pads_spatial_only(const Graph& g, const Node& n) {
   return pads.size() == 2 * r && pads[0] == 0 && pads[1] == 0 && pads[r] == 0 && pads[r + 1] == 0;
 }
 
+// A Transpose between channels-last and channels-first (ConvNeXt's permutes around its MLPs)
+// whose channel axis is the innermost of its input (`from_last`: [N, H, W, C] -> [N, C, H, W],
+// output axis 1 read from the input's last) or of its output ([N, C, H, W] -> [N, H, W, C]):
+// a channel block is then a dense vector on both sides, so a blocked tensor costs the copy
+// nothing and the depthwise conv next to it runs blocked (plain, or with one blocked side,
+// ConvNeXt-T's 7x7 depthwise convs ran at 5-30 GFLOP/s).
+bool channels_last_transpose(const Graph& g, const Node& n, bool from_last) {
+  if (n.op != "Transpose" || n.inputs.empty() || n.outputs.size() != 1) return false;
+  const int64_t r = static_cast<int64_t>(g.tensor(n.inputs[0]).shape.size());
+  const std::vector<int64_t> perm = n.attr_ints("perm");
+  if (r < 3 || static_cast<int64_t>(perm.size()) != r || perm[0] != 0) return false;
+  return from_last ? perm[1] == r - 1 : perm[r - 1] == 1;
+}
+
 // Whether node n computes its output `t` block by block when t is blocked.
 bool blocked_producer(const Graph& g, const Node& n) {
   if (n.op == "Conv" || n.op == "BatchNormalization" || is_fusable_elementwise(n.op)) return n.outputs.size() == 1;
   if (is_pool(n.op)) return n.outputs.size() == 1;  // MaxPool's Indices output is not lowered blocked
   if (n.op == "Concat") return n.attr_int("axis", 0) == 1;
+  if (channels_last_transpose(g, n, /*from_last=*/true)) return true;
   return pads_spatial_only(g, n);
 }
 
@@ -63,6 +78,7 @@ bool blocked_consumer(const Graph& g, const Node& n, const std::string& t, const
   if (is_pool(n.op) || n.op == "BatchNormalization") return !n.inputs.empty() && n.inputs[0] == t;
   if (n.op == "Concat") return n.attr_int("axis", 0) == 1;
   if (is_fusable_elementwise(n.op)) return n.outputs.size() == 1 && g.tensor(n.outputs[0]).shape == g.tensor(t).shape;
+  if (channels_last_transpose(g, n, /*from_last=*/false)) return true;
   return pads_spatial_only(g, n) && n.inputs[0] == t;
 }
 

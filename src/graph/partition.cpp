@@ -234,15 +234,14 @@ int64_t node_flops(const Graph& g, const Node& n) {
   return 0;  // data movement only
 }
 
-namespace {
-
-// Ops that only move elements (no arithmetic): a chain of them fuses into one copy, so
-// ShuffleNet's channel shuffle (Concat, Reshape, Transpose, Reshape) is one pass over memory,
-// not four steps (each a launch and a copy).
+// A chain of data-movement ops fuses into one copy, so ShuffleNet's channel shuffle (Concat,
+// Reshape, Transpose, Reshape) is one pass over memory, not four steps (each a launch and a copy).
 bool is_data_movement(const std::string& op) {
   static const std::set<std::string> s = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Slice"};
   return s.count(op) > 0;
 }
+
+namespace {
 
 // Extends `group` (headed by node i) along the single-consumer chain of nodes `joins` accepts
 // (node, the tensor it reads from the chain), and gates x * f(x) when `gates` (SiLU: Sigmoid

@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 
 #include "graph/const_eval.h"
+#include "graph/workload.h"
 
 namespace ts {
 
@@ -343,6 +347,136 @@ int fuse_gelu(Graph& g) {
   return done;
 }
 
+namespace {
+
+// The rows of the region flatten_matmul_rows rewrites (passes.h): nodes that treat every row of
+// their [..., C] input alike, so they compute the same on [rows, C].
+class RowRegion {
+ public:
+  explicit RowRegion(const Graph& g) : g_(g) {
+    for (size_t i = 0; i < g.nodes.size(); i++)
+      for (const auto& o : g.nodes[i].outputs) producer_[o] = i;
+  }
+
+  // The input of n it reads row by row when n treats every row alike and writes as many rows, else
+  // -1: LayerNormalization over the last axis, a unary elementwise op, a binary one whose other
+  // operand is a constant of one row ([C], [1, C] or a scalar), or a MatMul by a constant 2-D B.
+  int row_input(const Node& n) const {
+    if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0].empty()) return -1;
+    if (n.op == "MatMul")
+      return n.inputs.size() == 2 && g_.tensor(n.inputs[0]).shape.size() >= 2 && constant_rank(n.inputs[1]) == 2 ? 0 : -1;
+    if (n.op == "LayerNormalization") {
+      const int64_t axis = n.attr_int("axis", -1), last = static_cast<int64_t>(g_.tensor(n.inputs[0]).shape.size()) - 1;
+      const bool affine = std::all_of(n.inputs.begin() + 1, n.inputs.end(), [&](const std::string& c) { return c.empty() || constant_rank(c) <= 1; });
+      return (axis == -1 || axis == last) && affine && same_rows(n, n.inputs[0]) ? 0 : -1;
+    }
+    if (!is_fusable_elementwise(n.op)) return -1;
+    if (n.inputs.size() == 1) return same_rows(n, n.inputs[0]) ? 0 : -1;
+    if (n.inputs.size() != 2) return -1;
+    if (one_row_constant(n.inputs[1])) return same_rows(n, n.inputs[0]) ? 0 : -1;
+    if (one_row_constant(n.inputs[0])) return same_rows(n, n.inputs[1]) ? 1 : -1;
+    return -1;
+  }
+  // Whether n reads tensor t row by row (row_input above).
+  bool row_wise(const Node& n, const std::string& t) const {
+    const int i = row_input(n);
+    return i >= 0 && n.inputs[i] == t;
+  }
+  // The node producing t, or nullptr for inputs and constants.
+  const Node* producer(const std::string& t) const {
+    auto it = producer_.find(t);
+    return it == producer_.end() ? nullptr : &g_.nodes[it->second];
+  }
+  size_t index(const Node& n) const { return static_cast<size_t>(&n - g_.nodes.data()); }
+
+ private:
+  int constant_rank(const std::string& t) const { return g_.is_constant(t) ? static_cast<int>(g_.tensor(t).shape.size()) : -1; }
+  bool same_rows(const Node& n, const std::string& x) const {
+    const Shape& s = g_.tensor(x).shape;
+    return s.size() >= 2 && g_.tensor(n.outputs[0]).shape == s;
+  }
+  bool one_row_constant(const std::string& t) const {
+    const int r = constant_rank(t);
+    return r >= 0 && r <= 2 && (r < 2 || g_.tensor(t).shape[0] == 1);
+  }
+
+  const Graph& g_;
+  std::map<std::string, size_t> producer_;
+};
+
+// A Reshape node of `from` to `to` (shape `s`), its shape constant added to g.
+Node reshape_node(Graph& g, const std::string& from, const std::string& to, const Shape& s) {
+  const std::string shape_name = to + "::shape";
+  const Tensor shape = Tensor::from_i64(s, {static_cast<int64_t>(s.size())});
+  g.tensors[shape_name] = TensorInfo{shape_name, DType::Int64, shape.shape, shape, {}};
+  Node r;
+  r.name = to + "::reshape";
+  r.op = "Reshape";
+  r.inputs = {from, shape_name};
+  r.outputs = {to};
+  return r;
+}
+
+}  // namespace
+
+int flatten_matmul_rows(Graph& g) {
+  int done = 0;
+  for (size_t k = 0; k < g.nodes.size(); k++) {
+    const RowRegion region(g);
+    const Node& mm = g.nodes[k];
+    if (mm.op != "MatMul" || !region.row_wise(mm, mm.inputs[0])) continue;
+    const Shape a_shape = g.tensor(mm.inputs[0]).shape;
+    const int64_t rows = std::accumulate(a_shape.begin(), a_shape.end() - 1, int64_t{1}, std::multiplies<>());
+    // Rank 2 already, or one batch of rows (a [1, 197, 768] ViT): numpy's batching costs nothing.
+    if (a_shape.size() < 3 || rows == a_shape[a_shape.size() - 2] || g.tensor(mm.inputs[0]).dtype != DType::Float32) continue;
+    // Backwards: row-wise producers whose outputs feed only the region.
+    std::vector<size_t> nodes = {k};
+    std::string first = mm.inputs[0];
+    for (const Node* p = region.producer(first); p && g.consumers(first).size() == 1 && !is_graph_output(g, first) &&
+                                                 region.row_input(*p) >= 0;
+         p = region.producer(first)) {
+      nodes.insert(nodes.begin(), region.index(*p));
+      first = p->inputs[region.row_input(*p)];
+    }
+    // Forwards: row-wise consumers of single-consumer tensors.
+    std::string last = mm.outputs[0];
+    for (auto c = g.consumers(last); c.size() == 1 && !is_graph_output(g, last) && region.row_wise(g.nodes[c[0]], last);
+         c = g.consumers(last)) {
+      nodes.push_back(c[0]);
+      last = g.nodes[c[0]].outputs[0];
+    }
+    // The reshapes must join copies that run anyway (see passes.h).
+    const Node* before = region.producer(first);
+    const auto after = g.consumers(last);
+    if (!before || !is_data_movement(before->op) || g.consumers(first).size() != 1 || after.size() != 1 ||
+        !is_data_movement(g.nodes[after[0]].op) || is_graph_output(g, last))
+      continue;
+    const std::string rows_in = first + "::rows", rows_out = last + "::rows";
+    const TensorInfo& in = g.tensor(first);
+    g.tensors[rows_in] = TensorInfo{rows_in, in.dtype, {rows, in.shape.back()}, std::nullopt, {}};
+    std::vector<Node> out;
+    for (size_t i = 0; i < g.nodes.size(); i++) {
+      if (i == nodes.front()) out.push_back(reshape_node(g, first, rows_in, g.tensor(rows_in).shape));
+      Node n = std::move(g.nodes[i]);
+      const bool inside = std::find(nodes.begin(), nodes.end(), i) != nodes.end();
+      if (inside) {
+        for (auto& in : n.inputs)
+          if (in == first) in = rows_in;
+        if (n.op == "LayerNormalization") n.attrs["axis"] = Attribute{int64_t{1}};
+        const TensorInfo was = g.tensor(n.outputs[0]);
+        if (n.outputs[0] == last) n.outputs[0] = rows_out;
+        g.tensors[n.outputs[0]] = TensorInfo{n.outputs[0], was.dtype, {rows, was.shape.back()}, std::nullopt, {}};
+      }
+      out.push_back(std::move(n));
+      if (i == nodes.back()) out.push_back(reshape_node(g, rows_out, last, g.tensor(last).shape));
+    }
+    g.nodes = std::move(out);
+    done++;
+    k = nodes.back() + 2;  // past the region and its two reshapes
+  }
+  return done;
+}
+
 int reduce_mean_to_global_pool(Graph& g) {
   int done = 0;
   std::vector<Node> out;
@@ -409,6 +543,7 @@ void run_default_passes(Graph& g) {
   pretranspose_gemm_weights(g);
   fuse_layer_norm(g);
   fuse_gelu(g);
+  flatten_matmul_rows(g);
   reduce_mean_to_global_pool(g);
   remove_dead_nodes(g);
 }

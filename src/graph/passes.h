@@ -30,6 +30,16 @@ int fuse_layer_norm(Graph& g);
 // nothing else. Spelled out, x feeds two of the nodes, so the chain could not fuse into the
 // MatMul before it and ran as its own workload, through memory (ConvNeXt-T, ViT). Returns fusions.
 int fuse_gelu(Graph& g);
+// MatMul of A [d0, ..., K] (rank > 2, more than one batch of rows) by a constant 2-D B [K, N] is
+// one [M, K] x [K, N] product, M the product of A's leading dims, as ONNX Runtime computes it.
+// Lowered as numpy's batched matmul, the leading dims were batches of a few rows each: ConvNeXt-T's
+// channels-last [1, 14, 14, 384] activations ran 14-row matmuls that re-read the 2.4 MB B from
+// L3 for every batch (93 GFLOP/s of 176). The pass widens the region to the row-wise ops around
+// the MatMul (LayerNormalization over the last axis, elementwise ops with one-row constants,
+// further MatMuls by constant 2-D Bs), runs it on [M, C] tensors and puts a Reshape at each end:
+// only where both ends meet a data-movement op (a Transpose), whose copy the Reshape joins
+// (graph/partition.cpp), so no copy is added. Returns the regions rewritten.
+int flatten_matmul_rows(Graph& g);
 // ReduceMean over every spatial axis of a float [N, C, spatial...] tensor (x.mean([2, 3]) in
 // PyTorch: MNASNet, ShuffleNetV2) becomes GlobalAveragePool, followed by Flatten when keepdims is
 // 0: the same sums, but a pool reads channel-blocked tensors, so the conv before it can write a

@@ -41,6 +41,8 @@ struct Partition {
 bool is_fusable_elementwise(const std::string& op);
 // Ops that anchor a workload.
 bool is_anchor(const std::string& op);
+// Ops that only move elements (Reshape, Transpose, Concat, ...): a chain of them runs as one copy.
+bool is_data_movement(const std::string& op);
 
 Partition partition_graph(const Graph& g);
 

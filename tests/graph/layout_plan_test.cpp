@@ -286,6 +286,49 @@ TEST(LayoutPlan, PadsConvChannelsToWholeBlocksBetweenConvs) {
   }
 }
 
+// A ConvNeXt block after a stem conv: depthwise 7x7 conv, permute to channels-last, LayerNorm, MLP, permute back,
+// layer scale and residual add. The permutes read and write channel blocks as dense vectors, so
+// the whole channels-first part is blocked and the compiled model runs the same as the plain JIT.
+TEST(LayoutPlan, BlocksAroundChannelsLastTransposes) {
+  Graph plain = [] {
+    OnnxBuilder m(17);
+    m.input("in", DType::Float32, {1, 8, 9, 9})
+        .initializer("w_stem", test::rand_f32({32, 8, 1, 1}, 40))
+        .initializer("w_dw", test::rand_f32({32, 1, 7, 7}, 41))
+        .initializer("b_dw", test::rand_f32({32}, 42))
+        .initializer("gamma", random_tensor(DType::Float32, {32}, 43, 0.5, 1.5))
+        .initializer("beta", test::rand_f32({32}, 44))
+        .initializer("w1", test::rand_f32({32, 64}, 45))
+        .initializer("w2", test::rand_f32({64, 32}, 46))
+        .initializer("scale", test::rand_f32({32, 1, 1}, 47))
+        .node("Conv", {"in", "w_stem"}, {"x"})
+        .node("Conv", {"x", "w_dw", "b_dw"}, {"dw"}, {{"pads", V{3, 3, 3, 3}}, {"group", int64_t{32}}})
+        .node("Transpose", {"dw"}, {"nhwc"}, {{"perm", V{0, 2, 3, 1}}})
+        .node("LayerNormalization", {"nhwc", "gamma", "beta"}, {"n"}, {{"axis", int64_t{-1}}})
+        .node("MatMul", {"n", "w1"}, {"h"})
+        .node("Relu", {"h"}, {"r"})
+        .node("MatMul", {"r", "w2"}, {"o"})
+        .node("Transpose", {"o"}, {"nchw"}, {{"perm", V{0, 3, 1, 2}}})
+        .node("Mul", {"nchw", "scale"}, {"s"})
+        .node("Add", {"s", "x"}, {"y0"})
+        .node("Conv", {"y0", "w_dw"}, {"y"}, {{"pads", V{3, 3, 3, 3}}, {"group", int64_t{32}}})
+        .output("y");
+    return test::import_model(m.save("convnext_block.onnx"));
+  }();
+  Graph g = plain;
+  plan_layouts(g, 16);
+  for (const char* t : {"x", "dw", "nchw", "s", "y0"}) EXPECT_EQ(g.tensor(t).layout, (Layout{1, 16})) << t;
+  EXPECT_FALSE(g.tensor("in").layout.blocked());  // the model's input keeps its layout
+
+  auto in = random_inputs(plain, 11);
+  const auto want = GraphRunner(plain).run(in);
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(g, opts);
+  const Comparison c = compare_tensors(m.run(in).at(0), want.at(0), 1e-4, 1e-4);
+  EXPECT_TRUE(c.ok) << c.message;
+}
+
 TEST(Layout, PackAndUnpackRoundTrip) {
   const Tensor t = test::rand_f32({2, 32, 3, 5}, 9);
   const Layout l{1, 16};

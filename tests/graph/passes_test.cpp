@@ -7,6 +7,7 @@
 
 #include "graph/layout_plan.h"
 #include "graph/onnx_import.h"
+#include "graph/workload.h"
 #include "lower/lower.h"
 #include "runtime/graph_runner.h"
 #include "support/onnx_builder.h"
@@ -215,6 +216,62 @@ TEST(Passes, FusesTheGeluPyTorchSpellsOut) {
     std::map<std::string, Tensor> in = {{"x", test::rand_f32({2, 3, 8}, 3)}};
     auto cmp = compare_tensors(GraphRunner(after).run(in)[0], GraphRunner(before).run(in)[0], 1e-5, 1e-6);
     EXPECT_TRUE(cmp.ok) << variant << ": " << cmp.message;
+  }
+}
+
+// A ConvNeXt block's channels-last MLP: Transpose, LayerNorm, MatMul, Add, Relu, MatMul, Add,
+// Transpose. Its 3 x 5 rows become one [15, C] region between two Reshapes that join the
+// Transposes' copies; where a region tensor is also a graph output, or no copy follows, it stays.
+TEST(Passes, FlattensChannelsLastMatMulRows) {
+  for (int variant = 0; variant < 3; variant++) {
+    const bool leak = variant == 1, no_copy_after = variant == 2;
+    OnnxBuilder b(17);
+    b.input("x", DType::Float32, {1, 8, 3, 5})
+        .initializer("gamma", random_tensor(DType::Float32, {8}, 1, 0.5, 1.5))
+        .initializer("beta", test::rand_f32({8}, 2))
+        .initializer("w1", test::rand_f32({8, 12}, 3))
+        .initializer("b1", test::rand_f32({12}, 4))
+        .initializer("w2", test::rand_f32({12, 8}, 5))
+        .initializer("b2", test::rand_f32({1, 8}, 6))
+        .node("Transpose", {"x"}, {"t"}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})
+        .node("LayerNormalization", {"t", "gamma", "beta"}, {"n"}, {{"axis", int64_t{-1}}})
+        .node("MatMul", {"n", "w1"}, {"m1"})
+        .node("Add", {"m1", "b1"}, {"a1"})
+        .node("Relu", {"a1"}, {"r"})
+        .node("MatMul", {"r", "w2"}, {"m2"})
+        .node("Add", {"m2", "b2"}, {"a2"});
+    if (no_copy_after) b.node("Relu", {"a2"}, {"y"});
+    else b.node("Transpose", {"a2"}, {"y"}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}});
+    b.output("y");
+    if (leak) b.output("r");
+    Graph before = import_raw(b.save(fmt::format("mlp{}.onnx", variant)));
+    Graph after = before;
+    const int rewritten = flatten_matmul_rows(after);
+    EXPECT_EQ(flatten_matmul_rows(after), 0) << variant;  // idempotent
+    std::vector<std::string> ops;
+    for (const Node& n : after.nodes) ops.push_back(n.op);
+    if (variant == 0) {
+      EXPECT_EQ(rewritten, 1);
+      EXPECT_EQ(ops, (std::vector<std::string>{"Transpose", "Reshape", "LayerNormalization", "MatMul", "Add", "Relu",
+                                               "MatMul", "Add", "Reshape", "Transpose"}));
+      for (const Node& n : after.nodes)
+        if (n.op == "MatMul") EXPECT_EQ(after.tensor(n.inputs[0]).shape.size(), 2u);
+      EXPECT_EQ(after.tensor("a2::rows").shape, (Shape{15, 8}));
+      EXPECT_EQ(after.tensor("a2").shape, (Shape{1, 3, 5, 8}));
+      // Each Reshape joins its Transpose: as many steps as before.
+      EXPECT_EQ(partition_graph(after).steps.size(), partition_graph(before).steps.size());
+    } else if (leak) {
+      // The region stops at r (also a graph output): the second MatMul alone has no copy before it.
+      EXPECT_EQ(rewritten, 0);
+    } else {
+      EXPECT_EQ(rewritten, 0);
+    }
+    std::map<std::string, Tensor> in = {{"x", test::rand_f32({1, 8, 3, 5}, 7)}};
+    const auto want = GraphRunner(before).run(in), got = GraphRunner(after).run(in);
+    for (size_t i = 0; i < want.size(); i++) {
+      auto cmp = compare_tensors(got[i], want[i], 1e-5, 1e-5);
+      EXPECT_TRUE(cmp.ok) << variant << " output " << i << ": " << cmp.message;
+    }
   }
 }
 
