@@ -242,6 +242,15 @@ void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p)
   }
   for (int k = 0; k < p.unrolled_rvars; k++)
     if (f.rvar_ext[k] > 1) st.unroll(Halide::RVar(rvars[k].var));
+  // A plain matmul's K loop (one reduction loop, too long to unroll whole) unrolled by 8 (or 4):
+  // the loop's own instructions share ports with the FMAs. Measured (bench_knob_sweep, 1 thread,
+  // Intel Xeon, AVX-512): ViT-B/16's MLP matmuls 1.09x, ConvNeXt-T's 1.04-1.14x, its 64-deep
+  // attention matmuls 1.05x; 8 and 4 within 1% of each other.
+  if (!f.blocked && rvars.size() == 1 && p.unrolled_rvars == 0 && f.rvar_ext[0] >= 16) {
+    const int by = f.rvar_ext[0] % 8 == 0 ? 8 : f.rvar_ext[0] % 4 == 0 ? 4 : 1;
+    const Halide::RVar k(rvars[0].var), ko(rvars[0].var + "_ko"), ki(rvars[0].var + "_ki");
+    if (by > 1) st.split(k, ko, ki, by).unroll(ki);
+  }
   if (streamed < 0) return;
   if (const auto weights = tile_weights(r.function(), u >= 0 ? ra[u].name() : "")) {
     // Halide 14 lowers the region to one prefetch every 64 elements (256 bytes) of its innermost
