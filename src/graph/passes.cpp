@@ -477,6 +477,92 @@ int flatten_matmul_rows(Graph& g) {
   return done;
 }
 
+namespace {
+
+// A Transpose node of `from` to `to` by `perm`.
+Node transpose_node(const std::string& from, const std::string& to, std::vector<int64_t> perm) {
+  Node t;
+  t.name = to + "::transpose";
+  t.op = "Transpose";
+  t.inputs = {from};
+  t.outputs = {to};
+  t.attrs["perm"] = Attribute{std::move(perm)};
+  return t;
+}
+
+// Whether conv n cuts its input in disjoint patches that patches_to_matmul rewrites (passes.h).
+constexpr int64_t kMaxPatchChannels = 4;  // an image's channels: more would block (graph/layout_plan.h)
+constexpr int64_t kMinPatchDepth = 256;   // C * kh * kw: a shallower product is no better as a matmul
+bool is_patch_conv(const Graph& g, const Node& n) {
+  if (n.op != "Conv" || n.outputs.size() != 1 || n.inputs.size() < 2 || !g.is_constant(n.inputs[1]) ||
+      (n.inputs.size() > 2 && !n.inputs[2].empty() && !g.is_constant(n.inputs[2])))
+    return false;
+  const Shape& x = g.tensor(n.inputs[0]).shape;
+  const Shape& w = g.tensor(n.inputs[1]).shape;
+  if (x.size() != 4 || w.size() != 4 || g.tensor(n.inputs[0]).dtype != DType::Float32 || n.attr_int("group", 1) != 1) return false;
+  const std::vector<int64_t> kernel{w[2], w[3]};
+  auto all = [](const std::vector<int64_t>& v, int64_t e) { return std::all_of(v.begin(), v.end(), [&](int64_t a) { return a == e; }); };
+  return n.attr_ints("strides", {1, 1}) == kernel && all(n.attr_ints("pads", {0, 0, 0, 0}), 0) &&
+         all(n.attr_ints("dilations", {1, 1}), 1) && n.attr_string("auto_pad", "NOTSET") == "NOTSET" && x[2] % w[2] == 0 &&
+         x[3] % w[3] == 0 && x[1] <= kMaxPatchChannels && x[1] * w[2] * w[3] >= kMinPatchDepth;
+}
+
+}  // namespace
+
+int patches_to_matmul(Graph& g) {
+  int done = 0;
+  std::vector<Node> out;
+  for (Node& n : g.nodes) {
+    if (!is_patch_conv(g, n)) {
+      out.push_back(std::move(n));
+      continue;
+    }
+    const Shape x = g.tensor(n.inputs[0]).shape;
+    const Tensor& w = *g.tensor(n.inputs[1]).value;
+    const int64_t b = x[0], c = x[1], kh = w.shape[2], kw = w.shape[3], ho = x[2] / kh, wo = x[3] / kw, co = w.shape[0];
+    const int64_t rows = b * ho * wo, depth = c * kh * kw;
+    const std::string p = n.outputs[0] + "::patch";
+    auto add = [&](const std::string& t, const Shape& s) { g.tensors[t] = TensorInfo{t, DType::Float32, s, std::nullopt, {}}; };
+    // The patches as rows: [N, C, Ho, kh, Wo, kw] -> [N, Ho, Wo, C, kh, kw] -> [N * Ho * Wo, C * kh * kw].
+    add(p + "_split", {b, c, ho, kh, wo, kw});
+    add(p + "_moved", {b, ho, wo, c, kh, kw});
+    add(p + "_rows", {rows, depth});
+    out.push_back(reshape_node(g, n.inputs[0], p + "_split", {b, c, ho, kh, wo, kw}));
+    out.push_back(transpose_node(p + "_split", p + "_moved", {0, 2, 4, 1, 3, 5}));
+    out.push_back(reshape_node(g, p + "_moved", p + "_rows", {rows, depth}));
+    // The weights as B [C * kh * kw, Cout].
+    Tensor wk = w;
+    wk.shape = {co, depth};
+    const Tensor wt = wk.transposed_2d();
+    g.tensors[p + "_weights"] = TensorInfo{p + "_weights", DType::Float32, wt.shape, wt, {}};
+    Node mm;
+    mm.name = n.name;
+    mm.op = "MatMul";
+    mm.inputs = {p + "_rows", p + "_weights"};
+    mm.outputs = {p + "_product"};
+    add(p + "_product", {rows, co});
+    out.push_back(mm);
+    std::string result = p + "_product";
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      Node bias;
+      bias.name = n.name + "::bias";
+      bias.op = "Add";
+      bias.inputs = {result, n.inputs[2]};
+      bias.outputs = {p + "_biased"};
+      add(p + "_biased", {rows, co});
+      out.push_back(bias);
+      result = p + "_biased";
+    }
+    // Back to [N, Cout, Ho, Wo]: the rows are [N, Ho, Wo, Cout].
+    add(p + "_nhwc", {b, ho, wo, co});
+    out.push_back(reshape_node(g, result, p + "_nhwc", {b, ho, wo, co}));
+    out.push_back(transpose_node(p + "_nhwc", n.outputs[0], {0, 3, 1, 2}));
+    done++;
+  }
+  g.nodes = std::move(out);
+  return done;
+}
+
 int reduce_mean_to_global_pool(Graph& g) {
   int done = 0;
   std::vector<Node> out;
@@ -541,6 +627,7 @@ void run_default_passes(Graph& g) {
   remove_identity_ops(g);
   fold_batchnorm_into_conv(g);
   pretranspose_gemm_weights(g);
+  patches_to_matmul(g);
   fuse_layer_norm(g);
   fuse_gelu(g);
   flatten_matmul_rows(g);

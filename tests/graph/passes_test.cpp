@@ -275,6 +275,37 @@ TEST(Passes, FlattensChannelsLastMatMulRows) {
   }
 }
 
+// ViT's patch embedding in small: a 4-channel image cut in 8 x 8 patches (depth 256) becomes
+// gather-copy, MatMul, bias Add and copy back, with the same result; overlapping windows or
+// more channels keep the Conv.
+TEST(Passes, PatchConvsBecomeMatMuls) {
+  for (int variant = 0; variant < 3; variant++) {
+    const int64_t c = variant == 2 ? 8 : 4, stride = variant == 1 ? 4 : 8;
+    OnnxBuilder b(13);
+    b.input("x", DType::Float32, {1, c, 16, 24})
+        .initializer("w", test::rand_f32({6, c, 8, 8}, 1))
+        .initializer("bias", test::rand_f32({6}, 2))
+        .node("Conv", {"x", "w", "bias"}, {"y"}, {{"kernel_shape", std::vector<int64_t>{8, 8}}, {"strides", std::vector<int64_t>{stride, stride}}})
+        .output("y");
+    Graph before = import_raw(b.save(fmt::format("patches{}.onnx", variant)));
+    Graph after = before;
+    EXPECT_EQ(patches_to_matmul(after), variant == 0 ? 1 : 0) << variant;
+    EXPECT_EQ(patches_to_matmul(after), 0) << variant;
+    std::vector<std::string> ops;
+    for (const Node& n : after.nodes) ops.push_back(n.op);
+    if (variant == 0) {
+      EXPECT_EQ(ops, (std::vector<std::string>{"Reshape", "Transpose", "Reshape", "MatMul", "Add", "Reshape", "Transpose"}));
+      EXPECT_EQ(after.tensor(after.nodes[3].inputs[0]).shape, (Shape{2 * 3, 4 * 8 * 8}));
+      EXPECT_EQ(after.tensor("y").shape, (Shape{1, 6, 2, 3}));
+    } else {
+      EXPECT_EQ(ops, std::vector<std::string>{"Conv"});
+    }
+    std::map<std::string, Tensor> in = {{"x", test::rand_f32({1, c, 16, 24}, 3)}};
+    auto cmp = compare_tensors(GraphRunner(after).run(in)[0], GraphRunner(before).run(in)[0], 1e-5, 1e-5);
+    EXPECT_TRUE(cmp.ok) << variant << ": " << cmp.message;
+  }
+}
+
 TEST(Passes, RemovesDropoutAndDeadNodes) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {4})
