@@ -17,6 +17,24 @@ namespace {
 using test::OnnxBuilder;
 using V = std::vector<int64_t>;
 
+// Compiles `planned` (plain's graph after plan_layouts) and expects each output to match the
+// whole-graph JIT of `plain` on random inputs (seed `seed`); returns the compiled outputs.
+std::vector<Tensor> expect_compiled_matches_plain(const Graph& plain, const Graph& planned, uint64_t seed,
+                                                  double atol = 1e-5) {
+  auto in = random_inputs(plain, seed);
+  const auto want = GraphRunner(plain).run(in);
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(planned, opts);
+  const auto got = m.run(in);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); i++) {
+    const Comparison c = compare_tensors(got[i], want[i], 1e-4, atol);
+    EXPECT_TRUE(c.ok) << planned.outputs[i] << ": " << c.message;
+  }
+  return got;
+}
+
 Graph blocked_cnn() {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {1, 3, 20, 20})
@@ -75,16 +93,9 @@ TEST(LayoutPlan, KeysCarryLayoutsAndBlockedCodeMatchesPlainJit) {
   EXPECT_GE(differing, 6);
   EXPECT_NE(pb.workloads[0].exact_key.find("@1c16"), std::string::npos) << pb.workloads[0].exact_key;
 
-  auto in = random_inputs(plain, 5);
-  const auto want = GraphRunner(plain).run(in);
-  CompileOptions opts;
-  opts.cache_root = (test::temp_dir() / "cache").string();
-  CompiledModel m(blocked, opts);
-  const auto got = m.run(in);
+  const auto got = expect_compiled_matches_plain(plain, blocked, 5);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].shape, (Shape{1, 24}));
-  const Comparison c = compare_tensors(got[0], want[0], 1e-4, 1e-5);
-  EXPECT_TRUE(c.ok) << c.message;
 }
 
 // Matmuls of more than 4 rows with a constant B whose N is a multiple of 32 (the panel of two
@@ -139,17 +150,7 @@ TEST(LayoutPlan, StoresConstantMatmulWeightsAsPanels) {
   bool panel_key = false;
   for (const auto& w : p.workloads) panel_key |= w.exact_key.find("@0c32") != std::string::npos;
   EXPECT_TRUE(panel_key);
-  auto in = random_inputs(plain, 7);
-  const auto want = GraphRunner(plain).run(in);
-  CompileOptions opts;
-  opts.cache_root = (test::temp_dir() / "cache").string();
-  CompiledModel m(g, opts);
-  const auto got = m.run(in);
-  ASSERT_EQ(got.size(), 3u);
-  for (size_t i = 0; i < got.size(); i++) {
-    const Comparison c = compare_tensors(got[i], want[i], 1e-4, 1e-5);
-    EXPECT_TRUE(c.ok) << g.outputs[i] << ": " << c.message;
-  }
+  EXPECT_EQ(expect_compiled_matches_plain(plain, g, 7).size(), 3u);
 }
 
 // Grouped convs: 4 channels per group (ResNeXt) are widened to groups of one 16-channel block,
@@ -211,17 +212,7 @@ TEST(LayoutPlan, WidensNarrowGroupsToWholeBlocks) {
   EXPECT_EQ(plan_layouts(g, 16).widened_groups, 0);
   EXPECT_EQ(g.tensor("r4").layout, (Layout{1, 16}));
 
-  auto in = random_inputs(plain, 9);
-  const auto want = GraphRunner(plain).run(in);
-  CompileOptions opts;
-  opts.cache_root = (test::temp_dir() / "cache").string();
-  CompiledModel m(g, opts);
-  const auto got = m.run(in);
-  ASSERT_EQ(got.size(), 2u);
-  for (size_t i = 0; i < got.size(); i++) {
-    const Comparison c = compare_tensors(got[i], want[i], 1e-4, 1e-5);
-    EXPECT_TRUE(c.ok) << g.outputs[i] << ": " << c.message;
-  }
+  EXPECT_EQ(expect_compiled_matches_plain(plain, g, 9).size(), 2u);
 }
 
 // A conv of 60 output channels read through a ReLU by another conv writes 64 (zero filters and
@@ -273,22 +264,13 @@ TEST(LayoutPlan, PadsConvChannelsToWholeBlocksBetweenConvs) {
   EXPECT_EQ(g.tensor("d").shape, (Shape{1, 20, 12, 12}));
   EXPECT_EQ(plan_layouts(g, 16).padded_channels, 0);  // idempotent
 
-  auto in = random_inputs(plain, 10);
-  const auto want = GraphRunner(plain).run(in);
-  CompileOptions opts;
-  opts.cache_root = (test::temp_dir() / "cache").string();
-  CompiledModel m(g, opts);
-  const auto got = m.run(in);
-  ASSERT_EQ(got.size(), 3u);
-  for (size_t i = 0; i < got.size(); i++) {
-    const Comparison c = compare_tensors(got[i], want[i], 1e-4, 1e-5);
-    EXPECT_TRUE(c.ok) << g.outputs[i] << ": " << c.message;
-  }
+  EXPECT_EQ(expect_compiled_matches_plain(plain, g, 10).size(), 3u);
 }
 
-// A ConvNeXt block after a stem conv: depthwise 7x7 conv, permute to channels-last, LayerNorm, MLP, permute back,
-// layer scale and residual add. The permutes read and write channel blocks as dense vectors, so
-// the whole channels-first part is blocked and the compiled model runs the same as the plain JIT.
+// A ConvNeXt block after a stem conv: depthwise 7x7 conv, permute to channels-last, LayerNorm,
+// MLP, permute back, layer scale and residual add. The permutes read and write channel blocks as
+// dense vectors, so the whole channels-first part is blocked and the compiled model runs the
+// same as the plain JIT.
 TEST(LayoutPlan, BlocksAroundChannelsLastTransposes) {
   Graph plain = [] {
     OnnxBuilder m(17);
@@ -320,13 +302,7 @@ TEST(LayoutPlan, BlocksAroundChannelsLastTransposes) {
   for (const char* t : {"x", "dw", "nchw", "s", "y0"}) EXPECT_EQ(g.tensor(t).layout, (Layout{1, 16})) << t;
   EXPECT_FALSE(g.tensor("in").layout.blocked());  // the model's input keeps its layout
 
-  auto in = random_inputs(plain, 11);
-  const auto want = GraphRunner(plain).run(in);
-  CompileOptions opts;
-  opts.cache_root = (test::temp_dir() / "cache").string();
-  CompiledModel m(g, opts);
-  const Comparison c = compare_tensors(m.run(in).at(0), want.at(0), 1e-4, 1e-4);
-  EXPECT_TRUE(c.ok) << c.message;
+  expect_compiled_matches_plain(plain, g, 11, 1e-4);
 }
 
 TEST(Layout, PackAndUnpackRoundTrip) {

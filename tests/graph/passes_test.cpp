@@ -19,6 +19,23 @@ using test::OnnxBuilder;
 
 Graph import_raw(const std::string& path) { return test::import_model(path, /*passes=*/false); }
 
+std::vector<std::string> ops_of(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes) ops.push_back(n.op);
+  return ops;
+}
+
+// Expects `after` (a pass's result) to compute every output of `before` on random inputs.
+void expect_same_results(const Graph& before, const Graph& after, uint64_t seed, const std::string& label, double atol = 1e-5) {
+  const auto in = random_inputs(before, seed);
+  const auto want = GraphRunner(before).run(in), got = GraphRunner(after).run(in);
+  ASSERT_EQ(got.size(), want.size()) << label;
+  for (size_t i = 0; i < want.size(); i++) {
+    const auto cmp = compare_tensors(got[i], want[i], 1e-4, atol);
+    EXPECT_TRUE(cmp.ok) << label << " output " << i << ": " << cmp.message;
+  }
+}
+
 std::string conv_bn_model(bool second_consumer) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {1, 3, 6, 6})
@@ -113,9 +130,7 @@ TEST(Passes, ReduceMeanOverSpatialAxesBecomesAGlobalPool) {
     Graph after = before;
     EXPECT_EQ(reduce_mean_to_global_pool(after), c.rewrites) << k;
     EXPECT_EQ(reduce_mean_to_global_pool(after), 0) << k;  // idempotent
-    std::vector<std::string> ops;
-    for (const auto& n : after.nodes) ops.push_back(n.op);
-    EXPECT_EQ(ops, c.ops) << k;
+    EXPECT_EQ(ops_of(after), c.ops) << k;
     EXPECT_EQ(after.tensor("y").shape, before.tensor("y").shape) << k;
     std::map<std::string, Tensor> in = {{"x", test::rand_f32({1, 8, 5, 7}, 9)}};
     auto cmp = compare_tensors(GraphRunner(after).run(in)[0], GraphRunner(before).run(in)[0], 1e-5, 1e-5);
@@ -168,9 +183,7 @@ TEST(Passes, FusesTheLayerNormExportersSpellOut) {
     const int fused = c.ops.size() == 1 ? 1 : 0;
     EXPECT_EQ(fuse_layer_norm(after), fused) << k;
     EXPECT_EQ(fuse_layer_norm(after), 0) << k;  // idempotent
-    std::vector<std::string> ops;
-    for (const auto& n : after.nodes) ops.push_back(n.op);
-    EXPECT_EQ(ops, c.ops) << k;
+    EXPECT_EQ(ops_of(after), c.ops) << k;
     if (fused) {
       const Node& ln = after.nodes[0];
       EXPECT_EQ(ln.attr_int("axis", -1), c.axis) << k;
@@ -178,9 +191,7 @@ TEST(Passes, FusesTheLayerNormExportersSpellOut) {
       EXPECT_EQ(ln.inputs, (c.affine ? std::vector<std::string>{"x", "gamma", "beta"} : std::vector<std::string>{"x"})) << k;
       EXPECT_EQ(ln.outputs, std::vector<std::string>{"y"}) << k;
     }
-    std::map<std::string, Tensor> in = {{"x", test::rand_f32({2, 6, 8}, 9)}};
-    auto cmp = compare_tensors(GraphRunner(after).run(in)[0], GraphRunner(before).run(in)[0], 1e-4, 1e-5);
-    EXPECT_TRUE(cmp.ok) << k << ": " << cmp.message;
+    expect_same_results(before, after, 9, fmt::format("case {}", k));
   }
 }
 
@@ -213,9 +224,7 @@ TEST(Passes, FusesTheGeluPyTorchSpellsOut) {
     } else {
       EXPECT_EQ(after.nodes.size(), 5u);
     }
-    std::map<std::string, Tensor> in = {{"x", test::rand_f32({2, 3, 8}, 3)}};
-    auto cmp = compare_tensors(GraphRunner(after).run(in)[0], GraphRunner(before).run(in)[0], 1e-5, 1e-6);
-    EXPECT_TRUE(cmp.ok) << variant << ": " << cmp.message;
+    expect_same_results(before, after, 3, fmt::format("variant {}", variant), 1e-6);
   }
 }
 
@@ -248,11 +257,9 @@ TEST(Passes, FlattensChannelsLastMatMulRows) {
     Graph after = before;
     const int rewritten = flatten_matmul_rows(after);
     EXPECT_EQ(flatten_matmul_rows(after), 0) << variant;  // idempotent
-    std::vector<std::string> ops;
-    for (const Node& n : after.nodes) ops.push_back(n.op);
     if (variant == 0) {
       EXPECT_EQ(rewritten, 1);
-      EXPECT_EQ(ops, (std::vector<std::string>{"Transpose", "Reshape", "LayerNormalization", "MatMul", "Add", "Relu",
+      EXPECT_EQ(ops_of(after), (std::vector<std::string>{"Transpose", "Reshape", "LayerNormalization", "MatMul", "Add", "Relu",
                                                "MatMul", "Add", "Reshape", "Transpose"}));
       for (const Node& n : after.nodes)
         if (n.op == "MatMul") EXPECT_EQ(after.tensor(n.inputs[0]).shape.size(), 2u);
@@ -266,12 +273,7 @@ TEST(Passes, FlattensChannelsLastMatMulRows) {
     } else {
       EXPECT_EQ(rewritten, 0);
     }
-    std::map<std::string, Tensor> in = {{"x", test::rand_f32({1, 8, 3, 5}, 7)}};
-    const auto want = GraphRunner(before).run(in), got = GraphRunner(after).run(in);
-    for (size_t i = 0; i < want.size(); i++) {
-      auto cmp = compare_tensors(got[i], want[i], 1e-5, 1e-5);
-      EXPECT_TRUE(cmp.ok) << variant << " output " << i << ": " << cmp.message;
-    }
+    expect_same_results(before, after, 7, fmt::format("variant {}", variant));
   }
 }
 
@@ -291,8 +293,7 @@ TEST(Passes, PatchConvsBecomeMatMuls) {
     Graph after = before;
     EXPECT_EQ(patches_to_matmul(after), variant == 0 ? 1 : 0) << variant;
     EXPECT_EQ(patches_to_matmul(after), 0) << variant;
-    std::vector<std::string> ops;
-    for (const Node& n : after.nodes) ops.push_back(n.op);
+    const auto ops = ops_of(after);
     if (variant == 0) {
       EXPECT_EQ(ops, (std::vector<std::string>{"Reshape", "Transpose", "Reshape", "MatMul", "Add", "Reshape", "Transpose"}));
       EXPECT_EQ(after.tensor(after.nodes[3].inputs[0]).shape, (Shape{2 * 3, 4 * 8 * 8}));
@@ -300,9 +301,7 @@ TEST(Passes, PatchConvsBecomeMatMuls) {
     } else {
       EXPECT_EQ(ops, std::vector<std::string>{"Conv"});
     }
-    std::map<std::string, Tensor> in = {{"x", test::rand_f32({1, c, 16, 24}, 3)}};
-    auto cmp = compare_tensors(GraphRunner(after).run(in)[0], GraphRunner(before).run(in)[0], 1e-5, 1e-5);
-    EXPECT_TRUE(cmp.ok) << variant << ": " << cmp.message;
+    expect_same_results(before, after, 3, fmt::format("variant {}", variant));
   }
 }
 
