@@ -34,6 +34,9 @@ constexpr int64_t kDefaultGroupedTasks = 64;
 // broadcasts need some). Rule 5's tiles and the Winograd schedule's share it.
 constexpr int kMaxAccumulators = 24;
 
+// Whether this host's CPU is Intel's (/proc/cpuinfo vendor_id, read once): the rule streams
+// 7-row tiles elsewhere only (default_tile.cpp, kIntelMinStreamedRows).
+bool intel_host();
 // Extent of each pure argument of f (innermost first) from its estimates; 0 when unknown.
 std::vector<int64_t> estimate_extents(const Halide::Internal::Function& f);
 // Points of a loop nest with extents `ext` times the iterations of the reduction `rvars`.

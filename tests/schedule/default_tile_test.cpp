@@ -150,8 +150,8 @@ TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
 }
 
 TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
-  // 256 -> 256 channels, 3x3, on 7 x 7: 2.4 MB of weights.
-  const Workload big = test::conv_relu_workload(test::save_conv_chain("tile_stream.onnx", 16, 256, 256, 7, 7));
+  // 256 -> 256 channels, 3x3, on 9 x 9: 2.4 MB of weights.
+  const Workload big = test::conv_relu_workload(test::save_conv_chain("tile_stream.onnx", 16, 256, 256, 9, 9));
   const TileFacts f = only_tile(big);
   EXPECT_EQ(f.weight_bytes, 256 * 256 * 9 * 4);
   const TilePlan p = plan_tile(f, {});
@@ -171,6 +171,11 @@ TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
   DefaultKnobs on;
   on.stream = 1;
   EXPECT_GE(plan_tile(small, on).streamed, 0);
+
+  // 7 rows: streamed on AMD hosts (Zen 5's gain), not on Intel's (default_tile.cpp).
+  const TileFacts seven_rows = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_stream7.onnx", 16, 256, 256, 7, 7)));
+  EXPECT_EQ(plan_tile(seven_rows, {}).streamed >= 0, !intel_host());
+  EXPECT_GE(plan_tile(seven_rows, on).streamed, 0);  // the knob streams them anywhere
 
   // 14 wide: two column tiles of 7 would sit between the tile and its rows, so the tile takes
   // the whole width with one block and streams; a column knob keeps the rows unstreamed.
