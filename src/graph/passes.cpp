@@ -184,6 +184,8 @@ const std::string* other_input(const Node& n, const std::string& t) {
 bool is_scalar_const(const Graph& g, const std::string* t, double v, double tol = 0) {
   return t && g.is_constant(*t) && g.tensor(*t).value->size() == 1 && std::abs(g.tensor(*t).value->to_f64_vector().at(0) - v) <= tol;
 }
+// The index of node n, one of g's nodes.
+size_t node_index(const Graph& g, const Node& n) { return static_cast<size_t>(&n - g.nodes.data()); }
 // g's nodes without those in `gone`, with `replacement` in place of node `at`.
 void replace_nodes(Graph& g, const std::set<size_t>& gone, size_t at, Node replacement) {
   std::vector<Node> kept;
@@ -278,7 +280,7 @@ class LayerNormMatcher {
     return it == producer_.end() ? nullptr : &g_.nodes[it->second];
   }
   const Node* only_consumer(const std::string& t, const std::string& op) const { return ts::only_consumer(g_, t, op); }
-  size_t index(const Node& n) const { return static_cast<size_t>(&n - g_.nodes.data()); }
+  size_t index(const Node& n) const { return node_index(g_, n); }
 
   const Graph& g_;
   std::map<std::string, size_t> producer_;
@@ -338,9 +340,8 @@ int fuse_gelu(Graph& g) {
     gelu.inputs = {x};
     gelu.outputs = half->outputs;
     gelu.attrs["approximate"] = Attribute{std::string("none")};
-    auto index = [&](const Node* n) { return static_cast<size_t>(n - g.nodes.data()); };
-    const size_t last = index(half);
-    replace_nodes(g, {k, index(erf), index(add), index(mul_x), last}, last, std::move(gelu));
+    const size_t last = node_index(g, *half);
+    replace_nodes(g, {k, node_index(g, *erf), node_index(g, *add), node_index(g, *mul_x), last}, last, std::move(gelu));
     done++;
     k = static_cast<size_t>(-1);  // indices moved: from the start again
   }
@@ -387,7 +388,7 @@ class RowRegion {
     auto it = producer_.find(t);
     return it == producer_.end() ? nullptr : &g_.nodes[it->second];
   }
-  size_t index(const Node& n) const { return static_cast<size_t>(&n - g_.nodes.data()); }
+  size_t index(const Node& n) const { return node_index(g_, n); }
 
  private:
   int constant_rank(const std::string& t) const { return g_.is_constant(t) ? static_cast<int>(g_.tensor(t).shape.size()) : -1; }
@@ -404,11 +405,12 @@ class RowRegion {
   std::map<std::string, size_t> producer_;
 };
 
-// A Reshape node of `from` to `to` (shape `s`), its shape constant added to g.
+// A Reshape node of `from` to `to` (shape `s`); its shape constant and `to` are added to g.
 Node reshape_node(Graph& g, const std::string& from, const std::string& to, const Shape& s) {
   const std::string shape_name = to + "::shape";
   const Tensor shape = Tensor::from_i64(s, {static_cast<int64_t>(s.size())});
   g.tensors[shape_name] = TensorInfo{shape_name, DType::Int64, shape.shape, shape, {}};
+  g.tensors[to] = TensorInfo{to, g.tensor(from).dtype, s, std::nullopt, {}};
   Node r;
   r.name = to + "::reshape";
   r.op = "Reshape";
@@ -421,8 +423,10 @@ Node reshape_node(Graph& g, const std::string& from, const std::string& to, cons
 
 int flatten_matmul_rows(Graph& g) {
   int done = 0;
+  std::optional<RowRegion> built;  // its producer map, rebuilt after a rewrite moves the nodes
   for (size_t k = 0; k < g.nodes.size(); k++) {
-    const RowRegion region(g);
+    if (!built) built.emplace(g);
+    const RowRegion& region = *built;
     const Node& mm = g.nodes[k];
     if (mm.op != "MatMul" || !region.row_wise(mm, mm.inputs[0])) continue;
     const Shape a_shape = g.tensor(mm.inputs[0]).shape;
@@ -452,11 +456,10 @@ int flatten_matmul_rows(Graph& g) {
         !is_data_movement(g.nodes[after[0]].op) || is_graph_output(g, last))
       continue;
     const std::string rows_in = first + "::rows", rows_out = last + "::rows";
-    const TensorInfo& in = g.tensor(first);
-    g.tensors[rows_in] = TensorInfo{rows_in, in.dtype, {rows, in.shape.back()}, std::nullopt, {}};
+    const Shape flat{rows, g.tensor(first).shape.back()};
     std::vector<Node> out;
     for (size_t i = 0; i < g.nodes.size(); i++) {
-      if (i == nodes.front()) out.push_back(reshape_node(g, first, rows_in, g.tensor(rows_in).shape));
+      if (i == nodes.front()) out.push_back(reshape_node(g, first, rows_in, flat));
       Node n = std::move(g.nodes[i]);
       const bool inside = std::find(nodes.begin(), nodes.end(), i) != nodes.end();
       if (inside) {
@@ -471,6 +474,7 @@ int flatten_matmul_rows(Graph& g) {
       if (i == nodes.back()) out.push_back(reshape_node(g, rows_out, last, g.tensor(last).shape));
     }
     g.nodes = std::move(out);
+    built.reset();
     done++;
     k = nodes.back() + 2;  // past the region and its two reshapes
   }
@@ -479,8 +483,12 @@ int flatten_matmul_rows(Graph& g) {
 
 namespace {
 
-// A Transpose node of `from` to `to` by `perm`.
-Node transpose_node(const std::string& from, const std::string& to, std::vector<int64_t> perm) {
+// A Transpose node of `from` to `to` by `perm`; `to` is added to g.
+Node transpose_node(Graph& g, const std::string& from, const std::string& to, std::vector<int64_t> perm) {
+  const TensorInfo& in = g.tensor(from);
+  Shape s;
+  for (int64_t a : perm) s.push_back(in.shape.at(a));
+  g.tensors[to] = TensorInfo{to, in.dtype, s, std::nullopt, {}};
   Node t;
   t.name = to + "::transpose";
   t.op = "Transpose";
@@ -524,11 +532,8 @@ int patches_to_matmul(Graph& g) {
     const std::string p = n.outputs[0] + "::patch";
     auto add = [&](const std::string& t, const Shape& s) { g.tensors[t] = TensorInfo{t, DType::Float32, s, std::nullopt, {}}; };
     // The patches as rows: [N, C, Ho, kh, Wo, kw] -> [N, Ho, Wo, C, kh, kw] -> [N * Ho * Wo, C * kh * kw].
-    add(p + "_split", {b, c, ho, kh, wo, kw});
-    add(p + "_moved", {b, ho, wo, c, kh, kw});
-    add(p + "_rows", {rows, depth});
     out.push_back(reshape_node(g, n.inputs[0], p + "_split", {b, c, ho, kh, wo, kw}));
-    out.push_back(transpose_node(p + "_split", p + "_moved", {0, 2, 4, 1, 3, 5}));
+    out.push_back(transpose_node(g, p + "_split", p + "_moved", {0, 2, 4, 1, 3, 5}));
     out.push_back(reshape_node(g, p + "_moved", p + "_rows", {rows, depth}));
     // The weights as B [C * kh * kw, Cout].
     Tensor wk = w;
@@ -554,9 +559,8 @@ int patches_to_matmul(Graph& g) {
       result = p + "_biased";
     }
     // Back to [N, Cout, Ho, Wo]: the rows are [N, Ho, Wo, Cout].
-    add(p + "_nhwc", {b, ho, wo, co});
     out.push_back(reshape_node(g, result, p + "_nhwc", {b, ho, wo, co}));
-    out.push_back(transpose_node(p + "_nhwc", n.outputs[0], {0, 3, 1, 2}));
+    out.push_back(transpose_node(g, p + "_nhwc", n.outputs[0], {0, 3, 1, 2}));
     done++;
   }
   g.nodes = std::move(out);
