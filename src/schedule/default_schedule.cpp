@@ -151,6 +151,15 @@ void schedule_transposing_copy(Halide::Func f, const std::vector<int64_t>& ext, 
   vectorize_and_parallelize(f, outer, outer_ext, width, false, stage_work(ext, {}));
 }
 
+// A root reduction whose lanes are one vector (a classifier's matrix-vector dot, lowered with
+// its 16 lanes along K: lower/gemm.cpp) accumulates one vector per point of its next dimension:
+// run alone, each point's K loop is one chain of dependent FMAs and one stream of B. This many
+// points of that dimension run together, interleaved inside the reduction loops (independent
+// accumulators, as many B rows streaming at once). Measured in the network (Intel Xeon, 1
+// thread): AlexNet's 9216 x 4096 classifier 12.0 -> 9.45 ms (ONNX Runtime 10.9; 2 threads 5.25
+// against 5.43), ResNet-50's 2048 x 1000 0.66 -> 0.56 ms; 16 points ran the same as 8.
+constexpr int kInterleavedReductionPoints = 8;
+
 void schedule_root(Halide::Func f, const Halide::Target& target, const DefaultStructure& ds) {
   const Function& fn = f.function();
   const std::vector<int64_t> ext = estimate_extents(fn);
@@ -162,13 +171,26 @@ void schedule_root(Halide::Func f, const Halide::Target& target, const DefaultSt
   vectorize_and_parallelize(f, args, ext, width, vec, stage_work(ext, {}));
   for (int u = 0; u < f.num_update_definitions(); u++) {
     Halide::Stage st = f.update(u);
-    // Loop order, innermost first: vector loop, reduction loops, other pure loops.
+    const auto& rvars = fn.update(u).schedule().rvars();
+    // Loop order, innermost first: vector loop, [interleaved points,] reduction loops, other pure loops.
     std::vector<Halide::VarOrRVar> order;
     if (!args.empty()) order.push_back(args[0]);
-    for (const auto& rv : fn.update(u).schedule().rvars()) order.push_back(Halide::RVar(rv.var));
-    for (size_t k = 1; k < args.size(); k++) order.push_back(args[k]);
+    std::vector<Halide::Var> outer_args = args;
+    std::vector<int64_t> outer_ext = ext;
+    const int points = kInterleavedReductionPoints;
+    const bool interleave = vec && ext[0] == width && !rvars.empty() && args.size() >= 2 && ext[1] >= 2 * points;
+    if (interleave) {
+      Halide::Var po(args[1].name() + "_io"), pi(args[1].name() + "_ii");
+      st.split(args[1], po, pi, points, Halide::TailStrategy::GuardWithIf);
+      order.push_back(pi);
+      outer_args[1] = po;
+      outer_ext[1] = (ext[1] + points - 1) / points;
+    }
+    for (const auto& rv : rvars) order.push_back(Halide::RVar(rv.var));
+    for (size_t k = 1; k < args.size(); k++) order.push_back(outer_args[k]);
     if (order.size() > 1) st.reorder(order);
-    vectorize_and_parallelize(st, args, ext, width, vec, stage_work(ext, fn.update(u).schedule().rvars()));
+    if (interleave) st.unroll(order[1]);
+    vectorize_and_parallelize(st, outer_args, outer_ext, width, vec, stage_work(ext, rvars));
   }
 }
 

@@ -97,6 +97,36 @@ TEST(DefaultSchedule, DenseCopyIsNotTiled) {
     for (int xx = 0; xx < N; xx++) ASSERT_EQ(result(xx, yy), 2.0f * in(xx + 3, yy));
 }
 
+// A matrix-vector dot product with its lanes along K (lower/gemm.cpp's form for a classifier):
+// 8 outputs accumulate together inside the K loop (an unrolled loop in the update), and an output
+// count that is no multiple of 8 keeps its tail right.
+TEST(DefaultSchedule, MatrixVectorDotInterleavesOutputs) {
+  const int L = 16, KO = 24, N = 37;
+  Halide::Buffer<float> a(L * KO), b(L * KO, N);
+  for (int k = 0; k < L * KO; k++) a(k) = static_cast<float>(k % 7) - 3.0f;
+  for (int n = 0; n < N; n++)
+    for (int k = 0; k < L * KO; k++) b(k, n) = static_cast<float>((k * 5 + n * 3) % 11) / 8.0f;
+  Halide::Var l("l"), n("n");
+  Halide::RDom ko(0, KO, "ko"), r(0, L, "r");
+  Halide::Func dot("dot"), out("out");
+  dot(l, n) = 0.0f;
+  dot(l, n) += a(ko * L + l) * b(ko * L + l, n);
+  dot.set_estimate(l, 0, L).set_estimate(n, 0, N);
+  out(n) = 0.0f;
+  out(n) += dot(r, n);
+  out.set_estimate(n, 0, N);
+  apply_default_schedule({out}, host_code_target());
+  EXPECT_TRUE(computed_at_root(dot));
+  EXPECT_TRUE(has_loop_type(dot.function(), 1, ForType::Vectorized));
+  EXPECT_TRUE(has_loop_type(dot.function(), 1, ForType::Unrolled));
+  Halide::Buffer<float> result = out.realize({N});
+  for (int nn = 0; nn < N; nn++) {
+    double s = 0;
+    for (int k = 0; k < L * KO; k++) s += static_cast<double>(a(k)) * b(k, nn);
+    ASSERT_NEAR(result(nn), s, 1e-3) << nn;
+  }
+}
+
 TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
   const int M = 33, N = 40, K = 200;  // 264k multiply-adds: enough work to run in parallel
   Halide::Buffer<float> a(K, M), b(N, K), bias(N);
