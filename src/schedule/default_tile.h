@@ -37,6 +37,8 @@ constexpr int kMaxAccumulators = 24;
 // Whether this host's CPU is Intel's (/proc/cpuinfo vendor_id, read once): the rule streams
 // 7-row tiles elsewhere only (default_tile.cpp, kIntelMinStreamedRows).
 bool intel_host();
+// Bytes of L2 per core on this host (sysconf), kDefaultL2Bytes' 1 MiB when it does not say.
+int64_t host_l2_bytes();
 // Extent of each pure argument of f (innermost first) from its estimates; 0 when unknown.
 std::vector<int64_t> estimate_extents(const Halide::Internal::Function& f);
 // Points of a loop nest with extents `ext` times the iterations of the reduction `rvars`.
@@ -59,6 +61,7 @@ struct TileFacts {
   std::vector<int64_t> rvar_ext;  // r's reduction loops' extents, innermost first (0 = not constant)
   int64_t work = 0;               // points x reduction iterations
   int64_t weight_bytes = 0;       // bytes of the input every column of a tile shares (a conv's weights), 0 = none
+  int64_t input_bytes = 0;        // bytes of the input the columns read apart (a conv's activations), 0 = unknown
 };
 
 // One outer loop of the tile (outside its register tile), as the rule names it.
@@ -96,6 +99,10 @@ std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r
 // the Func r calls for them (the outermost rename).
 std::optional<Halide::Internal::Parameter> tile_weights(const Halide::Internal::Function& r, const std::string& u_var,
                                                         std::optional<Halide::Internal::Function>* first = nullptr);
+
+// The input parameter the columns of reduction r's tile read apart (loaded through renames,
+// indexed by the reuse loop `u_var`: a conv's activations), or nullopt.
+std::optional<Halide::Internal::Parameter> tile_input(const Halide::Internal::Function& r, const std::string& u_var);
 
 // The tile for `facts` under `knobs` (out-of-range knobs are clamped to what the facts allow).
 TilePlan plan_tile(const TileFacts& facts, const DefaultKnobs& knobs);

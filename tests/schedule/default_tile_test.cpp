@@ -194,6 +194,27 @@ TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
   EXPECT_EQ(lowered_statement(big, off).find("prefetch("), std::string::npos);
 }
 
+// A 1x1 conv whose blocked input exceeds L2 (1024 channels over 28 x 28: 3.2 MB) runs its rows
+// outermost on Intel hosts, so a row's input stays in L2 for every output block; a small input
+// (64 channels) keeps the output blocks outermost, and the knob orders loops either way.
+TEST(DefaultTile, ConvsWhoseInputExceedsL2RunRowsOutermost) {
+  auto rows_outermost = [](const TilePlan& p) {
+    return p.outer.back().kind == OuterKind::Pure && p.outer.back().extent == 28;
+  };
+  const TileFacts big = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_rows.onnx", 16, 1024, 256, 28, 28, 1)));
+  EXPECT_EQ(big.input_bytes, 1024 * 28 * 28 * 4);
+  EXPECT_EQ(big.weight_bytes, 1024 * 256 * 4);
+  EXPECT_EQ(rows_outermost(plan_tile(big, {})), intel_host() && big.input_bytes > host_l2_bytes());
+  const TileFacts small = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_rows_small.onnx", 16, 64, 256, 28, 28, 1)));
+  EXPECT_EQ(small.input_bytes, 64 * 28 * 28 * 4);
+  EXPECT_FALSE(rows_outermost(plan_tile(small, {})));
+  // The knob names the loop to move: the rows (p.outer[2], after the vector and column loops).
+  DefaultKnobs rows;
+  rows.outermost = 2;
+  ASSERT_EQ(plan_tile(small, {}).outer.at(2).kind, OuterKind::Pure);
+  EXPECT_TRUE(rows_outermost(plan_tile(small, rows)));
+}
+
 TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
   MeasureOptions mo;
   mo.repeats = 1;

@@ -129,14 +129,16 @@ Graph small_cnn() {
 
 // x -> 1x1 conv to `mid` channels -> 3x3 conv (pad 1) to `out` channels + Relu -> 1x1 conv to
 // 8: the middle workload (Conv+Relu) reads and writes blocked activations.
-std::string save_conv_chain(const std::string& file, int64_t in, int64_t mid, int64_t out, int64_t h, int64_t w) {
+std::string save_conv_chain(const std::string& file, int64_t in, int64_t mid, int64_t out, int64_t h, int64_t w,
+                            int64_t k) {
+  const int64_t pad = k / 2;
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {1, in, h, w})
       .initializer("w0", rand_f32({mid, in, 1, 1}, 1))
-      .initializer("w1", rand_f32({out, mid, 3, 3}, 2))
+      .initializer("w1", rand_f32({out, mid, k, k}, 2))
       .initializer("w2", rand_f32({8, out, 1, 1}, 3))
       .node("Conv", {"x", "w0"}, {"a"})
-      .node("Conv", {"a", "w1"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Conv", {"a", "w1"}, {"c"}, {{"pads", std::vector<int64_t>{pad, pad, pad, pad}}})
       .node("Relu", {"c"}, {"r"})
       .node("Conv", {"r", "w2"}, {"y"})
       .output("y");

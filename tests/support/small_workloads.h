@@ -34,10 +34,11 @@ std::vector<Halide::Func> scaled_matmul_pipeline();
 // BatchNormalization + Relu + MaxPool 2x2 + Reshape + Gemm (transB) + Softmax on x[1,3,12,12].
 Graph small_cnn();
 
-// x -> 1x1 conv to `mid` channels -> 3x3 conv (pad 1) to `out` channels + Relu -> 1x1 conv to
-// 8, saved as temp_dir()/file: the middle workload (Conv+Relu) reads and writes blocked
+// x -> 1x1 conv to `mid` channels -> k x k conv (pad k / 2) to `out` channels + Relu -> 1x1 conv
+// to 8, saved as temp_dir()/file: the middle workload (Conv+Relu) reads and writes blocked
 // activations.
-std::string save_conv_chain(const std::string& file, int64_t in, int64_t mid, int64_t out, int64_t h, int64_t w);
+std::string save_conv_chain(const std::string& file, int64_t in, int64_t mid, int64_t out, int64_t h, int64_t w,
+                            int64_t k = 3);
 // The Conv+Relu workload of save_conv_chain's model, its layouts planned for 16 lanes.
 Workload conv_relu_workload(const std::string& path);
 
