@@ -181,7 +181,7 @@ void schedule_root(Halide::Func f, const Halide::Target& target, const DefaultSt
     const bool interleave = vec && ext[0] == width && !rvars.empty() && args.size() >= 2 && ext[1] >= 2 * points;
     if (interleave) {
       Halide::Var po(args[1].name() + "_io"), pi(args[1].name() + "_ii");
-      st.split(args[1], po, pi, points, Halide::TailStrategy::GuardWithIf);
+      st.split(args[1], po, pi, points, Halide::TailStrategy::GuardWithIf).unroll(pi);
       order.push_back(pi);
       outer_args[1] = po;
       outer_ext[1] = (ext[1] + points - 1) / points;
@@ -189,7 +189,6 @@ void schedule_root(Halide::Func f, const Halide::Target& target, const DefaultSt
     for (const auto& rv : rvars) order.push_back(Halide::RVar(rv.var));
     for (size_t k = 1; k < args.size(); k++) order.push_back(outer_args[k]);
     if (order.size() > 1) st.reorder(order);
-    if (interleave) st.unroll(order[1]);
     vectorize_and_parallelize(st, outer_args, outer_ext, width, vec, stage_work(ext, rvars));
   }
 }

@@ -446,21 +446,21 @@ std::optional<Halide::Internal::Parameter> tile_operand(const Function& r, const
   return v.found;
 }
 
-}  // namespace
-
-std::optional<Halide::Internal::Parameter> tile_weights(const Function& r, const std::string& u_var,
-                                                        std::optional<Function>* first) {
-  return tile_operand(r, u_var, false, first);
-}
-
 // A parameter's bytes by its extent estimates, 0 when one is not constant.
-static int64_t estimated_bytes(const Halide::Internal::Parameter& p) {
+int64_t estimated_bytes(const Halide::Internal::Parameter& p) {
   int64_t bytes = p.type().bytes();
   for (int d = 0; d < p.dimensions(); d++) {
     const int64_t* e = Halide::Internal::as_const_int(p.extent_constraint_estimate(d));
     bytes = e ? bytes * *e : 0;
   }
   return bytes;
+}
+
+}  // namespace
+
+std::optional<Halide::Internal::Parameter> tile_weights(const Function& r, const std::string& u_var,
+                                                        std::optional<Function>* first) {
+  return tile_operand(r, u_var, false, first);
 }
 
 std::optional<Halide::Internal::Parameter> tile_input(const Function& r, const std::string& u_var) {
