@@ -13,6 +13,7 @@ Nothing else may run meanwhile: two cores, shared.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,13 +38,42 @@ def profile(model, threads, iters, db):
     return json.loads(p.stdout.strip().splitlines()[-1])["profile"]
 
 
-def single_node_model(model, node_name, path):
+def exact_keys(model):
+    """Each workload's exact key (tensorsched workloads --json): {key hash: exact key}."""
+    cmd = [TS, "workloads", model, "--json", "-q"]
+    p = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    keys = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            w = json.loads(line)
+            keys[w["key"]] = w["exact_key"]
+    return keys
+
+
+def shapes_from_exact_key(node, exact_key):
+    """{node input name: dims} from a workload's exact key, whose anchor call `Op(inA,inB,..)` names
+    its operands in the node's input order and declares `inA:float32[d0,d1,..]`: ONNX shape
+    inference leaves some tensors rankless (ShuffleNet's Slice outputs), which ORT then rejects."""
+    decls = dict(re.findall(r"(in\d+):float32\[([\d,]*)\]", exact_key))
+    call = re.search(re.escape(node.op_type) + r"\(([^)]*)\)", exact_key)
+    if not call:
+        return {}
+    shapes = {}
+    for name, arg in zip(node.input, call.group(1).split(",")):
+        if arg in decls and decls[arg]:
+            shapes[name] = [int(d) for d in decls[arg].split(",")]
+    return shapes
+
+
+def single_node_model(model, node_name, path, exact_key=""):
     """Writes an ONNX model of the one node named node_name of `model` (shapes inferred, its
     constant inputs copied as initializers, the others graph inputs) to path; False if absent."""
     node = next((n for n in model.graph.node if n.name == node_name), None)
     if node is None:
         return False
     types = {v.name: v.type for v in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
+    for name, dims in shapes_from_exact_key(node, exact_key).items():
+        types[name] = helper.make_tensor_type_proto(onnx.TensorProto.FLOAT, dims)
     inits = {t.name: t for t in model.graph.initializer}
     inputs, initializers = [], []
     for name in node.input:
@@ -79,6 +109,7 @@ def main():
     for name in a.models.split(","):
         path = os.path.join(a.zoo, name, "model.onnx")
         model = shape_inference.infer_shapes(onnx.load(path))
+        keys = exact_keys(path)
         for threads in [int(t) for t in a.threads.split(",")]:
             seen = set()
             for st in profile(path, threads, a.iters, a.db):
@@ -91,7 +122,7 @@ def main():
                     continue
                 seen.add(st["key"])
                 layer = os.path.join(tmp, f"{name}_{st['key']}.onnx")
-                if not single_node_model(model, anchor, layer):
+                if not single_node_model(model, anchor, layer, keys.get(st["key"], "")):
                     continue
                 # ORT's fastest run, not its median: a single node's runs spread 1.5-7.4 ms around a
                 # 5.5 ms median (one Transformer MatMul) where the whole network's do not, so the

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "graph/file_io.h"
+#include "graph/flatten_pointwise.h"
 #include "graph/layout_plan.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
@@ -36,6 +37,7 @@ Graph load_model(const std::string& path, const LoadOptions& o) {
     plan_layouts(g, Halide::get_host_target().natural_vector_size(Halide::Float(32)));
     if (o.winograd) plan_winograd(g, effective_threads(o.threads));
   }
+  flatten_pointwise_convs(g);  // the convs the layout plan left plain
   return g;
 }
 

@@ -120,6 +120,7 @@ int run_command(const RunArgs& a) {
                       {"workloads", st.workloads},
                       {"steps", st.steps},
                       {"in_place_concats", st.in_place},
+                      {"reshape_views", st.views},
                       {"activation_bytes", st.activation_bytes},
                       {"compiled", st.compiled},
                       {"cache_hits", st.cache_hits},
@@ -129,9 +130,10 @@ int run_command(const RunArgs& a) {
   warnings.insert(warnings.end(), st.warnings.begin(), st.warnings.end());
   if (!warnings.empty()) j["warnings"] = warnings;
   if (!a.json) {
-    std::cout << fmt::format("{}: {} workloads ({} steps{}, activations {:.1f} MB): compiled {}, cache hits {}, {:.2f} s\n",
+    std::cout << fmt::format("{}: {} workloads ({} steps{}{}, activations {:.1f} MB): compiled {}, cache hits {}, {:.2f} s\n",
                              graph.path, st.workloads, st.steps,
                              st.in_place > 0 ? fmt::format(", {} concats written in place", st.in_place) : "",
+                             st.views > 0 ? fmt::format(", {} reshapes as views", st.views) : "",
                              st.activation_bytes / 1e6, st.compiled, st.cache_hits, st.seconds);
     if (!a.db_path.empty())
       std::cout << fmt::format("tuned schedules: {} of {} workloads ({})\n", st.tuned, st.workloads, a.db_path);

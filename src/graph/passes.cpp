@@ -405,6 +405,8 @@ class RowRegion {
   std::map<std::string, size_t> producer_;
 };
 
+}  // namespace
+
 // A Reshape node of `from` to `to` (shape `s`); its shape constant and `to` are added to g.
 Node reshape_node(Graph& g, const std::string& from, const std::string& to, const Shape& s) {
   const std::string shape_name = to + "::shape";
@@ -418,8 +420,6 @@ Node reshape_node(Graph& g, const std::string& from, const std::string& to, cons
   r.outputs = {to};
   return r;
 }
-
-}  // namespace
 
 int flatten_matmul_rows(Graph& g) {
   int done = 0;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -91,6 +92,24 @@ std::vector<std::pair<int, uint64_t>> in_place_offsets(const Graph& g, const Wor
   }
   if (at != static_cast<uint64_t>(out_storage[axis] * inner)) return {};
   return offsets;
+}
+
+// Whether a step only reshapes one plain activation into another (Reshape, Flatten, Squeeze,
+// Unsqueeze): its output is then a view of the input's bytes and the step runs nothing. Not for
+// model inputs (the caller's memory) or outputs, nor a packed or blocked side.
+bool is_reshape_view(const Graph& g, const Workload& w, const WorkloadStep& step, const plan::Plan& p,
+                     const plan::Step& ps) {
+  static const std::set<std::string> reshapes = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+  for (const auto& n : w.graph.nodes)
+    if (!reshapes.count(n.op)) return false;
+  if (step.inputs.size() != 1 || step.outputs.size() != 1 || !ps.packs.empty() || ps.args.size() != 2) return false;
+  const TensorInfo& in = g.tensor(step.inputs[0]);
+  const TensorInfo& out = g.tensor(step.outputs[0]);
+  const plan::Buffer& from = p.buffers[ps.args[0]];
+  const plan::Buffer& to = p.buffers[ps.args[1]];
+  return from.role == plan::Role::Activation && to.role == plan::Role::Activation && from.name == step.inputs[0] &&
+         to.view_of < 0 && !in.layout.blocked() && !out.layout.blocked() && in.dtype == out.dtype &&
+         from.bytes() == to.bytes() && std::find(g.outputs.begin(), g.outputs.end(), step.outputs[0]) == g.outputs.end();
 }
 
 }  // namespace
@@ -206,7 +225,11 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
       ps.args.push_back(index[key]);
     }
     for (const auto& t : step.outputs) ps.args.push_back(buffer_for(t));
-    if (opts.in_place_concat) {
+    if (is_reshape_view(m.graph, w, step, p, ps)) {
+      p.buffers[ps.args[1]].view_of = ps.args[0];
+      ps.function = plan::kElided;
+      m.stats.views++;
+    } else if (opts.in_place_concat) {
       const auto offsets = in_place_offsets(m.graph, w, step, p, ps);
       for (const auto& [b, offset] : offsets) {
         p.buffers[b].view_of = ps.args.back();

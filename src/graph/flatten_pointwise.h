@@ -1,0 +1,36 @@
+#pragma once
+// Pointwise convs over flattened pixels: a plain 1x1 conv is a matmul of its weights by the
+// input's [C, H * W] pixels, which NCHW stores as one dense row per channel. Lowered as a 2-D conv
+// its vectors run along one image row of W pixels: ShuffleNetV2's 14- and 28-wide rows (116 and
+// 58 channels, which do not block) got 8-lane or single vectors and ran at 60-80 GFLOP/s on one
+// thread; the same conv over [N, C, H * W] tiles 2 x 16 pixels by 8 output channels and ran at
+// 115-136 (ONNX Runtime computes a 1x1 conv as such a GEMM too).
+//
+// Rule: a Conv whose output is a plain rank-4 float tensor (after the layout plan), with a
+// constant weight, a 1x1 kernel, unit strides, no padding, H > 1 and a single group
+// becomes Reshape [N, C, H * W] -> Conv (1-D, kernel 1) -> Reshape [N, C_out, H, W]; the
+// elementwise ops that follow it on the same shape with scalar constants as other operands (ReLU,
+// Clip, ...) move inside, so they still fuse into the conv's workload. The Reshapes of plain
+// tensors cost nothing at run time: the executor views the same bytes (runtime/compiled_model.cpp)
+// or the Reshape joins a copy that runs anyway (graph/partition.cpp). A blocked input (a pool's or
+// a depthwise conv's output that other convs read blocked) is converted by the first Reshape, a
+// copy step: read blocked while the vectors run along plain output pixels, every vector was a
+// gather (ShuffleNetV2's 24 -> 58 convs after its max pool: 37 GFLOP/s). The copy costs a pass
+// over the input, the gathers one per tile of output channels: with fewer than
+// kMinChannelsToConvert outputs the conv reads the blocked input as before (FCN's 512 -> 21
+// classifier: 0.52 ms gathering, 0.34 + 0.29 ms converted).
+#include <cstdint>
+
+#include "graph/graph.h"
+
+namespace ts {
+
+inline constexpr int64_t kMinChannelsToConvert = 32;  // output channels for which a blocked input is converted
+
+// Whether n is a 2-D Conv with a 1x1 kernel, unit strides, no padding and one group (any layout).
+bool is_pointwise_conv(const Graph& g, const Node& n);
+// Applies the rule above to g in place; returns the convs rewritten. Idempotent (a rewritten
+// conv is rank 3).
+int flatten_pointwise_convs(Graph& g);
+
+}  // namespace ts

@@ -1,0 +1,143 @@
+// Pointwise convs over flattened pixels on real ONNX files: which convs the rule rewrites, the
+// graph it leaves (rank-3 convs with their ReLU / Clip inside, Reshapes at both ends, an Identity
+// converting a blocked input), and the compiled model (real Halide code, its Reshapes run as
+// views) computing what the whole-graph JIT of the untouched graph computes.
+#include "graph/flatten_pointwise.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "graph/layout_plan.h"
+#include "runtime/compiled_model.h"
+#include "runtime/graph_runner.h"
+#include "support/onnx_builder.h"
+
+namespace ts {
+namespace {
+
+using test::OnnxBuilder;
+using V = std::vector<int64_t>;
+
+const Node& producer(const Graph& g, const std::string& t) {
+  for (const auto& n : g.nodes)
+    if (std::find(n.outputs.begin(), n.outputs.end(), t) != n.outputs.end()) return n;
+  ADD_FAILURE() << "no producer of " << t;
+  return g.nodes.front();
+}
+
+// ShuffleNetV2's shapes in small: 20 and 12 channels do not block, rows of 6 and 10 pixels.
+Graph plain_pointwise_model() {
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, {1, 12, 10, 6})
+      .initializer("w_a", test::rand_f32({20, 12, 1, 1}, 1))
+      .initializer("b_a", test::rand_f32({20}, 2))
+      .initializer("lo", Tensor::scalar_f32(0.f))
+      .initializer("hi", Tensor::scalar_f32(0.5f))
+      .initializer("w_dw", test::rand_f32({20, 1, 3, 3}, 3))
+      .initializer("w_b", test::rand_f32({12, 20, 1, 1}, 4))
+      .initializer("w_s", test::rand_f32({12, 12, 1, 1}, 5))
+      .node("Relu", {"x"}, {"rx"})
+      .node("Conv", {"rx", "w_a", "b_a"}, {"a"})
+      .node("Clip", {"a", "lo", "hi"}, {"ca"})
+      .node("Conv", {"ca", "w_dw"}, {"dw"}, {{"pads", V{1, 1, 1, 1}}, {"group", int64_t{20}}})
+      .node("Conv", {"dw", "w_b"}, {"b"})
+      .node("Conv", {"rx", "w_s"}, {"s"}, {{"strides", V{2, 2}}})  // strided: not pointwise
+      .output("b")
+      .output("s");
+  return test::import_model(m.save("pointwise.onnx"));
+}
+
+// Compiles g and expects its outputs to match the whole-graph JIT of `reference` on random
+// inputs; returns the compile stats.
+CompileStats expect_matches(const Graph& reference, const Graph& g, uint64_t seed) {
+  auto in = random_inputs(reference, seed);
+  const auto want = GraphRunner(reference).run(in);
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(g, opts);
+  const auto got = m.run(in);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); i++) {
+    const Comparison c = compare_tensors(got[i], want[i], 1e-4, 1e-5);
+    EXPECT_TRUE(c.ok) << g.outputs[i] << ": " << c.message;
+  }
+  return m.stats();
+}
+
+TEST(FlattenPointwise, RewritesPlainPointwiseConvsOverPixels) {
+  const Graph plain = plain_pointwise_model();
+  Graph g = plain;
+  plan_layouts(g, 16);
+  EXPECT_EQ(flatten_pointwise_convs(g), 2);
+  EXPECT_EQ(flatten_pointwise_convs(g), 0);  // idempotent: the rewritten convs are rank 3
+
+  // a = Conv(rx) and its Clip run on [1, 20, 60]; "ca" keeps its name and shape after a Reshape.
+  const Node& back = producer(g, "ca");
+  ASSERT_EQ(back.op, "Reshape");
+  const Node& clip = producer(g, back.inputs[0]);
+  ASSERT_EQ(clip.op, "Clip");
+  EXPECT_EQ(g.tensor(clip.outputs[0]).shape, (Shape{1, 20, 60}));
+  const Node& conv = producer(g, clip.inputs[0]);
+  ASSERT_EQ(conv.op, "Conv");
+  EXPECT_EQ(conv.attr_ints("kernel_shape"), V{1});
+  EXPECT_EQ(g.tensor(conv.inputs[1]).shape, (Shape{20, 12, 1}));
+  EXPECT_EQ(producer(g, conv.inputs[0]).op, "Reshape");
+  EXPECT_EQ(g.tensor("ca").shape, (Shape{1, 20, 10, 6}));
+  // The graph output b keeps its name and shape; the strided conv and the depthwise conv stay 2-D.
+  EXPECT_EQ(producer(g, "b").op, "Reshape");
+  EXPECT_EQ(g.tensor("b").shape, (Shape{1, 12, 10, 6}));
+  EXPECT_EQ(producer(g, "s").op, "Conv");
+  EXPECT_EQ(producer(g, "dw").op, "Conv");
+
+  // Three Reshapes view their input (rx's, ca's and dw's); b's feeds the model output: a copy.
+  EXPECT_EQ(expect_matches(plain, g, 7).views, 3);
+}
+
+// A pool's output that a conv reads blocked (16 channels) also feeds pointwise convs writing 36 and
+// 20 plain channels: an Identity converts it to plain before the 36-channel conv's pixels'
+// Reshape; the 20-channel conv (below kMinChannelsToConvert) keeps reading it blocked.
+TEST(FlattenPointwise, ConvertsABlockedInputFirst) {
+  const Graph plain = [] {
+    OnnxBuilder m(13);
+    m.input("x", DType::Float32, {1, 16, 12, 12})
+        .initializer("w_blocked", test::rand_f32({16, 16, 3, 3}, 11))
+        .initializer("w_plain", test::rand_f32({36, 16, 1, 1}, 12))
+        .initializer("w_narrow", test::rand_f32({20, 16, 1, 1}, 13))
+        .node("MaxPool", {"x"}, {"p"}, {{"kernel_shape", V{2, 2}}, {"strides", V{2, 2}}})
+        .node("Conv", {"p", "w_blocked"}, {"c"}, {{"pads", V{1, 1, 1, 1}}})
+        .node("Relu", {"c"}, {"y0"})
+        .node("Conv", {"p", "w_plain"}, {"d"})
+        .node("Relu", {"d"}, {"y1"})
+        .node("Conv", {"p", "w_narrow"}, {"y2"})
+        .output("y0")
+        .output("y1")
+        .output("y2");
+    return test::import_model(m.save("blocked_input.onnx"));
+  }();
+  Graph g = plain;
+  plan_layouts(g, 16);
+  ASSERT_TRUE(g.tensor("p").layout.blocked());
+  ASSERT_FALSE(g.tensor("d").layout.blocked());
+  EXPECT_EQ(flatten_pointwise_convs(g), 1);
+  EXPECT_EQ(producer(g, "y2").op, "Conv");
+  EXPECT_EQ(producer(g, "y2").inputs[0], "p");
+  // y1 <- Reshape <- Relu <- Conv <- Reshape <- Identity <- p
+  const Node& back = producer(g, "y1");
+  ASSERT_EQ(back.op, "Reshape");
+  const Node& relu = producer(g, back.inputs[0]);
+  ASSERT_EQ(relu.op, "Relu");
+  const Node& pw = producer(g, relu.inputs[0]);
+  ASSERT_EQ(pw.op, "Conv");
+  const Node& pixels = producer(g, pw.inputs[0]);
+  ASSERT_EQ(pixels.op, "Reshape");
+  const Node& convert = producer(g, pixels.inputs[0]);
+  EXPECT_EQ(convert.op, "Identity");
+  EXPECT_EQ(convert.inputs[0], "p");
+  EXPECT_FALSE(g.tensor(convert.outputs[0]).layout.blocked());
+
+  EXPECT_EQ(expect_matches(plain, g, 8).views, 1);  // the pixels' Reshape of the converted copy
+}
+
+}  // namespace
+}  // namespace ts
