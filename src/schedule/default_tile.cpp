@@ -188,10 +188,16 @@ void inline_closure(const Function& f, const std::set<std::string>& root, std::s
 // The rule streams where a slice holds kMinStreamedSlice reduction iterations or more: a 1x1
 // conv's 16 (one input block) left the accumulators' loads and stores in L1 a tenth of the work,
 // and ResNet-50's 1x1 convs of 4-8 MB ran 4-38% slower streamed.
+// On an Intel Xeon (Emerald Rapids, 2 MiB L2, 260 MiB L3) every streamed direct conv measured
+// ran slower than the plain loop order (bench_knob_sweep, weights evicted before each run, 1 / 2
+// threads): ResNet-50's layer4 7-row 3x3 convs 1.5 / 2.2x (3.10 -> 1.96 ms, 2.31 -> 1.03),
+// ResNet-18's and ResNet-50's stride-2 14x14 3x3 convs 1.41 / 1.35x and 1.35x, Inception-v3's
+// 8x8 convs 1.75-1.91 / 2.0x, R3D-18's 14x14x2 3-D convs 1.95-2.73 / 2.71x. So the rule streams
+// on other hosts only (Zen 5, where it was measured the gain).
 constexpr int64_t kMinStreamedSlice = 64;
 // Whether the rule streams a blocked tile's weights (see above).
 bool streams_by_rule(const TileFacts& f) {
-  if (!f.blocked || f.rvar_ext.size() < 2 || f.weight_bytes <= kDefaultL2Bytes) return false;
+  if (!f.blocked || f.rvar_ext.size() < 2 || f.weight_bytes <= kDefaultL2Bytes || intel_host()) return false;
   int64_t slice = 1;
   for (size_t i = 0; i + 1 < f.rvar_ext.size(); i++) slice *= std::max<int64_t>(f.rvar_ext[i], 1);
   return slice >= kMinStreamedSlice;
@@ -250,7 +256,7 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
     // instead. ResNet-50's 14-wide 3x3 convs of 2.4 MB, 14 columns x 1 block, streamed: alone
     // the same at 1 thread, 4% faster at 2; in the network at 2 threads 0.60-0.72 ms against
     // 0.68-0.80 as 7 columns x 2 blocks (ORT 0.60-0.69).
-    if (!k.columns && !k.blocks && !p.pair_blocks && streams_by_rule(f) && clamp_knob(k.stream, 1, 0, 1) &&
+    if (!k.columns && !k.blocks && !p.pair_blocks && f.blocked && clamp_knob(k.stream, streams_by_rule(f), 0, 1) &&
         ext[u] > p.U && ext[u] <= 16) {
       p.U = static_cast<int>(ext[u]);
       p.Vt = 1;
@@ -340,21 +346,12 @@ void plan_matmul_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& 
   p.streamed = 0;
   p.k_block = static_cast<int>(std::min<int64_t>(kMatmulKBlock, f.rvar_ext[0]));
 }
-// On an Intel Xeon (Emerald Rapids, 2 MiB L2, 260 MiB L3) streaming a 7-row tile (the 3x3 convs
-// of 512 channels over 7 x 7, 9.4 MB of weights) ran 1.5x (1 thread) to 2.2x (2 threads)
-// slower than the plain loop order, weights cold or warm (bench_knob_sweep: ResNet-50's
-// layer4.2 conv2 3.10 -> 1.96 ms, 2.31 -> 1.03 ms; ResNet-18's layer4 1.94 / 1.11 ms unstreamed
-// against 2.91 / 2.24); its 14-row tiles were within 7% either way. On Zen 5 the 7-row stream
-// was the gain (see streams_by_rule), so the rule keeps it there.
-constexpr int64_t kIntelMinStreamedRows = 8;
-
 void plan_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
   if (!f.blocked && f.rvar_ext.size() == 1 && f.rvar_ext[0] > 0) return plan_matmul_streaming(f, k, p);
   if (f.rvar_ext.size() < 2) return;
   size_t j = 0;
   while (j < p.outer.size() && p.outer[j].extent == 1) j++;
-  const bool few_rows = j < p.outer.size() && p.outer[j].extent < kIntelMinStreamedRows && intel_host();
-  if (!clamp_knob(k.stream, streams_by_rule(f) && !few_rows, 0, 1)) return;
+  if (!clamp_knob(k.stream, streams_by_rule(f), 0, 1)) return;
   const size_t serial = p.outer.size() - p.fused;
   if (j + 1 < p.outer.size() && j < serial && p.outer[j].kind == OuterKind::Pure) p.streamed = static_cast<int>(j);
 }

@@ -35,7 +35,7 @@ constexpr int64_t kDefaultGroupedTasks = 64;
 constexpr int kMaxAccumulators = 24;
 
 // Whether this host's CPU is Intel's (/proc/cpuinfo vendor_id, read once): the rule streams
-// 7-row tiles elsewhere only (kIntelMinStreamedRows) and moves the rows of tiles whose input
+// blocked tiles elsewhere only (streams_by_rule) and moves the rows of tiles whose input
 // exceeds L2 outermost there only (rows_outermost_by_rule), as measured (default_tile.cpp).
 bool intel_host();
 // Bytes of L2 per core on this host (sysconf), kDefaultL2Bytes' 1 MiB when it does not say.
