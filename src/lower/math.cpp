@@ -86,6 +86,11 @@ Expr ts_erf(Expr x) {
   return Halide::select(Halide::is_nan(x), x, y);  // NaN stays NaN
 }
 
+Expr ts_exp_nonpositive(Expr x) {
+  if (!is_f32(x)) return ts_exp(x);
+  return Halide::select(Halide::is_nan(x), x, exp_in_range(Halide::max(x, -87.0f)));
+}
+
 Expr ts_sigmoid(Expr x) {
   if (!is_f32(x)) {
     Expr one = Halide::cast(x.type(), 1);

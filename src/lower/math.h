@@ -8,6 +8,10 @@
 namespace ts {
 
 Halide::Expr ts_exp(Halide::Expr x);      // Cody-Waite range reduction + degree-6 polynomial
+// exp(x) for x <= 0 (a softmax's x - max): below -87 it returns exp(-87) = 1.6e-38 instead of
+// the denormal or 0 (negligible next to the row's sum, which is >= 1), so no edge cases remain
+// but NaN, which stays NaN; positive x is outside its contract.
+Halide::Expr ts_exp_nonpositive(Halide::Expr x);
 Halide::Expr ts_log(Halide::Expr x);      // exponent split + degree-8 polynomial of log(1+f)
 Halide::Expr ts_tanh(Halide::Expr x);     // odd Taylor polynomial near 0, exp form elsewhere
 Halide::Expr ts_erf(Halide::Expr x);      // Abramowitz-Stegun 7.1.26 (abs error < 1.5e-7)

@@ -125,11 +125,13 @@ LowerFn softmax(bool log) {
     // is_nan test inside ts_exp could be folded away; ONNX Runtime makes a row with a NaN all NaN.
     auto shifted_at = [&](const Idx& i) { return Halide::strict_float(x.at(i) - read_reduced(mx, i, axes)); };
     LTensor sum = reduce_last_axis(c.name("_expsum"), s, fconst(t, 0), [](Expr a, Expr b) { return a + b; },
-                                [&](const Idx& i) { return ts_exp(shifted_at(i)); });
-    return std::vector<LTensor>{c.output([&](const Idx& i) {
-      Expr shifted = shifted_at(i);
-      return log ? shifted - ts_log(read_reduced(sum, i, axes)) : ts_exp(shifted) / read_reduced(sum, i, axes);
-    })};
+                                [&](const Idx& i) { return ts_exp_nonpositive(shifted_at(i)); });
+    if (log)
+      return std::vector<LTensor>{c.output([&](const Idx& i) { return shifted_at(i) - ts_log(read_reduced(sum, i, axes)); })};
+    // One division per row, a multiplication per element. exp is computed again here: storing
+    // it for the sum to read ran slower (ViT's [12, 197, 197]: 0.44 against 0.39 ms).
+    const LTensor inv = define_tensor(c.name("_inv"), sum.shape, x.dtype, [&](const Idx& i) { return fconst(t, 1) / sum.at(i); });
+    return std::vector<LTensor>{c.output([&](const Idx& i) { return ts_exp_nonpositive(shifted_at(i)) * read_reduced(inv, i, axes); })};
   };
 }
 

@@ -52,17 +52,24 @@ LTensor reduce_last_axis(const std::string& name, const ReduceSpec& spec, Expr i
                          const std::function<Expr(Expr, Expr)>& combine, const std::function<Expr(const Idx&)>& value) {
   const int rank = static_cast<int>(spec.in_shape.size());
   const int64_t K = rank > 0 ? spec.in_shape.back() : 0;
-  if (rank == 0 || spec.axes != std::set<int>{rank - 1} || !spec.keepdims || K < 2 * kReduceLanes || K % kReduceLanes)
+  if (rank == 0 || spec.axes != std::set<int>{rank - 1} || !spec.keepdims || K < 2 * kReduceLanes)
     return reduce_tensor(name, spec, init, combine, value);
   const int L = static_cast<int>(kReduceLanes);
-  // Partials: [..., K / L, L] reduced over its axis rank - 1 (keepdims: [..., 1, L]).
+  const int64_t steps = (K + L - 1) / L;
+  // Partials: [..., steps, L] reduced over its axis rank - 1 (keepdims: [..., 1, L]). Past the
+  // row's end (K not a multiple of L) a lane reads the last element and contributes init.
   ReduceSpec lanes = spec;
-  lanes.in_shape.back() = K / L;
+  lanes.in_shape.back() = steps;
   lanes.in_shape.push_back(L);
   const LTensor part = reduce_tensor(name + "_lanes", lanes, init, combine, [&](const Idx& i) {
     Idx j(i.begin(), i.end() - 1);
-    j.back() = i[rank - 1] * L + i[rank];
-    return value(j);
+    const Expr k = i[rank - 1] * L + i[rank];
+    if (K % L == 0) {
+      j.back() = k;
+      return value(j);
+    }
+    j.back() = Halide::min(k, static_cast<int>(K - 1));
+    return Halide::select(k < static_cast<int>(K), value(j), init);
   });
   ReduceSpec across = spec;
   across.in_shape.back() = L;

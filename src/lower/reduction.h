@@ -27,11 +27,12 @@ LTensor reduce_tensor(const std::string& name, const ReduceSpec& spec, Halide::E
                       const std::function<Halide::Expr(Halide::Expr acc, Halide::Expr v)>& combine,
                       const std::function<Halide::Expr(const Idx& in_idx)>& value);
 
-// reduce_tensor over the last axis alone (keepdims), in two stages when that axis's extent is
-// a multiple of kReduceLanes: kReduceLanes partial results, lane l over elements l, l + 16, ...
-// (dense vector loads along the row), then the lanes combined. In one stage a reduction along a
-// row's own contiguous elements is a scalar loop: the schedules vectorize the output's innermost
-// axis, of extent 1 here. Other specs: reduce_tensor.
+// reduce_tensor over the last axis alone (keepdims), in two stages when that axis holds at least
+// 2 x kReduceLanes elements: kReduceLanes partial results, lane l over elements l, l + 16, ...
+// (dense vector loads along the row; lanes past the row's end add `init`, which must be the
+// identity of `combine`), then the lanes combined. In one stage a reduction along a row's own
+// contiguous elements is a scalar loop: the schedules vectorize the output's innermost axis, of
+// extent 1 here (ViT's 197-wide attention rows: 0.53 ms per softmax). Other specs: reduce_tensor.
 inline constexpr int64_t kReduceLanes = 16;
 LTensor reduce_last_axis(const std::string& name, const ReduceSpec& spec, Halide::Expr init,
                          const std::function<Halide::Expr(Halide::Expr acc, Halide::Expr v)>& combine,

@@ -61,6 +61,31 @@ TEST(LowerSoftmax, RowsOfLaneMultiplesReduceInLanesAndMatchTheReference) {
   }
 }
 
+// A last axis of 37 (2 x 16 + 5, as ViT's 197-wide attention rows): the lane partials cover it in
+// 3 steps, the 11 lanes past the end adding the identity; the maximum sits in the ragged tail of
+// row 1, and row 2 spans -100..+8 (exp of the far tail is clamped, not a denormal).
+TEST(LowerSoftmax, RaggedRowsReduceInLanesToo) {
+  const int rows = 3, n = 37;
+  Tensor x = random_tensor(DType::Float32, {rows, n}, 3, -8, 8);
+  x.data<float>()[1 * n + 36] = 30.0f;
+  x.data<float>()[2 * n + 3] = -100.0f;
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, x.shape).node("Softmax", {"x"}, {"y"}).output("y");
+  const Graph g = test::import_model(m.save("sm_ragged.onnx"));
+  bool lanes = false;
+  for (const auto& [name, f] : Halide::Internal::find_transitive_calls(lower_workload(partition_graph(g).workloads.at(0)).outputs[0].function()))
+    lanes |= name.find("_expsum_lanes") != std::string::npos;
+  EXPECT_TRUE(lanes);
+  const Tensor got = test::run_model(m.save("sm_ragged.onnx"), {{"x", x}})[0];
+  for (int r = 0; r < rows; r++) {
+    double mx = -INFINITY, s = 0;
+    for (int k = 0; k < n; k++) mx = std::max(mx, static_cast<double>(x.data<float>()[r * n + k]));
+    for (int k = 0; k < n; k++) s += std::exp(x.data<float>()[r * n + k] - mx);
+    for (int k = 0; k < n; k++)
+      EXPECT_NEAR(got.data<float>()[r * n + k], std::exp(x.data<float>()[r * n + k] - mx) / s, 1e-6) << r << "," << k;
+  }
+}
+
 TEST(LowerNormalization, LayerNormMatchesReference) {
   Tensor x = test::rand_f32({3, 8}, 1), g = test::rand_f32({8}, 2), b = test::rand_f32({8}, 3);
   OnnxBuilder m(17);
