@@ -11,6 +11,28 @@ namespace {
 
 using test::OnnxBuilder;
 
+// A one-node Softmax model over x's last axis: expects its lowering to hold a stage whose name
+// contains `stage`, and returns the compiled model's output for x.
+Tensor softmax_in_lanes(const Tensor& x, const std::string& file, const std::string& stage) {
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, x.shape).node("Softmax", {"x"}, {"y"}).output("y");
+  const std::string path = m.save(file);
+  const Graph g = test::import_model(path);
+  bool found = false;
+  for (const auto& [name, f] : Halide::Internal::find_transitive_calls(lower_workload(partition_graph(g).workloads.at(0)).outputs[0].function()))
+    found |= name.find(stage) != std::string::npos;
+  EXPECT_TRUE(found) << stage;
+  return test::run_model(path, {{"x", x}})[0];
+}
+
+// Row r's softmax reference in double: {max, sum of exp(x - max)}.
+std::pair<double, double> softmax_row_ref(const Tensor& x, int r, int n) {
+  double mx = -INFINITY, s = 0;
+  for (int k = 0; k < n; k++) mx = std::max(mx, static_cast<double>(x.data<float>()[r * n + k]));
+  for (int k = 0; k < n; k++) s += std::exp(x.data<float>()[r * n + k] - mx);
+  return {mx, s};
+}
+
 TEST(LowerSoftmax, Opset13AxisAndOpset11Flattening) {
   Tensor x = random_tensor(DType::Float32, {2, 3, 4}, 1, -5, 5);
   auto softmax_ref = [&](int groups, int n) {  // softmax of each contiguous run of n values
@@ -38,18 +60,9 @@ TEST(LowerSoftmax, RowsOfLaneMultiplesReduceInLanesAndMatchTheReference) {
   Tensor x = random_tensor(DType::Float32, {rows, n}, 2, -8, 8);
   x.data<float>()[1 * n + 47] = 30.0f;
   x.data<float>()[3 * n + 20] = std::nanf("");
-  OnnxBuilder m(13);
-  m.input("x", DType::Float32, x.shape).node("Softmax", {"x"}, {"y"}).output("y");
-  const Graph g = test::import_model(m.save("sm_lanes.onnx"));
-  bool lanes = false;
-  for (const auto& [name, f] : Halide::Internal::find_transitive_calls(lower_workload(partition_graph(g).workloads.at(0)).outputs[0].function()))
-    lanes |= name.find("_max_lanes") != std::string::npos;
-  EXPECT_TRUE(lanes);
-  const Tensor got = test::run_model(m.save("sm_lanes.onnx"), {{"x", x}})[0];
+  const Tensor got = softmax_in_lanes(x, "sm_lanes.onnx", "_max_lanes");
   for (int r = 0; r < rows; r++) {
-    double mx = -INFINITY, s = 0;
-    for (int k = 0; k < n; k++) mx = std::max(mx, static_cast<double>(x.data<float>()[r * n + k]));
-    for (int k = 0; k < n; k++) s += std::exp(x.data<float>()[r * n + k] - mx);
+    const auto [mx, s] = softmax_row_ref(x, r, n);
     for (int k = 0; k < n; k++) {
       const float y = got.data<float>()[r * n + k];
       if (r == 3) {
@@ -69,18 +82,9 @@ TEST(LowerSoftmax, RaggedRowsReduceInLanesToo) {
   Tensor x = random_tensor(DType::Float32, {rows, n}, 3, -8, 8);
   x.data<float>()[1 * n + 36] = 30.0f;
   x.data<float>()[2 * n + 3] = -100.0f;
-  OnnxBuilder m(13);
-  m.input("x", DType::Float32, x.shape).node("Softmax", {"x"}, {"y"}).output("y");
-  const Graph g = test::import_model(m.save("sm_ragged.onnx"));
-  bool lanes = false;
-  for (const auto& [name, f] : Halide::Internal::find_transitive_calls(lower_workload(partition_graph(g).workloads.at(0)).outputs[0].function()))
-    lanes |= name.find("_expsum_lanes") != std::string::npos;
-  EXPECT_TRUE(lanes);
-  const Tensor got = test::run_model(m.save("sm_ragged.onnx"), {{"x", x}})[0];
+  const Tensor got = softmax_in_lanes(x, "sm_ragged.onnx", "_expsum_lanes");
   for (int r = 0; r < rows; r++) {
-    double mx = -INFINITY, s = 0;
-    for (int k = 0; k < n; k++) mx = std::max(mx, static_cast<double>(x.data<float>()[r * n + k]));
-    for (int k = 0; k < n; k++) s += std::exp(x.data<float>()[r * n + k] - mx);
+    const auto [mx, s] = softmax_row_ref(x, r, n);
     for (int k = 0; k < n; k++)
       EXPECT_NEAR(got.data<float>()[r * n + k], std::exp(x.data<float>()[r * n + k] - mx) / s, 1e-6) << r << "," << k;
   }
