@@ -133,7 +133,7 @@ int run_command(const RunArgs& a) {
     std::cout << fmt::format("{}: {} workloads ({} steps{}{}, activations {:.1f} MB): compiled {}, cache hits {}, {:.2f} s\n",
                              graph.path, st.workloads, st.steps,
                              st.in_place > 0 ? fmt::format(", {} concats written in place", st.in_place) : "",
-                             st.views > 0 ? fmt::format(", {} reshapes as views", st.views) : "",
+                             st.views > 0 ? fmt::format(", {} reshapes and slices as views", st.views) : "",
                              st.activation_bytes / 1e6, st.compiled, st.cache_hits, st.seconds);
     if (!a.db_path.empty())
       std::cout << fmt::format("tuned schedules: {} of {} workloads ({})\n", st.tuned, st.workloads, a.db_path);

@@ -128,6 +128,36 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const Node& n) {
   return axis < 0 ? axis + rank : axis;
 }
 
+SliceWindow slice_window(const Node& n, const Shape& in, const std::vector<int64_t>& starts,
+                         const std::vector<int64_t>& ends, std::vector<int64_t> axes, std::vector<int64_t> steps) {
+  const int64_t r = static_cast<int64_t>(in.size());
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); k++) axes.push_back(static_cast<int64_t>(k));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    throw Error(fmt::format("{}: starts, ends, axes and steps differ in length", n.describe()));
+  SliceWindow w{std::vector<int64_t>(r, 0), std::vector<int64_t>(r, 1), in};
+  for (size_t k = 0; k < axes.size(); k++) {
+    const int64_t a = normalize_axis(axes[k], r, n), dim = in[a], s = steps[k];
+    if (s == 0) throw Error(fmt::format("{}: slice step 0", n.describe()));
+    int64_t b = starts[k] < 0 ? starts[k] + dim : starts[k];
+    int64_t e = ends[k] < 0 ? ends[k] + dim : ends[k];
+    // The spec's clamping: a negative step walks from dim-1 down to (exclusive) -1.
+    if (s > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+    } else {
+      b = std::clamp<int64_t>(b, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+    }
+    const int64_t len = s > 0 ? (e - b + s - 1) / s : (b - e - s - 1) / -s;
+    w.begin[a] = b;
+    w.step[a] = s;
+    w.shape[a] = std::max<int64_t>(len, 0);
+  }
+  return w;
+}
+
 std::optional<std::vector<Tensor>> eval_constant_node(const Node& n, int opset,
                                                       const std::vector<const Tensor*>& in,
                                                       const std::vector<std::optional<Shape>>& shapes) {
@@ -265,20 +295,10 @@ std::optional<std::vector<Tensor>> eval_constant_node(const Node& n, int opset,
       if (have(3)) axes = in[3]->to_i64_vector();
       if (have(4)) steps = in[4]->to_i64_vector();
     }
-    if (axes.empty()) for (size_t i = 0; i < starts.size(); i++) axes.push_back(i);
-    if (steps.empty()) steps.assign(starts.size(), 1);
-    std::vector<int64_t> lo(r, 0), step(r, 1);
-    Shape out_shape = data.shape;
-    for (size_t i = 0; i < axes.size(); i++) {
-      int64_t a = normalize_axis(axes[i], r, n), dim = data.shape[a], s = steps[i];
-      if (s == 0) throw Error(fmt::format("{}: step 0", n.describe()));
-      int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
-      int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
-      if (s > 0) { b = std::clamp<int64_t>(b, 0, dim); e = std::clamp<int64_t>(e, 0, dim); }
-      else { b = std::clamp<int64_t>(b, 0, dim - 1); e = std::clamp<int64_t>(e, -1, dim - 1); }
-      int64_t len = s > 0 ? (e - b + s - 1) / s : (b - e + (-s) - 1) / (-s);
-      lo[a] = b; step[a] = s; out_shape[a] = std::max<int64_t>(len, 0);
-    }
+    const SliceWindow w = slice_window(n, data.shape, starts, ends, axes, steps);
+    const std::vector<int64_t>& lo = w.begin;
+    const std::vector<int64_t>& step = w.step;
+    const Shape& out_shape = w.shape;
     auto st = strides_of(data.shape);
     return R{{gather_elements(data, out_shape, [&](const std::vector<int64_t>& idx) {
       int64_t off = 0;

@@ -154,31 +154,10 @@ std::vector<LTensor> lower_slice(const LowerContext& c) {
     if (c.has_input(3)) axes = c.require_constant(3, "axes").to_i64_vector();
     if (c.has_input(4)) steps = c.require_constant(4, "steps").to_i64_vector();
   }
-  if (axes.empty())
-    for (size_t k = 0; k < starts.size(); k++) axes.push_back(static_cast<int64_t>(k));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    c.fail("starts, ends, axes and steps differ in length");
-  std::vector<int64_t> lo(r, 0), step(r, 1);
-  Shape shape = x.shape;
-  for (size_t k = 0; k < axes.size(); k++) {
-    const int64_t a = normalize_axis(axes[k], r, c.node), dim = x.shape[a], s = steps[k];
-    if (s == 0) c.fail("slice step 0");
-    int64_t b = starts[k] < 0 ? starts[k] + dim : starts[k];
-    int64_t e = ends[k] < 0 ? ends[k] + dim : ends[k];
-    // Clamping rules from the spec: a negative step walks from dim-1 down to (exclusive) -1.
-    if (s > 0) {
-      b = std::clamp<int64_t>(b, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-    } else {
-      b = std::clamp<int64_t>(b, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-    }
-    const int64_t len = s > 0 ? (e - b + s - 1) / s : (b - e - s - 1) / -s;
-    lo[a] = b;
-    step[a] = s;
-    shape[a] = std::max<int64_t>(len, 0);
-  }
+  const SliceWindow w = slice_window(c.node, x.shape, starts, ends, axes, steps);
+  const std::vector<int64_t>& lo = w.begin;
+  const std::vector<int64_t>& step = w.step;
+  const Shape& shape = w.shape;
   if (shape != c.out_info().shape) c.fail(fmt::format("slice gives {}, shape inference says {}", shape_str(shape), shape_str(c.out_info().shape)));
   return one(c.output([&](const Idx& i) {
     Idx src(r);

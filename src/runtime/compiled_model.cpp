@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -94,22 +95,71 @@ std::vector<std::pair<int, uint64_t>> in_place_offsets(const Graph& g, const Wor
   return offsets;
 }
 
-// Whether a step only reshapes one plain activation into another (Reshape, Flatten, Squeeze,
-// Unsqueeze): its output is then a view of the input's bytes and the step runs nothing. Not for
-// model inputs (the caller's memory) or outputs, nor a packed or blocked side.
-bool is_reshape_view(const Graph& g, const Workload& w, const WorkloadStep& step, const plan::Plan& p,
-                     const plan::Step& ps) {
-  static const std::set<std::string> reshapes = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
-  for (const auto& n : w.graph.nodes)
-    if (!reshapes.count(n.op)) return false;
-  if (step.inputs.size() != 1 || step.outputs.size() != 1 || !ps.packs.empty() || ps.args.size() != 2) return false;
+// Elements from the start of a Slice's input to the start of its window when the window is one
+// contiguous run of a row-major input (unit steps where it spans more than one index, the axes
+// before the first cut of extent 1, the axes after it whole), else nullopt.
+std::optional<int64_t> contiguous_slice_start(const Graph& wg, const Node& n, const Shape& in) {
+  auto constant = [&](size_t k) -> std::optional<std::vector<int64_t>> {
+    if (k >= n.inputs.size() || n.inputs[k].empty()) return std::vector<int64_t>{};
+    const TensorInfo& t = wg.tensor(n.inputs[k]);
+    if (!t.value) return std::nullopt;
+    return t.value->to_i64_vector();
+  };
+  if (wg.opset < 10) return std::nullopt;
+  const auto starts = constant(1), ends = constant(2), axes = constant(3), steps = constant(4);
+  if (!starts || !ends || !axes || !steps) return std::nullopt;
+  const SliceWindow w = slice_window(n, in, *starts, *ends, *axes, *steps);
+  // cut: the first axis the window does not take whole (in.size(): the whole input).
+  const size_t r = in.size();
+  size_t cut = 0;
+  while (cut < r && w.shape[cut] == in[cut] && w.begin[cut] == 0) cut++;
+  int64_t start = 0, stride = 1;
+  for (size_t d = r; d-- > 0;) {
+    const bool unit = w.shape[d] <= 1 || w.step[d] == 1;
+    const bool whole = w.shape[d] == in[d] && w.begin[d] == 0;
+    if (!unit || (d < cut && cut < r && in[d] != 1) || (d > cut && !whole)) return std::nullopt;
+    start += w.begin[d] * stride;
+    stride *= in[d];
+  }
+  return start;
+}
+
+// The byte offset inside its one input at which a step's output lies when the step only views
+// that input: Reshape, Flatten, Squeeze and Unsqueeze keep the bytes, a Slice that takes one
+// contiguous run moves the start (ShuffleNetV2's channel halves). Plain activations only (not a
+// model input or output, nothing packed or blocked), the offset 64-byte aligned as the
+// executor's views require; else nullopt and the step stays a copy.
+std::optional<uint64_t> view_offset(const Graph& g, const Workload& w, const WorkloadStep& step, const plan::Plan& p,
+                                    const plan::Step& ps) {
+  if (step.inputs.size() != 1 || step.outputs.size() != 1 || !ps.packs.empty() || ps.args.size() != 2 ||
+      w.graph.inputs.size() != 1 || w.graph.outputs.size() != 1)
+    return std::nullopt;
   const TensorInfo& in = g.tensor(step.inputs[0]);
   const TensorInfo& out = g.tensor(step.outputs[0]);
   const plan::Buffer& from = p.buffers[ps.args[0]];
   const plan::Buffer& to = p.buffers[ps.args[1]];
-  return from.role == plan::Role::Activation && to.role == plan::Role::Activation && from.name == step.inputs[0] &&
-         to.view_of < 0 && !in.layout.blocked() && !out.layout.blocked() && in.dtype == out.dtype &&
-         from.bytes() == to.bytes() && std::find(g.outputs.begin(), g.outputs.end(), step.outputs[0]) == g.outputs.end();
+  if (from.role != plan::Role::Activation || to.role != plan::Role::Activation || from.name != step.inputs[0] ||
+      to.view_of >= 0 || in.layout.blocked() || out.layout.blocked() || in.dtype != out.dtype ||
+      std::find(g.outputs.begin(), g.outputs.end(), step.outputs[0]) != g.outputs.end())
+    return std::nullopt;
+  static const std::set<std::string> reshapes = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+  std::string cur = w.graph.inputs[0];
+  int64_t start = 0;  // elements
+  for (const auto& n : w.graph.nodes) {
+    if (n.inputs.empty() || n.inputs[0] != cur || n.outputs.size() != 1) return std::nullopt;
+    if (n.op == "Slice") {
+      const auto s = contiguous_slice_start(w.graph, n, w.graph.tensor(cur).shape);
+      if (!s) return std::nullopt;
+      start += *s;
+    } else if (!reshapes.count(n.op)) {
+      return std::nullopt;
+    }
+    cur = n.outputs[0];
+  }
+  const uint64_t offset = static_cast<uint64_t>(start) * halide_type(in.dtype).bytes();
+  if (cur != w.graph.outputs[0] || offset % plan::kActivationAlign != 0 || offset + to.bytes() > from.bytes())
+    return std::nullopt;
+  return offset;
 }
 
 }  // namespace
@@ -225,8 +275,9 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
       ps.args.push_back(index[key]);
     }
     for (const auto& t : step.outputs) ps.args.push_back(buffer_for(t));
-    if (is_reshape_view(m.graph, w, step, p, ps)) {
+    if (const auto offset = view_offset(m.graph, w, step, p, ps)) {
       p.buffers[ps.args[1]].view_of = ps.args[0];
+      p.buffers[ps.args[1]].view_offset = *offset;
       ps.function = plan::kElided;
       m.stats.views++;
     } else if (opts.in_place_concat) {

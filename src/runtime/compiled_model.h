@@ -31,7 +31,7 @@ struct CompileStats {
   double seconds = 0;      // wall time of compile + load
   int tuned = 0;           // workloads running a tuned schedule (CompileOptions::schedules)
   int in_place = 0;        // concat steps elided: their inputs' producers write into the output
-  int views = 0;           // reshape steps elided: the output views the input's bytes
+  int views = 0;           // reshape and contiguous slice steps elided: the output views the input's bytes
   uint64_t activation_bytes = 0;  // the activations' arena (buffers of disjoint live ranges share bytes)
   std::vector<std::string> warnings;  // tuned schedules that failed to compile (the default runs instead)
 };

@@ -307,6 +307,58 @@ TEST(CompiledModel, ConcatInputsAreWrittenInPlace) {
   }
 }
 
+// Steps that only reshape a plain activation, or slice one contiguous, 64-byte aligned run of it,
+// run nothing: their outputs are views of their inputs' bytes. A misaligned run (one channel of
+// 12 floats in) and a spatial slice stay copies; every output matches the whole-graph JIT.
+TEST(CompiledModel, ReshapesAndContiguousSlicesAreViews) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 32, 4, 3})
+      .initializer("c16", Tensor::from_i64({16}, {1}))
+      .initializer("c32", Tensor::from_i64({32}, {1}))
+      .initializer("c0", Tensor::from_i64({0}, {1}))
+      .initializer("c1", Tensor::from_i64({1}, {1}))
+      .initializer("c3", Tensor::from_i64({3}, {1}))
+      .initializer("c17", Tensor::from_i64({17}, {1}))
+      .initializer("axis1", Tensor::from_i64({1}, {1}))
+      .initializer("axis2", Tensor::from_i64({2}, {1}))
+      .initializer("rows", Tensor::from_i64({1, 16, 12}, {3}))
+      .initializer("flat", Tensor::from_i64({1, 32, 12}, {3}))
+      .node("Relu", {"x"}, {"r"})
+      .node("Slice", {"r", "c16", "c32", "axis1"}, {"a"})  // channels 16..31: 768 bytes in, a view
+      .node("Relu", {"a"}, {"y0"})
+      .node("Slice", {"r", "c1", "c17", "axis1"}, {"m"})  // channels 1..16: 48 bytes in, a copy
+      .node("Relu", {"m"}, {"y1"})
+      .node("Slice", {"r", "c1", "c3", "axis2"}, {"sp"})  // rows 1..2 of every channel, a copy
+      .node("Relu", {"sp"}, {"y2"})
+      .node("Slice", {"r", "c0", "c16", "axis1"}, {"h"})  // Slice + Reshape: one step, a view
+      .node("Reshape", {"h", "rows"}, {"hr"})
+      .node("Relu", {"hr"}, {"y3"})
+      .node("Reshape", {"r", "flat"}, {"rf"})  // a view
+      .node("Relu", {"rf"}, {"y4"})
+      .output("y0")
+      .output("y1")
+      .output("y2")
+      .output("y3")
+      .output("y4");
+  const Graph g = test::import_model(b.save("views.onnx"));
+  const auto in = random_inputs(g, 9);
+  const auto want = GraphRunner(g).run(in);
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(g, opts);
+  EXPECT_EQ(m.stats().views, 3);
+  std::map<std::string, uint64_t> offsets;
+  for (const auto& buf : m.plan().buffers)
+    if (buf.view_of >= 0) offsets[buf.name] = buf.view_offset;
+  EXPECT_EQ(offsets, (std::map<std::string, uint64_t>{{"a", 16 * 12 * 4}, {"hr", 0}, {"rf", 0}}));
+  const auto got = m.run(in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < got.size(); o++) {
+    const auto c = compare_tensors(got[o], want[o], 0, 0);
+    EXPECT_TRUE(c.ok) << "output " << o << ": " << c.message;
+  }
+}
+
 TEST(CompiledModel, PacksWeightsOnceAtLoadForATunedChannelVectorSchedule) {
   // The conv of small_cnn (BN folded into it): a sketch point with vectors along output channels
   // reads its weight packed [8/4, 3, 3, 3, 4], packed when the model loads.
