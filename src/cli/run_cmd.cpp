@@ -120,7 +120,7 @@ int run_command(const RunArgs& a) {
                       {"workloads", st.workloads},
                       {"steps", st.steps},
                       {"in_place_concats", st.in_place},
-                      {"reshape_views", st.views},
+                      {"views", st.views},
                       {"activation_bytes", st.activation_bytes},
                       {"compiled", st.compiled},
                       {"cache_hits", st.cache_hits},

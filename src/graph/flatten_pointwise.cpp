@@ -10,10 +10,6 @@ namespace ts {
 
 namespace {
 
-bool is_output(const Graph& g, const std::string& t) {
-  return std::find(g.outputs.begin(), g.outputs.end(), t) != g.outputs.end();
-}
-
 bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   return std::all_of(v.begin(), v.end(), [&](int64_t d) { return d == x; });
 }
@@ -37,7 +33,7 @@ std::vector<size_t> elementwise_chain(const Graph& g, size_t k) {
   std::vector<size_t> chain;
   std::string t = g.nodes[k].outputs[0];
   const Shape& shape = g.tensor(t).shape;
-  for (auto c = g.consumers(t); c.size() == 1 && !is_output(g, t); c = g.consumers(t)) {
+  for (auto c = g.consumers(t); c.size() == 1 && !is_graph_output(g, t); c = g.consumers(t)) {
     const Node& n = g.nodes[c[0]];
     if (!is_fusable_elementwise(n.op) || n.outputs.size() != 1 || g.tensor(n.outputs[0]).shape != shape ||
         g.tensor(n.outputs[0]).layout.blocked())

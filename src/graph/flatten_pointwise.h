@@ -12,11 +12,13 @@
 // elementwise ops that follow it on the same shape with scalar constants as other operands (ReLU,
 // Clip, ...) move inside, so they still fuse into the conv's workload. The Reshapes of plain
 // tensors cost nothing at run time: the executor views the same bytes (runtime/compiled_model.cpp)
-// or the Reshape joins a copy that runs anyway (graph/partition.cpp). A blocked input (a pool's or
-// a depthwise conv's output that other convs read blocked) is converted by the first Reshape, a
-// copy step: read blocked while the vectors run along plain output pixels, every vector was a
-// gather (ShuffleNetV2's 24 -> 58 convs after its max pool: 37 GFLOP/s). The copy costs a pass
-// over the input, the gathers one per tile of output channels: with fewer than
+// or the Reshape joins a copy that runs anyway (graph/partition.cpp).
+//
+// A blocked input (a pool's or a depthwise conv's output that other convs read blocked) is first
+// converted by an Identity, a copy step (a Reshape straight from blocked to pixels divided each
+// lane's index by the row width): read blocked while the vectors run along plain output pixels,
+// every vector was a gather (ShuffleNetV2's 24 -> 58 convs after its max pool: 37 GFLOP/s). The
+// copy costs a pass over the input, the gathers one per tile of output channels: with fewer than
 // kMinChannelsToConvert outputs the conv reads the blocked input as before (FCN's 512 -> 21
 // classifier: 0.52 ms gathering, 0.34 + 0.29 ms converted).
 #include <cstdint>

@@ -25,13 +25,11 @@ void rename_uses(Graph& g, const std::string& from, const std::string& to) {
     if (o == from) o = to;
 }
 
-bool is_graph_output(const Graph& g, const std::string& name) {
-  for (const auto& o : g.outputs)
-    if (o == name) return true;
-  return false;
-}
-
 }  // namespace
+
+bool is_graph_output(const Graph& g, const std::string& name) {
+  return std::find(g.outputs.begin(), g.outputs.end(), name) != g.outputs.end();
+}
 
 int fold_constants(Graph& g) {
   int folded = 0;

@@ -53,6 +53,8 @@ int flatten_matmul_rows(Graph& g);
 // 0: the same sums, but a pool reads channel-blocked tensors, so the conv before it can write a
 // blocked layout (a plain 1x1 conv over 7x7 pixels ran at a tenth of peak). Returns rewrites.
 int reduce_mean_to_global_pool(Graph& g);
+// Whether `name` is one of g's outputs.
+bool is_graph_output(const Graph& g, const std::string& name);
 // A Reshape node of `from` to `to` (shape `s`); its shape constant and `to`'s info are added to
 // g (the caller inserts the node).
 Node reshape_node(Graph& g, const std::string& from, const std::string& to, const Shape& s);

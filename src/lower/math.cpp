@@ -98,9 +98,8 @@ Expr ts_sigmoid(Expr x) {
   }
   // A SiLU epilogue (x * sigmoid(x)) after a short reduction (EfficientNet's 1x1 convs over 16
   // channels) cost more than the conv's FMAs with ts_exp's edge cases and a true division.
-  // Here -x is clamped to [-87, 88], where 2^k stays a normal float and sigmoid has long
-  // saturated (1 - 2^-24 at x = 17, below float's smallest normal at x = -87), and 1 / d is the
-  // hardware's reciprocal estimate refined by one Newton step (about 23 bits).
+  // Here -x is clamped to exp_in_range's [-87, 88], where sigmoid has long saturated (1 - 2^-24
+  // at x = 17, below float's smallest normal at x = -87), and 1 / d is refined_inverse's.
   Expr inv = refined_inverse(1.0f + exp_in_range(Halide::clamp(-x, -87.0f, 88.0f)));
   return Halide::select(Halide::is_nan(x), x, inv);
 }
