@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
 
 #include "graph/onnx_import.h"
@@ -101,10 +104,34 @@ std::string OnnxBuilder::save(const std::string& file_name) const {
   return path.string();
 }
 
+namespace {
+
+// This process's scratch root. PIDs wrap (pid_max is often 32768), so a root left by an earlier
+// run with the same PID is wiped before first use, and the root is removed when the process that
+// made it exits (a forked child's exit leaves it alone).
+const std::filesystem::path& process_scratch_root() {
+  static const pid_t owner = getpid();
+  // Never destroyed, so the exit handler below still sees it.
+  static const std::filesystem::path* root = [] {
+    auto* dir = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                          ("tensorsched_tests_" + std::to_string(owner)));
+    std::filesystem::remove_all(*dir);
+    std::filesystem::create_directories(*dir);
+    std::atexit([] {
+      std::error_code ec;
+      if (getpid() == owner) std::filesystem::remove_all(*root, ec);
+    });
+    return dir;
+  }();
+  return *root;
+}
+
+}  // namespace
+
 std::filesystem::path temp_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "no_test";
-  auto dir = std::filesystem::temp_directory_path() / ("tensorsched_tests_" + std::to_string(getpid())) / name;
+  auto dir = process_scratch_root() / name;
   std::filesystem::create_directories(dir);
   return dir;
 }
