@@ -14,6 +14,7 @@
 
 #include "costmodel/metrics.h"
 #include "graph/error.h"
+#include "support/onnx_builder.h"
 
 namespace ts {
 namespace {
@@ -62,7 +63,7 @@ CostMetrics evaluate(const CostModel& m, const std::vector<CostSample>& test, co
 }
 
 fs::path temp_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("tensorsched_gbt_" + std::to_string(getpid())) / name;
+  auto dir = test::temp_dir() / name;
   fs::create_directories(dir);
   return dir;
 }
