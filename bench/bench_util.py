@@ -49,12 +49,13 @@ def ort_median_ms(model_path, threads, iters, warmup=3):
     return j["median_ms"], j["ort_version"]
 
 
-def ort_timing(model_path, threads, iters, warmup=3):
-    """bench/ort_run.js's JSON for model_path: median_ms, min_ms, max_ms, ort_version, ..."""
+def ort_timing(model_path, threads, iters, warmup=3, profile=None):
+    """bench/ort_run.js's JSON for model_path: median_ms, min_ms, max_ms, ort_version, ...;
+    with `profile`, ONNX Runtime's own trace of every run is written to that file."""
     if shutil.which("node") is None:
         raise RuntimeError("node not found: run scripts/install-bench-deps.sh")
     cmd = ["node", ORT_RUN, model_path, "--threads", str(threads), "--iters", str(iters),
-           "--warmup", str(warmup), "--json"]
+           "--warmup", str(warmup), "--json"] + (["--profile", profile] if profile else [])
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode == 3:  # ort_run.js: package missing
         raise RuntimeError("onnxruntime-node is not installed: run scripts/install-bench-deps.sh "
@@ -62,6 +63,19 @@ def ort_timing(model_path, threads, iters, warmup=3):
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def ort_node_ms(trace_file):
+    """{ORT node name: median milliseconds per run} from ort_timing's profile (a Chrome trace with
+    one "<node>_kernel_time" event per node and run, warm-ups included: the median drops them)."""
+    with open(trace_file) as f:
+        events = json.load(f)
+    per_node = {}
+    for e in events:
+        name = e.get("name", "")
+        if e.get("cat") == "Node" and name.endswith("_kernel_time"):
+            per_node.setdefault(name[: -len("_kernel_time")], []).append(e["dur"] / 1000.0)
+    return {n: statistics.median(ts) for n, ts in per_node.items()}
 
 
 def fma_peak_gflops():

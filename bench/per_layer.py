@@ -2,10 +2,12 @@
 zoo networks, tensorsched (its step inside the whole network, `run --profile`, default schedule or
 --db's) vs ONNX Runtime running the same single node (an ONNX file of just that node, same shapes
 and weights, its own fusions allowed; its fastest of --iters runs), with the % of this machine's
-measured FMA peak.
+measured FMA peak. A second ONNX Runtime column is the same node inside ORT's whole-network run
+(its profile's median kernel time per run), where its weights arrive as cold as tensorsched's; a
+single node run again and again keeps its weights in cache.
 
     /usr/bin/python3 bench/per_layer.py [--zoo build/zoo] [--models resnet18,...] [--threads 1,2]
-        [--iters 30] [--db records.db] [--out docs/bench]
+        [--iters 30] [--rounds 3] [--db records.db] [--out docs/bench]
 
 Writes OUT/per_layer.csv and .md. Ratios are ort_over_tensorsched (above 1: tensorsched faster).
 Nothing else may run meanwhile: two cores, shared.
@@ -14,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,12 +94,48 @@ def single_node_model(model, node_name, path, exact_key=""):
     return True
 
 
+def ort_in_network_ms(node_ms, step_nodes, outputs_of):
+    """ONNX Runtime's time for the ONNX nodes of one tensorsched step inside ORT's whole-network
+    run: the kernel events named after one of those nodes, after a fusion of one ("NODE/...Fusion/",
+    e.g. MatMul+Add as a Gemm, x * sigmoid(x) as QuickGelu), or after one of their output tensors
+    plus "_nchwc" (an NCHWc conv, its activation and residual add fused in, is named after the
+    tensor it writes); None when none matched."""
+    names = set(step_nodes)
+    for n in step_nodes:
+        names.update(t + "_nchwc" for t in outputs_of.get(n, []))
+    prefixes = tuple(n + "/" for n in step_nodes)
+    times = [ms for n, ms in node_ms.items() if n in names or n.startswith(prefixes)]
+    return sum(times) if times else None
+
+
+def whole_network_rounds(path, threads, a, tmp):
+    """--rounds alternating whole-network runs of tensorsched (`run --profile`) and ONNX Runtime
+    (profiled: each layer's time with its weights as cold as tensorsched's, where the single-node
+    runs keep them in cache). Returns (tensorsched's steps with the median of their round times
+    and "mflop", {ORT node: median of its round times}): the 2 shared cores drift over minutes."""
+    profiles, traces = [], []
+    for r in range(a.rounds):
+        profiles.append(profile(path, threads, a.iters, a.db))
+        trace = os.path.join(tmp, f"{os.path.basename(os.path.dirname(path))}_{threads}_{r}_ort_trace.json")
+        bench_util.ort_timing(path, threads, a.iters, profile=trace)
+        traces.append(bench_util.ort_node_ms(trace))
+    steps = []
+    for i, st in enumerate(profiles[0]):
+        st = dict(st, mflop=st["gflops"] * st["ms"])  # GFLOP/s x ms = MFLOP
+        st["ms"] = statistics.median(p[i]["ms"] for p in profiles)
+        st["gflops"] = st["mflop"] / st["ms"]
+        steps.append(st)
+    node_ms = {n: statistics.median(t[n] for t in traces if n in t) for n in traces[0]}
+    return steps, node_ms
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zoo", default=os.path.join(bench_util.REPO, "build", "zoo"))
     ap.add_argument("--models", default="resnet18,resnet50,mobilenet_v2,efficientnet_b0,transformer")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating whole-network rounds (medians)")
     ap.add_argument("--min-mflop", type=float, default=20)
     ap.add_argument("--db", default="", help="records database: tensorsched runs its tuned schedules")
     ap.add_argument("--out", default=os.path.join(bench_util.REPO, "docs", "bench"))
@@ -110,10 +149,12 @@ def main():
         path = os.path.join(a.zoo, name, "model.onnx")
         model = shape_inference.infer_shapes(onnx.load(path))
         keys = exact_keys(path)
+        outputs_of = {n.name: list(n.output) for n in model.graph.node}
         for threads in [int(t) for t in a.threads.split(",")]:
             seen = set()
-            for st in profile(path, threads, a.iters, a.db):
-                mflop = st["gflops"] * st["ms"]  # GFLOP/s x ms = MFLOP
+            steps, node_ms = whole_network_rounds(path, threads, a, tmp)
+            for st in steps:
+                mflop = st["mflop"]
                 if st["key"] in seen or not st["nodes"] or mflop < a.min_mflop:
                     continue
                 anchor = st["nodes"][0]
@@ -130,10 +171,13 @@ def main():
                 # inside the network, the minimum is the conservative side.
                 t = bench_util.ort_timing(layer, threads, a.iters)
                 ort_ms, ort_version = t["min_ms"], t["ort_version"]
+                in_net = ort_in_network_ms(node_ms, st["nodes"], outputs_of)
                 peak_t = peak["gflops_1t"] * (1 if threads == 1 else min(threads, peak["threads"]))
                 row = {"model": name, "threads": threads, "workload": st["key"], "ops": st["name"], "node": anchor,
                        "mflop": round(mflop, 1), "tensorsched_ms": round(st["ms"], 4), "ort_ms": round(ort_ms, 4),
                        "ort_over_tensorsched": round(ort_ms / st["ms"], 3),
+                       "ort_in_network_ms": round(in_net, 4) if in_net else "",
+                       "ort_in_network_over_tensorsched": round(in_net / st["ms"], 3) if in_net else "",
                        "tensorsched_gflops": round(st["gflops"], 1),
                        "tensorsched_pct_peak": round(100 * st["gflops"] / peak_t, 1),
                        "ort_pct_peak": round(100 * mflop / ort_ms / peak_t, 1)}
@@ -145,6 +189,10 @@ def main():
         summary.append({"threads": threads, "layers": len(rs),
                         "geomean_ort_over_tensorsched": round(bench_util.geomean(r["ort_over_tensorsched"] for r in rs), 3),
                         "layers_at_or_above_ort": sum(r["ort_over_tensorsched"] >= 1 for r in rs),
+                        "geomean_ort_in_network_over_tensorsched": round(bench_util.geomean(
+                            r["ort_in_network_over_tensorsched"] for r in rs if r["ort_in_network_over_tensorsched"] != ""), 3),
+                        "layers_at_or_above_ort_in_network": sum(r["ort_in_network_over_tensorsched"] != "" and
+                                                                 r["ort_in_network_over_tensorsched"] >= 1 for r in rs),
                         "layers_100mflop_at_75pct_peak": sum(r["tensorsched_pct_peak"] >= 75 for r in rs if r["mflop"] >= 100),
                         "layers_100mflop": sum(r["mflop"] >= 100 for r in rs),
                         "ort_version": ort_version})
