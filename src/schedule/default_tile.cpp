@@ -224,7 +224,13 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
       // against 1 x 8 (bench_knob_sweep, 1 thread, Zen 5): EfficientNet-B0's and MobileNetV2's
       // 24 -> 144 1x1 convs at 56x56 1.03x / 1.24x, EfficientNet-B0's 40 -> 240 at 28x28 1.10x,
       // R(2+1)D's 1x3x3 conv 144 -> 144 1.12x (3 x 8 columns: 1.00-1.04x, out of registers).
-      const int rule = ext[v] % 2 == 0 ? 2 : ext[v] % 3 == 0 ? 3 : 1;
+      // Other odd counts of 7 or more take two blocks, the last tile overlapping the one before
+      // (one block left 6-8 accumulators, below the FMA pipes' latency x width). Measured
+      // (bench_knob_sweep, 1 thread, weights cold, Intel Xeon): EfficientNet-B0's 112-channel
+      // 1x1 convs at 14x14 (7 blocks) 1.04x / 1.11x, EfficientNet-B4's at 24x24 1.25x / 1.24x,
+      // its 272-channel ones at 12x12 (17 blocks) 1.29x / 1.22x; 80 channels (5 blocks) at
+      // 14x14 0.99x / 1.00x, so 5 keeps one.
+      const int rule = ext[v] % 2 == 0 ? 2 : ext[v] % 3 == 0 ? 3 : ext[v] >= 7 ? 2 : 1;
       p.Vt = clamp_knob(k.blocks, rule, 1, std::min<int64_t>(4, ext[v]));
     }
   }
