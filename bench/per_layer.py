@@ -176,8 +176,8 @@ def main():
                 row = {"model": name, "threads": threads, "workload": st["key"], "ops": st["name"], "node": anchor,
                        "mflop": round(mflop, 1), "tensorsched_ms": round(st["ms"], 4), "ort_ms": round(ort_ms, 4),
                        "ort_over_tensorsched": round(ort_ms / st["ms"], 3),
-                       "ort_in_network_ms": round(in_net, 4) if in_net else "",
-                       "ort_in_network_over_tensorsched": round(in_net / st["ms"], 3) if in_net else "",
+                       "ort_in_network_ms": round(in_net, 4) if in_net is not None else "",
+                       "ort_in_network_over_tensorsched": round(in_net / st["ms"], 3) if in_net is not None else "",
                        "tensorsched_gflops": round(st["gflops"], 1),
                        "tensorsched_pct_peak": round(100 * st["gflops"] / peak_t, 1),
                        "ort_pct_peak": round(100 * mflop / ort_ms / peak_t, 1)}
@@ -186,13 +186,12 @@ def main():
     summary = []
     for threads in sorted({r["threads"] for r in rows}):
         rs = [r for r in rows if r["threads"] == threads]
+        in_network = [r["ort_in_network_over_tensorsched"] for r in rs if r["ort_in_network_over_tensorsched"] != ""]
         summary.append({"threads": threads, "layers": len(rs),
                         "geomean_ort_over_tensorsched": round(bench_util.geomean(r["ort_over_tensorsched"] for r in rs), 3),
                         "layers_at_or_above_ort": sum(r["ort_over_tensorsched"] >= 1 for r in rs),
-                        "geomean_ort_in_network_over_tensorsched": round(bench_util.geomean(
-                            r["ort_in_network_over_tensorsched"] for r in rs if r["ort_in_network_over_tensorsched"] != ""), 3),
-                        "layers_at_or_above_ort_in_network": sum(r["ort_in_network_over_tensorsched"] != "" and
-                                                                 r["ort_in_network_over_tensorsched"] >= 1 for r in rs),
+                        "geomean_ort_in_network_over_tensorsched": round(bench_util.geomean(in_network), 3) if in_network else "",
+                        "layers_at_or_above_ort_in_network": sum(v >= 1 for v in in_network),
                         "layers_100mflop_at_75pct_peak": sum(r["tensorsched_pct_peak"] >= 75 for r in rs if r["mflop"] >= 100),
                         "layers_100mflop": sum(r["mflop"] >= 100 for r in rs),
                         "ort_version": ort_version})

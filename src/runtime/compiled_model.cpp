@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "graph/const_eval.h"
+#include "graph/passes.h"
 #include "lower/lower.h"
 #include "measure/time_stats.h"
 #include "measure/workload_code.h"
@@ -140,7 +141,7 @@ std::optional<uint64_t> view_offset(const Graph& g, const Workload& w, const Wor
   const plan::Buffer& to = p.buffers[ps.args[1]];
   if (from.role != plan::Role::Activation || to.role != plan::Role::Activation || from.name != step.inputs[0] ||
       to.view_of >= 0 || in.layout.blocked() || out.layout.blocked() || in.dtype != out.dtype ||
-      std::find(g.outputs.begin(), g.outputs.end(), step.outputs[0]) != g.outputs.end())
+      is_graph_output(g, step.outputs[0]))
     return std::nullopt;
   static const std::set<std::string> reshapes = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
   std::string cur = w.graph.inputs[0];

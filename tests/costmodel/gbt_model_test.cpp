@@ -4,7 +4,6 @@
 #include "costmodel/gbt_model.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>

@@ -28,6 +28,15 @@ using test::OnnxBuilder;
 
 using test::small_cnn;
 
+// Every output of `got` matches `want` within the tolerances (one failure message per output).
+void expect_outputs_match(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double rtol, double atol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < got.size(); o++) {
+    const auto c = compare_tensors(got[o], want[o], rtol, atol);
+    EXPECT_TRUE(c.ok) << "output " << o << ": " << c.message;
+  }
+}
+
 TEST(CompiledModel, MatchesWholeGraphJitAndCachesCode) {
   CompileOptions opts;
   opts.cache_root = (test::temp_dir() / "cache").string();
@@ -297,14 +306,8 @@ TEST(CompiledModel, ConcatInputsAreWrittenInPlace) {
   EXPECT_EQ(views, 2);  // e1r and e3r inside cat
   EXPECT_EQ(elided, 1);
   EXPECT_EQ(in_place.plan().steps.size(), in_place.partition().steps.size());  // profiles stay aligned
-  for (CompiledModel* m : {&in_place, &copied}) {
-    const auto got = m->run(in);
-    ASSERT_EQ(got.size(), 3u);
-    for (size_t o = 0; o < got.size(); o++) {
-      auto c = compare_tensors(got[o], want[o], 1e-4, 1e-5);
-      EXPECT_TRUE(c.ok) << "output " << o << ": " << c.message;
-    }
-  }
+  ASSERT_EQ(want.size(), 3u);
+  for (CompiledModel* m : {&in_place, &copied}) expect_outputs_match(m->run(in), want, 1e-4, 1e-5);
 }
 
 // Steps that only reshape a plain activation, or slice one contiguous, 64-byte aligned run of it,
@@ -351,12 +354,7 @@ TEST(CompiledModel, ReshapesAndContiguousSlicesAreViews) {
   for (const auto& buf : m.plan().buffers)
     if (buf.view_of >= 0) offsets[buf.name] = buf.view_offset;
   EXPECT_EQ(offsets, (std::map<std::string, uint64_t>{{"a", 16 * 12 * 4}, {"hr", 0}, {"rf", 0}}));
-  const auto got = m.run(in);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t o = 0; o < got.size(); o++) {
-    const auto c = compare_tensors(got[o], want[o], 0, 0);
-    EXPECT_TRUE(c.ok) << "output " << o << ": " << c.message;
-  }
+  expect_outputs_match(m.run(in), want, 0, 0);
 }
 
 TEST(CompiledModel, PacksWeightsOnceAtLoadForATunedChannelVectorSchedule) {
