@@ -9,10 +9,11 @@
 // the sweep is every single-knob change of the rule's plan over its range. Every round measures
 // the default and all variants once (worker processes, alternating order), so a drift of the
 // machine touches all alike; printed: each variant's plan, the median of its round medians, and
-// default / variant. The workload's weights are evicted from the caches before every run
+// default / variant (ROUNDS_DETAIL=1: every round too). The workload's weights are evicted from the caches before every run
 // (MeasureOptions::cold_weights), as in a network. Not a test: timings, run by hand on an idle
 // machine.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -114,6 +115,9 @@ int sweep(int argc, char** argv) {
       else if (r == 0) std::cout << "  " << order[i].to_json() << ": " << results[i].error_kind << "\n";
     }
   }
+  // ROUNDS_DETAIL=1 prints every round's median too (a noisy host shows as two clusters).
+  const char* detail = std::getenv("ROUNDS_DETAIL");
+  const bool rounds_detail = detail && std::string(detail) == "1";
   const double base = median(medians[0]);
   const double gflop = static_cast<double>(it->flops) * 1e-9;
   for (size_t i = 0; i < batch.size(); i++) {
@@ -121,6 +125,11 @@ int sweep(int argc, char** argv) {
     const double t = median(medians[i]);
     std::cout << fmt::format("{:9.4f} ms {:7.1f} GFLOP/s  x{:5.3f}  {}\n", t * 1e3, gflop / t,
                              base / t, nlohmann::json(batch[i].autoscheduler->params).dump());
+    if (rounds_detail) {
+      std::vector<std::string> ms;
+      for (double v : medians[i]) ms.push_back(fmt::format("{:.3f}", v * 1e3));
+      std::cout << "    rounds (ms): " << fmt::format("{}", fmt::join(ms, " ")) << "\n";
+    }
   }
   return 0;
 }

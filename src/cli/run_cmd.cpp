@@ -32,6 +32,21 @@ namespace ts {
 
 namespace {
 
+// `workloads --knobs`: a JSON object of TensorschedDefault parameters (strings or numbers).
+DefaultKnobs knobs_of_json(const std::string& text) {
+  if (text.empty()) return {};
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("--knobs '{}': not JSON ({})", text, e.what()));
+  }
+  if (!j.is_object()) throw Error(fmt::format("--knobs '{}': expected an object such as {{\"columns\":\"7\"}}", text));
+  std::map<std::string, std::string> params;
+  for (auto& [k, v] : j.items()) params[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  return DefaultKnobs::from_params(params);
+}
+
 struct RunArgs {
   ModelArgs model;
   int iters = 10;
@@ -238,7 +253,11 @@ void add_run_commands(CLI::App& app) {
   sub->add_flag("--json", *wl_json, "One JSON object per workload");
   auto wl_stmt = std::make_shared<std::string>();
   sub->add_option("--stmt", *wl_stmt, "Print the Halide statement the default schedule lowers workload KEY (a key hash) to");
-  on_command(sub, [wl, wl_json, wl_stmt] {
+  auto wl_knobs = std::make_shared<std::string>();
+  sub->add_option("--knobs", *wl_knobs, "With --stmt: the default rule with these knobs, a JSON object such as '{\"chunk\":\"8\"}'");
+  auto wl_asm = std::make_shared<bool>(false);
+  sub->add_flag("--asm", *wl_asm, "With --stmt: print the assembly instead of the statement");
+  on_command(sub, [wl, wl_json, wl_stmt, wl_knobs, wl_asm] {
     Graph g = load_model(*wl);
     Partition p = partition_graph(g);
     if (!wl_stmt->empty()) {
@@ -246,9 +265,10 @@ void add_run_commands(CLI::App& app) {
       if (it == p.workloads.end()) throw Error(fmt::format("{}: no workload with key {}", g.path, *wl_stmt));
       const Halide::Target target = host_code_target();
       LoweredWorkload lw = lower_workload(*it);
-      apply_default_schedule(lw.outputs, target);
+      apply_default_variant(lw.outputs, target, knobs_of_json(*wl_knobs));
       const std::string path = (std::filesystem::temp_directory_path() / fmt::format("ts_stmt_{}.txt", getpid())).string();
-      lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, target);
+      if (*wl_asm) lw.pipeline.compile_to_assembly(path, lw.args, "workload", target);
+      else lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, target);
       std::ifstream in(path);
       std::cout << in.rdbuf();
       std::filesystem::remove(path);

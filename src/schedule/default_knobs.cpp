@@ -33,6 +33,7 @@ const std::vector<KnobSpec>& knob_specs() {
       {"grain", &DefaultKnobs::grain, 1, 256, 32, true},
       {"unroll", &DefaultKnobs::unroll, 0, 4, 4, false},
       {"stream", &DefaultKnobs::stream, 0, 1, 1, false},
+      {"chunk", &DefaultKnobs::chunk, 0, 64, 16, false},
   };
   return specs;
 }
@@ -139,13 +140,18 @@ DefaultKnobs DefaultKnobSpace::canonical(const DefaultKnobs& k) const {
   if (c.grain) c.grain = static_cast<int>(std::min<int64_t>(p.grain, 256));
   if (c.unroll) c.unroll = p.unrolled_rvars;
   if (c.stream) c.stream = p.streamed >= 0 ? 1 : 0;
+  if (c.chunk) c.chunk = p.k_block;
   if (plans(c) != target) c = k;  // the tiles disagree on what the values mean: keep them as given
-  // Drop every knob the plan does not need.
-  for (const auto& spec : knob_specs()) {
-    if (!(c.*spec.field)) continue;
-    DefaultKnobs d = c;
-    (d.*spec.field).reset();
-    if (plans(d) == target) c = d;
+  // Drop every knob the plan does not need, until none can go: dropping one may free another
+  // (stream=1 makes a blocks knob matter; a chunk makes stream's own loop order moot).
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (const auto& spec : knob_specs()) {
+      if (!(c.*spec.field)) continue;
+      DefaultKnobs d = c;
+      (d.*spec.field).reset();
+      if (plans(d) == target) c = d, dropped = true;
+    }
   }
   return c;
 }
@@ -165,6 +171,8 @@ DefaultKnobs DefaultKnobSpace::draw_one(int knob, DefaultKnobs k, std::mt19937_6
   if (spec.field == &DefaultKnobs::outermost)
     hi = std::max(1, std::min(hi, static_cast<int>(plan_tile(f, k).outer.size()) - 2));
   if (spec.field == &DefaultKnobs::unroll) hi = std::min(hi, static_cast<int>(f.rvar_ext.size()));
+  if (spec.field == &DefaultKnobs::chunk && !f.rvar_ext.empty())
+    hi = static_cast<int>(std::clamp<int64_t>(f.rvar_ext.back() / 2, lo, hi));
   int v;
   if (spec.power_of_two) {
     int bits = 0;
@@ -223,7 +231,9 @@ std::string DefaultKnobSpace::describe() const {
                        "{} fused parallel ({} tasks, grain {}), {} reduction loops unrolled{}",
                        out.empty() ? "" : "; ", fmt::join(f.ext, ", "), f.blocked ? "blocked" : "plain", f.V, p.U, p.Vt,
                        p.pair_blocks ? " (paired)" : "", p.X, p.outer.size(), p.fused, p.tasks, p.grain, p.unrolled_rvars,
-                       p.streamed < 0 ? "" : p.k_block > 0 ? fmt::format(", row tiles inside blocks of {} of K", p.k_block)
+                       p.streamed < 0  ? ""
+                       : !f.blocked && p.k_block > 0 ? fmt::format(", row tiles inside blocks of {} of K", p.k_block)
+                       : p.k_block > 0 ? fmt::format(", column tiles inside chunks of {} of the outer reduction loop", p.k_block)
                                           : fmt::format(", outer loop {} streamed", p.streamed));
   }
   return out;

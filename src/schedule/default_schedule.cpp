@@ -193,22 +193,50 @@ void schedule_root(Halide::Func f, const Halide::Target& target, const DefaultSt
   }
 }
 
-// A streamed plain matmul's update (default_tile.cpp plan_matmul_streaming): r holds every row of
-// a column panel; its rows split in register tiles run inside blocks of K, and the panel's block
-// of B is copied contiguous once per block (into a wrapper of the Func r reads B through, which
-// only r calls: the workload's other stages may read B too) unless B is stored in panels.
+// A K-blocked update (default_tile.cpp plan_matmul_streaming, plan_reduction_chunks): r holds
+// every row of a column panel (a plain matmul) or every column of a row (a blocked conv); its
+// reuse loop split in register tiles runs inside blocks of the outermost reduction loop, the
+// inner reduction loops (a blocked conv's lanes) unrolled as the plan says. A plain matmul's
+// block of B is copied contiguous once per block (into a wrapper of the Func r reads B through,
+// which only r calls: the workload's other stages may read B too) unless B is stored in panels.
 void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePlan& p) {
   const std::vector<Halide::Var> ra = r.args();
   Halide::Stage st = r.update(0);
-  const Halide::RVar k(r.function().update(0).schedule().rvars()[0].var);
+  const auto& rvars = r.function().update(0).schedule().rvars();
+  const Halide::RVar k(rvars.back().var);
   Halide::RVar ko(k.name() + "_ko"), ki(k.name() + "_ki");
   Halide::Var ro(ra[f.u].name() + "_ro"), ri(ra[f.u].name() + "_ri");
   st.split(k, ko, ki, p.k_block, Halide::TailStrategy::GuardWithIf)
       .split(ra[f.u], ro, ri, p.U, Halide::TailStrategy::GuardWithIf);
-  std::vector<Halide::VarOrRVar> order = {ra[0], ri, ki, ro, ko};
+  const bool blocks = f.v >= 0 && p.Vt > 1;
+  // The outer loops inside the blocks of K (p.outer[0..streamed]: r holds all their iterations)
+  // run right inside ko, in the tile's order; r's other loops are one iteration (or the tile's).
+  std::vector<Halide::VarOrRVar> inside;
+  std::set<int> dims_inside = {f.u};
+  Halide::Var vo(ra[std::max(f.v, 0)].name() + "_vo"), vi(ra[std::max(f.v, 0)].name() + "_vi");
+  bool blocks_inside = false;
+  for (int j = 0; j <= p.streamed; j++) {
+    const OuterLoop& l = p.outer[j];
+    if (l.kind == OuterKind::Columns) inside.push_back(ro);
+    else if (l.kind == OuterKind::Blocks) inside.push_back(vo), blocks_inside = true;
+    else if (l.kind == OuterKind::Pure) inside.push_back(ra[l.dim]);
+    if (l.kind != OuterKind::Vectors) dims_inside.insert(l.dim);
+  }
+  if (blocks_inside) st.split(ra[f.v], vo, vi, p.Vt, Halide::TailStrategy::GuardWithIf);
+  std::vector<Halide::VarOrRVar> order = {ra[0]};
+  if (blocks) order.push_back(blocks_inside ? vi : ra[f.v]);
+  order.push_back(ri);
+  for (size_t i = 0; i + 1 < rvars.size(); i++) order.push_back(Halide::RVar(rvars[i].var));
+  order.push_back(ki);
+  order.insert(order.end(), inside.begin(), inside.end());
+  order.push_back(ko);
   for (int d = 1; d < static_cast<int>(ra.size()); d++)
-    if (d != f.u) order.push_back(ra[d]);
+    if (!dims_inside.count(d) && !(blocks && d == f.v)) order.push_back(ra[d]);
   st.reorder(order).vectorize(ra[0]).unroll(ri);
+  if (blocks) st.unroll(blocks_inside ? vi : ra[f.v]);
+  for (int i = 0; i < p.unrolled_rvars; i++)
+    if (f.rvar_ext[i] > 1) st.unroll(Halide::RVar(rvars[i].var));
+  if (f.blocked) return;
   std::optional<Function> b;
   const auto weights = tile_weights(r.function(), ra[f.u].name(), &b);
   // A panel-packed B (graph/layout_plan.h, 3 dimensions) is contiguous per block already.
@@ -322,7 +350,10 @@ void schedule_tile(Halide::Func o, Halide::Func r, const TileFacts& f, const Til
   }
   r.compute_at(o, at.var).vectorize(ra[0]);
   if (u >= 0 && p.k_block == 0) r.unroll(ra[u]);  // a K-blocked r holds every row: a loop
-  if (p.Vt > 1) r.unroll(ra[v]);
+  if (p.Vt > 1 && !(p.k_block > 0 && std::any_of(p.outer.begin(), p.outer.begin() + p.streamed + 1, [](const OuterLoop& l) {
+                     return l.kind == OuterKind::Blocks;
+                   })))
+    r.unroll(ra[v]);  // r holds every block when they run inside the blocks of K
   schedule_tile_update(r, f, p);
 }
 

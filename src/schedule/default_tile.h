@@ -87,7 +87,7 @@ struct TilePlan {
   int64_t grain = 1;               // consecutive iterations per parallel task (1 = one each)
   int unrolled_rvars = 0;          // innermost reduction loops unrolled
   int streamed = -1;               // outer loop (index in `outer`) run inside the reduction's outermost loop, -1 = none
-  int k_block = 0;                 // a streamed plain matmul's reduction split in blocks of this many (B's slice staged), 0 = none
+  int k_block = 0;                 // the outermost reduction loop split in blocks of this many, streamed loop inside (plain matmul: B's slice staged), 0 = none
   bool operator==(const TilePlan&) const = default;
 };
 

@@ -2,7 +2,9 @@
 // matmuls whose B exceeds L2 take 12-row tiles and, with a long K, run their row tiles inside
 // blocks of K (computing what the unblocked tile computes), and blocked convs whose weights exceed L2 stream
 // them (rows inside the outermost reduction loop, the next slice prefetched), which compiles,
-// prefetches and computes what the unstreamed tile computes.
+// prefetches and computes what the unstreamed tile computes, and blocked 1x1 convs whose tile's
+// weights exceed L1 run their column tiles (and rows) inside chunks of 128 input channels,
+// computing what the unchunked tile computes.
 #include "schedule/default_tile.h"
 
 #include <gtest/gtest.h>
@@ -252,6 +254,58 @@ TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
   ASSERT_TRUE(ms.reference().valid()) << ms.reference().error_message;
   const auto rs = ms.measure_batch({DefaultKnobSpace::recipe(on)});
   EXPECT_TRUE(rs.at(0).valid()) << rs.at(0).error_kind << ": " << rs.at(0).error_message;
+}
+
+// A 1x1 conv reading 512 channels (a 2-block tile's weights: 64 KB, beyond L1) runs its column
+// tiles and rows inside chunks of 8 input blocks, r holding them all; 256 channels (32 KB) and a
+// 3x3 conv keep the plain order; the knob chunks or unchunks any blocked tile.
+TEST(DefaultTile, PointwiseConvsWithWeightsBeyondL1ChunkTheirInputChannels) {
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_chunk.onnx", 16, 512, 64, 14, 14, 1));
+  const TileFacts f = only_tile(w);
+  const TilePlan p = plan_tile(f, {});
+  ASSERT_EQ(p.Vt, 2);
+  EXPECT_EQ(p.U, 7);
+  EXPECT_EQ(p.k_block, 8);
+  ASSERT_GE(p.streamed, 1);
+  EXPECT_EQ(p.outer[1].kind, OuterKind::Columns);
+  for (int j = 1; j <= p.streamed; j++) EXPECT_LT(j, static_cast<int>(p.outer.size()) - p.fused) << "a parallel loop inside";
+  const std::string stmt = lowered_statement(w, {});
+  EXPECT_NE(stmt.find("_ko, 0, 4)"), std::string::npos) << "no loop over 4 chunks of 8 input blocks";
+  EXPECT_NE(stmt.find("_ki, 0, 8)"), std::string::npos) << "no loop over a chunk's 8 blocks";
+  DefaultKnobs off;
+  off.chunk = 0;
+  EXPECT_EQ(plan_tile(f, off).k_block, 0);
+  EXPECT_EQ(plan_tile(f, off).streamed, -1);
+  EXPECT_EQ(lowered_statement(w, off).find("_ko, 0,"), std::string::npos);
+
+  const TileFacts narrow = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_chunk256.onnx", 16, 256, 64, 14, 14, 1)));
+  EXPECT_EQ(plan_tile(narrow, {}).k_block, 0);
+  DefaultKnobs four;
+  four.chunk = 4;
+  EXPECT_EQ(plan_tile(narrow, four).k_block, 4);
+  const TileFacts taps = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_chunk3x3.onnx", 16, 512, 64, 14, 14, 3)));
+  EXPECT_EQ(plan_tile(taps, {}).k_block, 0);
+}
+
+TEST(DefaultTile, ChunkedAndUnchunkedTilesComputeTheSame) {
+  MeasureOptions mo;
+  mo.repeats = 1;
+  mo.warmup = 0;
+  mo.cache_root = (test::temp_dir() / "tile_chunk_cache").string();
+  // The reference is the rule (chunks of 8 of 32 blocks); 13 wide: the column tiles' tail runs.
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_chunk_run.onnx", 16, 512, 48, 13, 13, 1));
+  ASSERT_EQ(plan_tile(only_tile(w), {}).k_block, 8);
+  Measurer m(w, mo);
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  DefaultKnobs off, tail, serial;
+  off.chunk = 0;
+  tail.chunk = 5;  // 32 blocks = 6 x 5 + 2: the chunks' tail runs
+  serial.tasks = 1;  // nothing parallel: the rows run inside the chunks too, r holds all of them
+  ASSERT_EQ(plan_tile(only_tile(w), {}).streamed, 1);
+  ASSERT_GE(plan_tile(only_tile(w), serial).streamed, 2);
+  for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(off), DefaultKnobSpace::recipe(tail),
+                                        DefaultKnobSpace::recipe(serial)}))
+    EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 
 }  // namespace
