@@ -193,6 +193,13 @@ void schedule_root(Halide::Func f, const Halide::Target& target, const DefaultSt
   }
 }
 
+// Whether a K-blocked tile runs its output-channel block loop inside the blocks of K (r then
+// holds every block).
+bool blocks_inside_k_blocks(const TilePlan& p) {
+  return p.k_block > 0 && std::any_of(p.outer.begin(), p.outer.begin() + p.streamed + 1,
+                                      [](const OuterLoop& l) { return l.kind == OuterKind::Blocks; });
+}
+
 // A K-blocked update (default_tile.cpp plan_matmul_streaming, plan_reduction_chunks): r holds
 // every row of a column panel (a plain matmul) or every column of a row (a blocked conv); its
 // reuse loop split in register tiles runs inside blocks of the outermost reduction loop, the
@@ -214,11 +221,11 @@ void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePla
   std::vector<Halide::VarOrRVar> inside;
   std::set<int> dims_inside = {f.u};
   Halide::Var vo(ra[std::max(f.v, 0)].name() + "_vo"), vi(ra[std::max(f.v, 0)].name() + "_vi");
-  bool blocks_inside = false;
+  const bool blocks_inside = blocks_inside_k_blocks(p);
   for (int j = 0; j <= p.streamed; j++) {
     const OuterLoop& l = p.outer[j];
     if (l.kind == OuterKind::Columns) inside.push_back(ro);
-    else if (l.kind == OuterKind::Blocks) inside.push_back(vo), blocks_inside = true;
+    else if (l.kind == OuterKind::Blocks) inside.push_back(vo);
     else if (l.kind == OuterKind::Pure) inside.push_back(ra[l.dim]);
     if (l.kind != OuterKind::Vectors) dims_inside.insert(l.dim);
   }
@@ -350,10 +357,7 @@ void schedule_tile(Halide::Func o, Halide::Func r, const TileFacts& f, const Til
   }
   r.compute_at(o, at.var).vectorize(ra[0]);
   if (u >= 0 && p.k_block == 0) r.unroll(ra[u]);  // a K-blocked r holds every row: a loop
-  if (p.Vt > 1 && !(p.k_block > 0 && std::any_of(p.outer.begin(), p.outer.begin() + p.streamed + 1, [](const OuterLoop& l) {
-                     return l.kind == OuterKind::Blocks;
-                   })))
-    r.unroll(ra[v]);  // r holds every block when they run inside the blocks of K
+  if (p.Vt > 1 && !blocks_inside_k_blocks(p)) r.unroll(ra[v]);  // else r holds every block: a loop
   schedule_tile_update(r, f, p);
 }
 
