@@ -36,18 +36,7 @@ double median(std::vector<double> v) {
 }
 
 ts::Schedule recipe_of_json(const std::string& text) {
-  ts::Schedule s = ts::DefaultKnobSpace::recipe({});
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw ts::Error(fmt::format("knobs '{}': not JSON ({})", text, e.what()));
-  }
-  if (!j.is_object()) throw ts::Error(fmt::format("knobs '{}': expected an object such as {{\"columns\":\"7\"}}", text));
-  for (auto& [k, v] : j.items())
-    s.autoscheduler->params[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  if (const auto why = ts::check_default_params(s.autoscheduler->params)) throw ts::Error(fmt::format("knobs '{}': {}", text, *why));
-  return s;
+  return ts::DefaultKnobSpace::recipe(ts::DefaultKnobs::from_json(text));
 }
 
 // Every knob set that changes one knob of the rule's plan (canonical, distinct).

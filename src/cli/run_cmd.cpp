@@ -32,21 +32,6 @@ namespace ts {
 
 namespace {
 
-// `workloads --knobs`: a JSON object of TensorschedDefault parameters (strings or numbers).
-DefaultKnobs knobs_of_json(const std::string& text) {
-  if (text.empty()) return {};
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("--knobs '{}': not JSON ({})", text, e.what()));
-  }
-  if (!j.is_object()) throw Error(fmt::format("--knobs '{}': expected an object such as {{\"columns\":\"7\"}}", text));
-  std::map<std::string, std::string> params;
-  for (auto& [k, v] : j.items()) params[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  return DefaultKnobs::from_params(params);
-}
-
 struct RunArgs {
   ModelArgs model;
   int iters = 10;
@@ -265,7 +250,7 @@ void add_run_commands(CLI::App& app) {
       if (it == p.workloads.end()) throw Error(fmt::format("{}: no workload with key {}", g.path, *wl_stmt));
       const Halide::Target target = host_code_target();
       LoweredWorkload lw = lower_workload(*it);
-      apply_default_variant(lw.outputs, target, knobs_of_json(*wl_knobs));
+      apply_default_variant(lw.outputs, target, DefaultKnobs::from_json(*wl_knobs));
       const std::string path = (std::filesystem::temp_directory_path() / fmt::format("ts_stmt_{}.txt", getpid())).string();
       if (*wl_asm) lw.pipeline.compile_to_assembly(path, lw.args, "workload", target);
       else lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, target);

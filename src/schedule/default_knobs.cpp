@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "graph/error.h"
 #include "schedule/autoscheduler.h"
@@ -44,6 +45,14 @@ std::optional<int> parse_int(const std::string& s) {
   const long v = std::strtol(s.c_str(), &end, 10);
   if (*end != '\0') return std::nullopt;
   return static_cast<int>(v);
+}
+
+// describe()'s words for a tile's streamed loop, empty when it has none.
+std::string describe_streaming(const TileFacts& f, const TilePlan& p) {
+  if (p.streamed < 0) return "";
+  if (p.k_block == 0) return fmt::format(", outer loop {} streamed", p.streamed);
+  if (!f.blocked) return fmt::format(", row tiles inside blocks of {} of K", p.k_block);
+  return fmt::format(", column tiles inside chunks of {} of the outer reduction loop", p.k_block);
 }
 
 }  // namespace
@@ -86,6 +95,21 @@ DefaultKnobs DefaultKnobs::from_params(const std::map<std::string, std::string>&
     if (it != params.end()) k.*spec.field = *parse_int(it->second);
   }
   return k;
+}
+
+DefaultKnobs DefaultKnobs::from_json(const std::string& text) {
+  if (text.empty()) return {};
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("knobs '{}': not JSON ({})", text, e.what()));
+  }
+  if (!j.is_object()) throw Error(fmt::format("knobs '{}': expected an object such as {{\"columns\":\"7\"}}", text));
+  std::map<std::string, std::string> params;
+  for (auto& [k, v] : j.items()) params[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  if (const auto why = check_default_params(params)) throw Error(fmt::format("knobs '{}': {}", text, *why));
+  return from_params(params);
 }
 
 DefaultKnobSpace::DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target)
@@ -231,10 +255,7 @@ std::string DefaultKnobSpace::describe() const {
                        "{} fused parallel ({} tasks, grain {}), {} reduction loops unrolled{}",
                        out.empty() ? "" : "; ", fmt::join(f.ext, ", "), f.blocked ? "blocked" : "plain", f.V, p.U, p.Vt,
                        p.pair_blocks ? " (paired)" : "", p.X, p.outer.size(), p.fused, p.tasks, p.grain, p.unrolled_rvars,
-                       p.streamed < 0  ? ""
-                       : !f.blocked && p.k_block > 0 ? fmt::format(", row tiles inside blocks of {} of K", p.k_block)
-                       : p.k_block > 0 ? fmt::format(", column tiles inside chunks of {} of the outer reduction loop", p.k_block)
-                                          : fmt::format(", outer loop {} streamed", p.streamed));
+                       describe_streaming(f, p));
   }
   return out;
 }

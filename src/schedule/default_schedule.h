@@ -53,6 +53,9 @@ struct DefaultKnobs {
   std::map<std::string, std::string> params() const;
   // Parses recipe parameters; throws Error naming an unknown parameter or a bad value.
   static DefaultKnobs from_params(const std::map<std::string, std::string>& params);
+  // Parses a JSON object of parameters (strings or numbers, e.g. '{"chunk":"8"}'; empty text: no
+  // knobs); throws Error quoting the text when it is not such an object or a parameter is bad.
+  static DefaultKnobs from_json(const std::string& text);
 };
 
 // Why `params` are not valid TensorschedDefault parameters, or nullopt.

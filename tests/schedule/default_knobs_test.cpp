@@ -42,6 +42,24 @@ TEST(DefaultKnobs, ParamsRoundTripAndBadOnesAreRejectedByName) {
   EXPECT_TRUE(check_recipe(AutoschedulerRecipe{kDefaultRecipeName, {{"vectors", "9"}}}));
 }
 
+// `workloads --knobs` and bench_knob_sweep read knobs as JSON: strings or numbers; anything else
+// is an error that quotes the text.
+TEST(DefaultKnobs, FromJsonReadsParametersAndRejectsBadText) {
+  EXPECT_EQ(DefaultKnobs::from_json(""), DefaultKnobs{});
+  DefaultKnobs k;
+  k.chunk = 8;
+  k.columns = 7;
+  EXPECT_EQ(DefaultKnobs::from_json(R"({"chunk":"8","columns":7})"), k);
+  for (const std::string bad : {"{", "[1, 2]", R"({"chunk":"99"})", R"({"chunks":"8"})"}) {
+    try {
+      DefaultKnobs::from_json(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(DefaultKnobSpace, CanonicalKeepsOnlyKnobsThatChangeTheTile) {
   // 64 -> 64 channels on 14 x 14, blocked by 16: the rule's tile is 7 columns x 2 blocks.
   const DefaultKnobSpace space = knob_space(test::conv_relu_workload(test::save_conv_chain("knobs.onnx", 8, 64, 64, 14, 14)));
