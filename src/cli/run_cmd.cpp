@@ -23,6 +23,7 @@
 #include "runtime/graph_runner.h"
 #include "schedule/default_schedule.h"
 #include "schedule/schedule.h"
+#include "schedule/task_prefetch.h"
 #include "tune/records_db.h"
 #include "tune/tuner.h"
 
@@ -251,6 +252,7 @@ void add_run_commands(CLI::App& app) {
       const Halide::Target target = host_code_target();
       LoweredWorkload lw = lower_workload(*it);
       apply_default_variant(lw.outputs, target, DefaultKnobs::from_json(*wl_knobs));
+      add_task_prefetch_passes(lw.pipeline, lw.outputs);  // as compile_workload does
       const std::string path = (std::filesystem::temp_directory_path() / fmt::format("ts_stmt_{}.txt", getpid())).string();
       if (*wl_asm) lw.pipeline.compile_to_assembly(path, lw.args, "workload", target);
       else lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, target);

@@ -24,6 +24,7 @@
 #include "measure/subprocess.h"
 #include "measure/worker_pool.h"
 #include "measure/workload_code.h"
+#include "schedule/task_prefetch.h"
 
 namespace fs = std::filesystem;
 
@@ -283,6 +284,7 @@ void compile_workload(const Workload& w, const ScheduleFn& schedule, const std::
   try {
     LoweredWorkload lw = lower_workload(w, layouts);
     schedule(lw.outputs, cache.target);
+    add_task_prefetch_passes(lw.pipeline, lw.outputs);  // what the schedule asked for (schedule/task_prefetch.h)
     const std::string obj = kept + fmt::format(".tmp{}.o", getpid());
     try {
       lw.pipeline.compile_to_object(obj, lw.args, workload_function_name(w, schedule_hash),

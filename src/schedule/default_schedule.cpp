@@ -1,10 +1,12 @@
 #include "schedule/default_schedule.h"
 
 #include "schedule/default_tile.h"
+#include "schedule/task_prefetch.h"
 #include "schedule/winograd_schedule.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace ts {
@@ -318,6 +320,22 @@ void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p)
   }
 }
 
+// The tile's parallel loop (`task`: its block tiles, default_tile.cpp tasks_are_block_tiles)
+// prefetches the next task's weights into L2 over r's loops (schedule/task_prefetch.h).
+void request_next_task_weights(Halide::Func o, Halide::Func r, const TileFacts& f, const TilePlan& p,
+                               const std::string& task) {
+  const auto weights = tile_weights(r.function(), f.u >= 0 ? r.args()[f.u].name() : "");
+  if (!weights) return;
+  TaskPrefetch req;
+  req.task_loop = task;
+  req.task_func = o.name();
+  req.spread_stage = r.name() + ".s1";
+  req.buffer = weights->name();
+  req.task_bytes = f.block_weight_bytes * p.Vt;
+  req.buffer_bytes = f.block_weight_bytes * f.ext[f.v];
+  request_task_prefetch(o, req);
+}
+
 // Rule 5: output o, elementwise in one reduction r over the same domain, is tiled (vector loop
 // x, unrolled reuse loop u) and r computed inside each tile, so its accumulators stay in
 // registers. Channel-blocked reductions get the micro-kernel of oneDNN's and ONNX Runtime's
@@ -350,15 +368,16 @@ void schedule_tile(Halide::Func o, Halide::Func r, const TileFacts& f, const Til
   // r at the loop just outside the register tile, or outside the streamed loop: the next outer
   // loop, which may be the parallel one.
   Halide::VarOrRVar at = outer[p.streamed >= 0 ? p.streamed + 1 : 0];
+  std::optional<Halide::VarOrRVar> task;  // the loop of one parallel iteration
   if (p.fused > 0) {
-    const Halide::VarOrRVar task =
-        parallel_in_tasks(o, fuse_outermost_first(o, std::vector<Halide::VarOrRVar>(outer.end() - p.fused, outer.end())), p.grain);
-    if (p.streamed >= 0 && p.streamed + 1 == static_cast<int>(outer.size()) - p.fused) at = task;
+    task = parallel_in_tasks(o, fuse_outermost_first(o, std::vector<Halide::VarOrRVar>(outer.end() - p.fused, outer.end())), p.grain);
+    if (p.streamed >= 0 && p.streamed + 1 == static_cast<int>(outer.size()) - p.fused) at = *task;
   }
   r.compute_at(o, at.var).vectorize(ra[0]);
   if (u >= 0 && p.k_block == 0) r.unroll(ra[u]);  // a K-blocked r holds every row: a loop
   if (p.Vt > 1 && !blocks_inside_k_blocks(p)) r.unroll(ra[v]);  // else r holds every block: a loop
   schedule_tile_update(r, f, p);
+  if (p.prefetch_next_task && task) request_next_task_weights(o, r, f, p, task->name());
 }
 
 }  // namespace

@@ -63,6 +63,7 @@ struct TileFacts {
   int64_t work = 0;               // points x reduction iterations
   int64_t weight_bytes = 0;       // bytes of the input every column of a tile shares (a conv's weights), 0 = none
   int64_t input_bytes = 0;        // bytes of the input the columns read apart (a conv's activations), 0 = unknown
+  int64_t block_weight_bytes = 0; // bytes of one output block's weights when they are contiguous per block (the weights' outermost dimension), else 0
 };
 
 // One outer loop of the tile (outside its register tile), as the rule names it.
@@ -88,6 +89,7 @@ struct TilePlan {
   int unrolled_rvars = 0;          // innermost reduction loops unrolled
   int streamed = -1;               // outer loop (index in `outer`) run inside the reduction's outermost loop, -1 = none
   int k_block = 0;                 // the outermost reduction loop split in blocks of this many, streamed loop inside (plain matmul: B's slice staged), 0 = none
+  bool prefetch_next_task = false; // the next parallel task's weights prefetched into L2 during this task's reduction (schedule/task_prefetch.h)
   bool operator==(const TilePlan&) const = default;
 };
 

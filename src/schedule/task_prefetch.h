@@ -1,0 +1,66 @@
+#pragma once
+// Prefetching the next parallel task's weights into L2 while this task computes.
+//
+// A blocked conv whose weights come from memory (ResNet-50's layer4: 9.4 MB per 3x3 conv; a
+// network's 100 MB of weights evict each other) reads each task's slice of them (two output
+// blocks: 590 KB) in the task's first row, at the ~10 GB/s one core pulls from memory, while the
+// FMAs wait: 2.0 ms against 1.5 with the weights cached. Prefetches of the next task's slice,
+// a few cache lines at a time spread over this task's reduction loops, overlap the two (1.97 ->
+// 1.57 ms). Halide 14 cannot say it: its prefetch directive emits prefetchnta (measured 10x
+// slower on an Intel Xeon) for a whole region at one loop level. So the schedule records a
+// TaskPrefetch on the tiled Func, and the compile half (measure/workload_compiler.cpp) adds a
+// custom lowering pass per request that inserts the prefetches (llvm.prefetch with locality 2:
+// prefetcht1, inlined) into the lowered loops.
+//
+// Halide 14 keeps custom lowering passes per Pipeline (a Func's own are lost when another Pipeline
+// is made of it), and the schedule sees only Funcs: the request rides on the Func as a trace tag,
+// text that no code reads unless tracing is on (tensorsched never turns it on).
+#include <Halide.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ts {
+
+// One request: inside every iteration t of the parallel loop, prefetch bytes
+// [(t + 1) * task_bytes, (t + 2) * task_bytes) of `buffer` (clipped to buffer_bytes), a chunk at
+// the start of each iteration of the first loop of `spread_stage` whose chunk (the slice over the
+// iterations of the loops from the parallel one down to it) is at most kMaxPrefetchChunkBytes.
+struct TaskPrefetch {
+  std::string task_loop;     // the parallel loop's variable name (the lowered loop ends in ".<name>")
+  std::string task_func;     // the Func whose pure stage the parallel loop belongs to
+  std::string spread_stage;  // the stage whose loops carry the chunks ("<func>.s1")
+  std::string buffer;        // the input buffer (an ImageParam's name)
+  int64_t task_bytes = 0;    // bytes of the buffer one task reads, contiguous, task t's at t * task_bytes
+  int64_t buffer_bytes = 0;  // bytes of the whole buffer
+
+  std::string to_tag() const;
+  // The request a tag written by to_tag() holds, nullopt for any other text.
+  static std::optional<TaskPrefetch> from_tag(const std::string& tag);
+  bool operator==(const TaskPrefetch&) const = default;
+};
+
+// Chunks of at most this many bytes (8 cache lines): a burst of prefetches holds the line-fill
+// buffers, and loads behind them wait. On ResNet-50's 7x7 512-channel conv (1 thread, weights
+// cold): chunks of 3 lines per input channel 1.57 ms, 42 lines per input block 2.10 ms
+// (no prefetch 1.97).
+inline constexpr int64_t kMaxPrefetchChunkBytes = 512;
+
+// Records `req` on f (see above).
+void request_task_prefetch(Halide::Func f, const TaskPrefetch& req);
+
+// Every request recorded on the Funcs `outputs` reach.
+std::vector<TaskPrefetch> task_prefetch_requests(const std::vector<Halide::Func>& outputs);
+
+// Adds one custom lowering pass per request to p (the pipeline of `outputs`); returns how many.
+int add_task_prefetch_passes(Halide::Pipeline& p, const std::vector<Halide::Func>& outputs);
+
+// The pass on one lowered statement: s with the prefetches inserted; `sites` (when given) gets
+// the number of loops that received them (0: the loops or the buffer named were not found, s is
+// returned as it was).
+Halide::Internal::Stmt insert_task_prefetch(const Halide::Internal::Stmt& s, const TaskPrefetch& req,
+                                            int* sites = nullptr);
+
+}  // namespace ts

@@ -1,0 +1,164 @@
+// The next task's weights prefetched into L2 (schedule/task_prefetch.h) on real lowered convs:
+// the rule asks for it on small-image convs with large weights, the request survives as a tag,
+// the pass puts prefetcht1 lines into each task's reduction loop (a few lines at a time, within
+// the next task's slice), and the prefetching code computes what the plain code computes.
+#include "schedule/task_prefetch.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "measure/measurer.h"
+#include "measure/workload_compiler.h"
+#include "schedule/default_knobs.h"
+#include "schedule/default_tile.h"
+#include "support/onnx_builder.h"
+#include "support/small_workloads.h"
+
+namespace ts {
+namespace {
+
+// The facts of a workload's one register tile, for this machine.
+TileFacts only_tile(const Workload& w) {
+  const DefaultStructure ds = default_structure(lower_workload(w).outputs, host_code_target());
+  EXPECT_EQ(ds.tiles.size(), 1u) << w.name;
+  return ds.tiles.at(0).facts;
+}
+
+// The default schedule of w with `knobs`, as compile_workload lowers it (with the requested
+// passes), as text or as assembly.
+std::string compiled_text(const Workload& w, const DefaultKnobs& knobs, bool assembly) {
+  LoweredWorkload lw = lower_workload(w);
+  apply_default_variant(lw.outputs, host_code_target(), knobs);
+  add_task_prefetch_passes(lw.pipeline, lw.outputs);
+  const auto path = test::temp_dir() / (assembly ? "task_prefetch.s" : "task_prefetch_stmt.txt");
+  if (assembly) lw.pipeline.compile_to_assembly(path.string(), lw.args, "workload", host_code_target());
+  else lw.pipeline.compile_to_lowered_stmt(path.string(), lw.args, Halide::StmtOutputFormat::Text, host_code_target());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+  return n;
+}
+
+TEST(TaskPrefetch, RequestsRoundTripThroughTheirTag) {
+  TaskPrefetch r;
+  r.task_loop = "d0_vo_f";
+  r.task_func = "output_t1";
+  r.spread_stage = "Conv_0_n0_acc.s1";
+  r.buffer = "in1";
+  r.task_bytes = 589824;
+  r.buffer_bytes = 9437184;
+  const std::optional<TaskPrefetch> back = TaskPrefetch::from_tag(r.to_tag());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, r);
+  EXPECT_FALSE(TaskPrefetch::from_tag("func_type_and_dim: 1 2 32 1"));       // another tag
+  EXPECT_FALSE(TaskPrefetch::from_tag("tensorsched.task_prefetch {"));       // not JSON
+  EXPECT_FALSE(TaskPrefetch::from_tag("tensorsched.task_prefetch {\"buffer\":\"in1\"}"));  // fields missing
+  TaskPrefetch empty = r;
+  empty.task_bytes = 0;
+  EXPECT_FALSE(TaskPrefetch::from_tag(empty.to_tag()));
+}
+
+// 256 -> 256 channels, 3x3, on 7 x 7: 2.4 MB of weights, contiguous per output block; each
+// parallel task (a tile of 2 blocks) reads 288 KB of them.
+TEST(TaskPrefetch, SmallImageConvsWithLargeWeightsPrefetchTheNextTasksSlice) {
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("prefetch_7x7.onnx", 16, 256, 256, 7, 7));
+  const TileFacts f = only_tile(w);
+  EXPECT_EQ(f.block_weight_bytes, 256 * 9 * 16 * 4);
+  // Where the rule streams such weights (hosts other than Intel's), it does not prefetch them;
+  // the knobs ask for the prefetching tile there.
+  const TilePlan p = plan_tile(f, {});
+  ASSERT_EQ(p.Vt, 2);
+  EXPECT_EQ(p.prefetch_next_task, p.streamed < 0);
+  DefaultKnobs on, off;
+  on.prefetch = 1;
+  on.stream = 0;
+  off.prefetch = 0;
+  EXPECT_TRUE(plan_tile(f, on).prefetch_next_task);
+  EXPECT_FALSE(plan_tile(f, off).prefetch_next_task);
+
+  LoweredWorkload lw = lower_workload(w);
+  apply_default_variant(lw.outputs, host_code_target(), on);
+  const std::vector<TaskPrefetch> reqs = task_prefetch_requests(lw.outputs);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].task_bytes, 2 * f.block_weight_bytes);
+  EXPECT_EQ(reqs[0].buffer_bytes, f.weight_bytes);
+
+  // Lowered: 7 rows x 16 input blocks x 16 input channels = 1792 chunks of 164 bytes (3 lines),
+  // at the top of the innermost rolled reduction loop, inside the task's loops.
+  const std::string stmt = compiled_text(w, on, false);
+  EXPECT_EQ(count(stmt, "llvm.prefetch.p0i8("), 3u) << stmt;
+  const std::regex spread(R"(for \(([A-Za-z0-9_$.]+\.s1\.[A-Za-z0-9_$.]+), 0, 16\) \{\s*if \()");
+  EXPECT_TRUE(std::regex_search(stmt, spread)) << "no prefetch at the top of a 16-iteration reduction loop";
+  EXPECT_EQ(compiled_text(w, off, false).find("llvm.prefetch"), std::string::npos);
+  // And in the machine code: prefetcht1 (into L2), never Halide's prefetchnta.
+  const std::string s = compiled_text(w, on, true);
+  EXPECT_EQ(count(s, "prefetcht1"), 3u);
+  EXPECT_EQ(count(s, "prefetchnta"), 0u);
+}
+
+TEST(TaskPrefetch, LargeImagesAndSmallWeightsKeepThePlainCode) {
+  // 28 x 28: a task's compute hides its slice's trip from memory.
+  const TileFacts wide = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_28.onnx", 16, 256, 256, 28, 28)));
+  EXPECT_FALSE(plan_tile(wide, {}).prefetch_next_task);
+  // 32 -> 64 channels: 74 KB of weights.
+  const TileFacts light = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_light.onnx", 16, 32, 64, 7, 7)));
+  EXPECT_FALSE(plan_tile(light, {}).prefetch_next_task);
+  DefaultKnobs on;
+  on.prefetch = 1;
+  EXPECT_TRUE(plan_tile(wide, on).prefetch_next_task);  // the knob asks anyway
+}
+
+TEST(TaskPrefetch, ThePassLeavesStatementsWithoutTheNamedLoopsAlone) {
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("prefetch_pass.onnx", 16, 256, 256, 7, 7));
+  LoweredWorkload lw = lower_workload(w);
+  DefaultKnobs on;
+  on.prefetch = 1;
+  on.stream = 0;
+  apply_default_variant(lw.outputs, host_code_target(), on);
+  const std::vector<TaskPrefetch> reqs = task_prefetch_requests(lw.outputs);
+  ASSERT_EQ(reqs.size(), 1u);
+  // A statement of one loop that names neither the task loop nor the buffer.
+  using namespace Halide::Internal;
+  const Stmt s = For::make("f.s0.x", 0, 8, ForType::Serial, Halide::DeviceAPI::None,
+                           Evaluate::make(Call::make(Halide::Int(32), "g", {Variable::make(Halide::Int(32), "f.s0.x")}, Call::Extern)));
+  int sites = -1;
+  EXPECT_TRUE(insert_task_prefetch(s, reqs[0], &sites).same_as(s));
+  EXPECT_EQ(sites, 0);
+}
+
+TEST(TaskPrefetch, PrefetchingAndPlainTilesComputeTheSame) {
+  MeasureOptions mo;
+  mo.repeats = 1;
+  mo.warmup = 0;
+  mo.cache_root = (test::temp_dir() / "task_prefetch_cache").string();
+  // 9 wide, 17 output blocks in 9 tiles of 2, the last shifted inwards: the next-to-last task's
+  // prefetches are clipped to the weights' end, the last task's are skipped. Each variant must
+  // match the Measurer's reference (the rule's code).
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("prefetch_run.onnx", 16, 256, 272, 9, 9));
+  DefaultKnobs on, off, one_block;
+  on.prefetch = 1;
+  on.stream = 0;
+  off.prefetch = 0;
+  one_block = on;
+  one_block.blocks = 1;  // tasks of one block each
+  ASSERT_TRUE(plan_tile(only_tile(w), on).prefetch_next_task);
+  ASSERT_TRUE(plan_tile(only_tile(w), one_block).prefetch_next_task);
+  ASSERT_EQ(plan_tile(only_tile(w), one_block).Vt, 1);
+  Measurer m(w, mo);
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(on), DefaultKnobSpace::recipe(off),
+                                        DefaultKnobSpace::recipe(one_block)}))
+    EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
+}
+
+}  // namespace
+}  // namespace ts
