@@ -23,12 +23,7 @@
 namespace ts {
 namespace {
 
-// The facts of a workload's one register tile, for this machine.
-TileFacts only_tile(const Workload& w) {
-  const DefaultStructure ds = default_structure(lower_workload(w).outputs, host_code_target());
-  EXPECT_EQ(ds.tiles.size(), 1u) << w.name;
-  return ds.tiles.at(0).facts;
-}
+using test::only_tile;
 
 // x[m, k] x W[k, n], W an initializer (a workload input, packed at load).
 Workload matmul_workload(const std::string& file, int64_t m, int64_t k, int64_t n) {
@@ -118,10 +113,7 @@ TEST(DefaultTile, PanelPackedBKeepsEightRowsAndStreamsUnblocked) {
 
 TEST(DefaultTile, KBlockedMatmulsComputeWhatUnblockedOnesDo) {
   // Neither M (50 = 4 x 12 + 2) nor K (1100 = 8 x 128 + 76) divides its tile: both tails run.
-  MeasureOptions mo;
-  mo.repeats = 1;
-  mo.warmup = 0;
-  mo.cache_root = (test::temp_dir() / "tile_kblock_cache").string();
+  const MeasureOptions mo = test::check_only_options("tile_kblock_cache");
   const Workload w = matmul_workload("tile_mm_kblock_run.onnx", 50, 1100, 1024);
   ASSERT_EQ(plan_tile(only_tile(w), {}).k_block, 128);
   Measurer m(w, mo);  // the reference is the rule: K-blocked
@@ -217,10 +209,7 @@ TEST(DefaultTile, ConvsWhoseInputExceedsL2RunRowsOutermost) {
 }
 
 TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
-  MeasureOptions mo;
-  mo.repeats = 1;
-  mo.warmup = 0;
-  mo.cache_root = (test::temp_dir() / "tile_stream_cache").string();
+  const MeasureOptions mo = test::check_only_options("tile_stream_cache");
   // The Measurer's reference is the rule (streamed or not, by host): both variants must match it.
   const Workload big = test::conv_relu_workload(test::save_conv_chain("tile_stream_run.onnx", 16, 256, 256, 7, 7));
   DefaultKnobs off, streamed;
@@ -288,10 +277,7 @@ TEST(DefaultTile, PointwiseConvsWithWeightsBeyondL1ChunkTheirInputChannels) {
 }
 
 TEST(DefaultTile, ChunkedAndUnchunkedTilesComputeTheSame) {
-  MeasureOptions mo;
-  mo.repeats = 1;
-  mo.warmup = 0;
-  mo.cache_root = (test::temp_dir() / "tile_chunk_cache").string();
+  const MeasureOptions mo = test::check_only_options("tile_chunk_cache");
   // The reference is the rule (chunks of 8 of 32 blocks); 13 wide: the column tiles' tail runs.
   const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_chunk_run.onnx", 16, 512, 48, 13, 13, 1));
   ASSERT_EQ(plan_tile(only_tile(w), {}).k_block, 8);

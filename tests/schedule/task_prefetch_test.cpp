@@ -20,12 +20,7 @@
 namespace ts {
 namespace {
 
-// The facts of a workload's one register tile, for this machine.
-TileFacts only_tile(const Workload& w) {
-  const DefaultStructure ds = default_structure(lower_workload(w).outputs, host_code_target());
-  EXPECT_EQ(ds.tiles.size(), 1u) << w.name;
-  return ds.tiles.at(0).facts;
-}
+using test::only_tile;
 
 // The default schedule of w with `knobs`, as compile_workload lowers it (with the requested
 // passes), as text or as assembly.
@@ -136,10 +131,7 @@ TEST(TaskPrefetch, ThePassLeavesStatementsWithoutTheNamedLoopsAlone) {
 }
 
 TEST(TaskPrefetch, PrefetchingAndPlainTilesComputeTheSame) {
-  MeasureOptions mo;
-  mo.repeats = 1;
-  mo.warmup = 0;
-  mo.cache_root = (test::temp_dir() / "task_prefetch_cache").string();
+  const MeasureOptions mo = test::check_only_options("task_prefetch_cache");
   // 9 wide, 17 output blocks in 9 tiles of 2, the last shifted inwards: the next-to-last task's
   // prefetches are clipped to the weights' end, the last task's are skipped. Each variant must
   // match the Measurer's reference (the rule's code).

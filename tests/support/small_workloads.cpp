@@ -155,4 +155,18 @@ Workload conv_relu_workload(const std::string& path) {
   return {};
 }
 
+TileFacts only_tile(const Workload& w) {
+  const DefaultStructure ds = default_structure(lower_workload(w).outputs, host_code_target());
+  EXPECT_EQ(ds.tiles.size(), 1u) << w.name;
+  return ds.tiles.at(0).facts;
+}
+
+MeasureOptions check_only_options(const std::string& cache_name) {
+  MeasureOptions mo;
+  mo.repeats = 1;
+  mo.warmup = 0;
+  mo.cache_root = (temp_dir() / cache_name).string();
+  return mo;
+}
+
 }  // namespace ts::test

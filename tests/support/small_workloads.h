@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "graph/workload.h"
+#include "measure/measurer.h"
+#include "schedule/default_tile.h"
 #include "schedule/schedule.h"
 #include "tune/records_db.h"
 
@@ -41,6 +43,14 @@ std::string save_conv_chain(const std::string& file, int64_t in, int64_t mid, in
                             int64_t k = 3);
 // The Conv+Relu workload of save_conv_chain's model, its layouts planned for 16 lanes.
 Workload conv_relu_workload(const std::string& path);
+
+// The facts of w's one register tile of the default rule, for this machine (a test failure when
+// it has not exactly one).
+TileFacts only_tile(const Workload& w);
+
+// Options for a Measurer that only checks variants against its reference: one run, no warmup,
+// its code cache in temp_dir()/cache_name.
+MeasureOptions check_only_options(const std::string& cache_name);
 
 // A valid record of schedule `s` of `w` measured at `seconds`, for RecordsDB::add.
 Record measured_record(const Workload& w, const Schedule& s, double seconds);
