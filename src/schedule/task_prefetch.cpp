@@ -56,7 +56,7 @@ class TaskPrefetchInserter : public IRMutator {
   // The prefetches of chunk c of n of the next task's slice, c the current iteration's position
   // among all iterations of loops_ (outermost slowest): one llvm.prefetch (read, locality 2:
   // prefetcht1; an extern call Halide's code generator binds to the LLVM intrinsic, inlined) per
-  // cache line, none past the slice.
+  // cache line, none for a chunk that starts past the slice.
   Stmt prefetches(int64_t n) const {
     const int64_t chunk = ((req_.task_bytes + n - 1) / n + kLineBytes - 1) / kLineBytes * kLineBytes;
     Expr c = Halide::cast<int64_t>(0);
@@ -68,8 +68,9 @@ class TaskPrefetchInserter : public IRMutator {
     const Expr base = Call::make(Halide::UInt(64), Call::reinterpret, {Variable::make(Halide::Handle(), req_.buffer)},
                                  Call::PureIntrinsic);
     std::vector<Stmt> lines;
+    // Lines past the slice's end (less than a chunk) are left in: a prefetch never faults.
     for (int64_t off = 0; off < chunk; off += kLineBytes) {
-      const Expr at = base + Halide::cast<uint64_t>(Halide::min(begin + Expr(off), limit - 1));
+      const Expr at = base + Halide::cast<uint64_t>(begin + Expr(off));
       const Expr address = Call::make(Halide::Handle(), Call::reinterpret, {at}, Call::PureIntrinsic);
       lines.push_back(Evaluate::make(Call::make(Halide::Int(32), "llvm.prefetch.p0i8", {address, 0, 2, 1}, Call::Extern)));
     }
