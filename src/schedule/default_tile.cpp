@@ -539,8 +539,9 @@ int64_t estimated_bytes(const Halide::Internal::Parameter& p) {
   return bytes;
 }
 
-// Bytes of one block of a parameter whose outermost dimension has `blocks` entries and is the
-// densest-packed (its stride times the entries is the whole buffer), 0 when it is not so.
+// Bytes of one block of a parameter whose outermost dimension has `blocks` entries and spans it
+// (its stride times the entries is the whole buffer), 0 when it is not so. A blocked conv's
+// weights are packed OIHW[x]o (lower/conv.cpp): their outermost dimension is the output blocks.
 int64_t contiguous_block_bytes(const Halide::Internal::Parameter& p, int64_t blocks) {
   const int last = p.dimensions() - 1;
   if (last < 1) return 0;
