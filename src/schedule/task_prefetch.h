@@ -25,9 +25,10 @@
 namespace ts {
 
 // One request: inside every iteration t of the parallel loop, prefetch bytes
-// [(t + 1) * task_bytes, (t + 2) * task_bytes) of `buffer` (clipped to buffer_bytes), a chunk at
-// the start of each iteration of the first loop of `spread_stage` whose chunk (the slice over the
-// iterations of the loops from the parallel one down to it) is at most kMaxPrefetchChunkBytes.
+// [(t + 1) * task_bytes, (t + 2) * task_bytes) of `buffer` (up to buffer_bytes), a chunk at the
+// start of each iteration of the first loop of `spread_stage` whose chunk (the slice over the
+// iterations of the loops from the parallel one down to it, rounded up to whole cache lines) is
+// at most kMaxPrefetchChunkBytes; a chunk that starts past that range is skipped.
 struct TaskPrefetch {
   std::string task_loop;     // the parallel loop's variable name (the lowered loop ends in ".<name>")
   std::string task_func;     // the Func whose pure stage the parallel loop belongs to
