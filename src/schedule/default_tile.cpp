@@ -588,10 +588,11 @@ std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r
   }
   f.work = stage_work(f.ext, rf.update(0).schedule().rvars());
   const std::string u_var = f.u >= 0 ? rf.args()[f.u] : "";
-  if (const auto w = tile_weights(rf, u_var)) f.weight_bytes = estimated_bytes(*w);
+  if (const auto w = tile_weights(rf, u_var)) {
+    f.weight_bytes = estimated_bytes(*w);
+    if (f.v >= 0) f.block_weight_bytes = contiguous_block_bytes(*w, f.ext[f.v]);
+  }
   if (const auto in = tile_input(rf, u_var)) f.input_bytes = estimated_bytes(*in);
-  if (f.v >= 0)
-    if (const auto w = tile_weights(rf, u_var)) f.block_weight_bytes = contiguous_block_bytes(*w, f.ext[f.v]);
   return f;
 }
 

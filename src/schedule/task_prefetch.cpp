@@ -138,11 +138,6 @@ class TaskPrefetchPass : public IRMutator {
   TaskPrefetch req_;
 };
 
-void collect_functions(const Function& f, std::map<std::string, Function>& env) {
-  if (!env.emplace(f.name(), f).second) return;
-  for (auto& [name, callee] : find_direct_calls(f)) collect_functions(callee, env);
-}
-
 }  // namespace
 
 std::string TaskPrefetch::to_tag() const {
@@ -174,7 +169,10 @@ void request_task_prefetch(Halide::Func f, const TaskPrefetch& req) { f.add_trac
 
 std::vector<TaskPrefetch> task_prefetch_requests(const std::vector<Halide::Func>& outputs) {
   std::map<std::string, Function> env;
-  for (const auto& o : outputs) collect_functions(o.function(), env);
+  for (const auto& o : outputs) {
+    env.emplace(o.name(), o.function());
+    for (auto& [name, f] : find_transitive_calls(o.function())) env.emplace(name, f);
+  }
   std::vector<TaskPrefetch> out;
   for (auto& [name, f] : env)
     for (const auto& tag : f.get_trace_tags())
