@@ -352,47 +352,6 @@ void plan_matmul_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& 
   p.streamed = 0;
   p.k_block = static_cast<int>(std::min<int64_t>(kMatmulKBlock, f.rvar_ext[0]));
 }
-// A blocked 1x1 conv (one input block's lanes inside its outermost reduction loop) whose tile's
-// weights exceed L1 (512 or more input channels x 2 output blocks: 64 KB) runs its column tiles,
-// and the task's other serial outer loops (its rows), inside chunks of kChunkChannels input
-// channels of that loop, r holding the accumulators of all of them: a chunk's slice of the
-// weights (16 KB) then serves every column of the task from L1, where each tile ran the whole
-// reduction and re-read the tile's weights from L2 (MLAS's NCHWc pointwise kernel batches its
-// input channels by 128 so). Measured (bench_knob_sweep, 1 thread, weights cold, Intel Xeon,
-// chunks of 8 blocks): ResNet-50's 28 x 28 512 -> 256 conv 1.41 -> 1.33 ms, its 14 x 14
-// 1024 -> 256 1.05x, its stride-2 1024 -> 2048 1.07x, its 14 x 14 1024 -> 512 and 28 x 28
-// 512 -> 128 1.00x; 256 input channels (weights in L1) 0.89-0.97x, so they keep the plain
-// order; 3x3 convs (ResNet-18's stride-2 ones) and 7-wide ones (one column tile) 0.98-1.04x.
-constexpr int64_t kChunkChannels = 128;
-constexpr int64_t kChunkWeightBytes = 48 * 1024;      // L1d of Zen 5 and of the Xeons measured
-constexpr int64_t kMaxChunkedAccumulatorBytes = 512 * 1024;  // r stays well inside L2
-int chunk_by_rule(const TileFacts& f, const TilePlan& p) {
-  int64_t inner = 1;  // reduction iterations inside the outermost loop
-  for (size_t i = 0; i + 1 < f.rvar_ext.size(); i++) inner *= f.rvar_ext[i];
-  const int64_t tile_weight_bytes = inner * f.rvar_ext.back() * p.Vt * f.V * 4;
-  if (inner != f.V || tile_weight_bytes <= kChunkWeightBytes || p.outer.size() < 2 || p.outer[1].extent < 2) return 0;
-  return static_cast<int>(kChunkChannels / inner);
-}
-
-bool plan_reduction_chunks(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
-  const int64_t reduction_outer = f.rvar_ext.back();
-  const int chunk = clamp_knob(k.chunk, chunk_by_rule(f, p), 0, reduction_outer);
-  if (chunk <= 0 || chunk >= reduction_outer || p.pair_blocks || f.u < 0) return false;
-  const int serial = static_cast<int>(p.outer.size()) - p.fused;  // outer loops outside the parallel one
-  if (serial < 2 || p.outer.size() < 3 || p.outer[0].extent != 1 || p.outer[1].kind != OuterKind::Columns ||
-      p.unrolled_rvars >= static_cast<int>(f.rvar_ext.size()))
-    return false;
-  // The column tiles inside, then each further serial loop while r's accumulators stay small
-  // (r is computed at the first loop outside them, which may be the parallel one).
-  int64_t acc_bytes = f.ext[f.u] * p.Vt * f.V * 4;
-  p.streamed = 1;
-  while (p.streamed + 1 < serial && p.streamed + 2 < static_cast<int>(p.outer.size()) &&
-         acc_bytes * p.outer[p.streamed + 1].extent <= kMaxChunkedAccumulatorBytes)
-    acc_bytes *= p.outer[++p.streamed].extent;
-  p.k_block = chunk;
-  return true;
-}
-
 // A blocked tile whose parallel tasks are its output-block tiles (the loops fused with them one
 // iteration each, one tile a task) and whose weights are contiguous per block can prefetch the
 // next task's slice of the weights into L2 while it computes (schedule/task_prefetch.h).
@@ -409,7 +368,7 @@ bool tasks_are_block_tiles(const TileFacts& f, const TilePlan& p) {
 // per weight, a task computes 2 FLOP per output pixel, so at ~10 GB/s from memory against ~165
 // GFLOP/s its first row waits (33 / pixels) of its compute (7 x 7: 67%, 14 x 14: 17%), less what
 // the hardware prefetchers cover; and where this task's slice and the next one fit in L2 side
-// by side (three quarters of it). Tiles in chunks or streamed keep their own order. Measured
+// by side (three quarters of it). Measured
 // (bench_knob_sweep, 1 thread, weights evicted before each run, Intel Xeon with 2 MiB of L2), rule
 // against prefetch=0 on all 46 convs of 12 zoo networks it picked before the L2 limit: 7 x 7 and
 // 8 x 8 convs with 0.3-9 MB of weights 1.16-1.39x (ResNet-50's layer4 1.16-1.29x, 1.14-1.32x
@@ -418,13 +377,92 @@ bool tasks_are_block_tiles(const TileFacts& f, const TilePlan& p) {
 // and its 885 KB one 1.01x, which the L2 limit now leaves unprefetched.
 constexpr int64_t kMaxPrefetchedPixels = 14 * 14;
 constexpr int64_t kMinPrefetchedWeightBytes = 256 * 1024;
-bool prefetch_by_rule(const TileFacts& f, const TilePlan& p) {
+int64_t output_pixels(const TileFacts& f) {
   int64_t pixels = 1;
   for (size_t d = 1; d < f.ext.size(); d++)
     if (static_cast<int>(d) != f.v) pixels *= f.ext[d];
+  return pixels;
+}
+// Whether the tile's tasks may prefetch, whatever their loop order.
+bool prefetch_fits(const TileFacts& f, const TilePlan& p) {
   const int64_t task_bytes = f.block_weight_bytes * p.Vt;
-  return p.k_block == 0 && p.streamed < 0 && pixels <= kMaxPrefetchedPixels &&
+  return tasks_are_block_tiles(f, p) && output_pixels(f) <= kMaxPrefetchedPixels &&
          f.weight_bytes >= kMinPrefetchedWeightBytes && 2 * task_bytes <= host_l2_bytes() * 3 / 4;
+}
+
+// Reduction iterations inside the outermost reduction loop (one input block's: a 1x1 conv's 16
+// lanes, a 3x3's 144).
+int64_t inner_reduction(const TileFacts& f) {
+  int64_t inner = 1;
+  for (size_t i = 0; i + 1 < f.rvar_ext.size(); i++) inner *= f.rvar_ext[i];
+  return inner;
+}
+
+// A prefetching task of a small image (7 x 7, 8 x 8) with a large slice, not a 1x1 conv, runs its
+// rows inside chunks of one input block (plan_reduction_chunks): the chunk's weights (a 3x3's
+// 18 KB for 2 output blocks) serve all rows from L1, where each row re-read the whole slice from
+// L2 while the next task's slice was arriving there. Measured (bench_knob_sweep, weights evicted
+// before each run, Intel Xeon with 2 MiB of L2, 5 rounds), chunks of one block with the prefetch
+// against the prefetch alone, 1 / 2 threads: ResNet-50's and ResNet-18's 512-channel 3x3 convs at
+// 7 x 7 (590 KB slices) 1.08-1.13x / 1.09-1.13x, ResNet-18's stride-2 256 -> 512 (295 KB)
+// 1.01-1.04x / 1.03x, Inception-v3's 448 -> 384 at 8 x 8 (516 KB) 1.03-1.10x / 0.98x; chunks of
+// 4 blocks (72 KB, beyond L1) 0.88-1.04x. Without the prefetch the chunks ran 0.81-0.89x. Slices
+// of 147-221 KB (GoogLeNet's and Inception-v3's 3x3, 1x3 convs) 0.92-1.01x, 14 x 14 convs
+// 0.60-0.88x (two column tiles a row), 1x1 convs at 7 x 7 0.89-1.07x: those keep their order.
+constexpr int64_t kMaxChunkedPrefetchPixels = 8 * 8;
+constexpr int64_t kMinChunkedPrefetchSliceBytes = 256 * 1024;
+bool chunks_for_prefetch(const TileFacts& f, const TilePlan& p) {
+  return inner_reduction(f) != f.V && output_pixels(f) <= kMaxChunkedPrefetchPixels &&
+         f.block_weight_bytes * p.Vt >= kMinChunkedPrefetchSliceBytes && prefetch_fits(f, p);
+}
+
+// Tiles in chunks or streamed keep their own order, but for the chunks chunks_for_prefetch makes.
+bool prefetch_by_rule(const TileFacts& f, const TilePlan& p) {
+  const bool own_order = p.k_block == 0 && p.streamed < 0;
+  return (own_order || (p.k_block == 1 && chunks_for_prefetch(f, p))) && prefetch_fits(f, p);
+}
+
+// A blocked 1x1 conv (one input block's lanes inside its outermost reduction loop) whose tile's
+// weights exceed L1 (512 or more input channels x 2 output blocks: 64 KB) runs its column tiles,
+// and the task's other serial outer loops (its rows), inside chunks of kChunkChannels input
+// channels of that loop, r holding the accumulators of all of them: a chunk's slice of the
+// weights (16 KB) then serves every column of the task from L1, where each tile ran the whole
+// reduction and re-read the tile's weights from L2 (MLAS's NCHWc pointwise kernel batches its
+// input channels by 128 so). Measured (bench_knob_sweep, 1 thread, weights cold, Intel Xeon,
+// chunks of 8 blocks): ResNet-50's 28 x 28 512 -> 256 conv 1.41 -> 1.33 ms, its 14 x 14
+// 1024 -> 256 1.05x, its stride-2 1024 -> 2048 1.07x, its 14 x 14 1024 -> 512 and 28 x 28
+// 512 -> 128 1.00x; 256 input channels (weights in L1) 0.89-0.97x, so they keep the plain
+// order; 3x3 convs (ResNet-18's stride-2 ones) and 7-wide ones (one column tile) 0.98-1.04x.
+constexpr int64_t kChunkChannels = 128;
+constexpr int64_t kChunkWeightBytes = 48 * 1024;      // L1d of Zen 5 and of the Xeons measured
+constexpr int64_t kMaxChunkedAccumulatorBytes = 512 * 1024;  // r stays well inside L2
+int chunk_by_rule(const TileFacts& f, const DefaultKnobs& k, const TilePlan& p) {
+  const int64_t inner = inner_reduction(f);
+  // Tiles the stream rule takes (hosts other than Intel's) keep to it.
+  if (inner != f.V)
+    return clamp_knob(k.prefetch, 1, 0, 1) && !clamp_knob(k.stream, streams_by_rule(f), 0, 1) && chunks_for_prefetch(f, p) ? 1 : 0;
+  const int64_t tile_weight_bytes = inner * f.rvar_ext.back() * p.Vt * f.V * 4;
+  if (tile_weight_bytes <= kChunkWeightBytes || p.outer.size() < 2 || p.outer[1].extent < 2) return 0;
+  return static_cast<int>(kChunkChannels / inner);
+}
+
+bool plan_reduction_chunks(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
+  const int64_t reduction_outer = f.rvar_ext.back();
+  const int chunk = clamp_knob(k.chunk, chunk_by_rule(f, k, p), 0, reduction_outer);
+  if (chunk <= 0 || chunk >= reduction_outer || p.pair_blocks || f.u < 0) return false;
+  const int serial = static_cast<int>(p.outer.size()) - p.fused;  // outer loops outside the parallel one
+  if (serial < 2 || p.outer.size() < 3 || p.outer[0].extent != 1 || p.outer[1].kind != OuterKind::Columns ||
+      p.unrolled_rvars >= static_cast<int>(f.rvar_ext.size()))
+    return false;
+  // The column tiles inside, then each further serial loop while r's accumulators stay small
+  // (r is computed at the first loop outside them, which may be the parallel one).
+  int64_t acc_bytes = f.ext[f.u] * p.Vt * f.V * 4;
+  p.streamed = 1;
+  while (p.streamed + 1 < serial && p.streamed + 2 < static_cast<int>(p.outer.size()) &&
+         acc_bytes * p.outer[p.streamed + 1].extent <= kMaxChunkedAccumulatorBytes)
+    acc_bytes *= p.outer[++p.streamed].extent;
+  p.k_block = chunk;
+  return true;
 }
 
 void plan_task_prefetch(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {

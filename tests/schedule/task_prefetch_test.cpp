@@ -69,10 +69,11 @@ TEST(TaskPrefetch, SmallImageConvsWithLargeWeightsPrefetchTheNextTasksSlice) {
   const TileFacts f = only_tile(w);
   EXPECT_EQ(f.block_weight_bytes, 256 * 9 * 16 * 4);
   // Where the rule streams such weights (hosts other than Intel's), it does not prefetch them;
-  // the knobs ask for the prefetching tile there.
+  // the knobs ask for the prefetching tile there. Elsewhere its rows run inside chunks of one
+  // input block (the next test).
   const TilePlan p = plan_tile(f, {});
   ASSERT_EQ(p.Vt, 2);
-  EXPECT_EQ(p.prefetch_next_task, p.streamed < 0);
+  EXPECT_EQ(p.prefetch_next_task, p.k_block == 1);
   DefaultKnobs on, off;
   on.prefetch = 1;
   on.stream = 0;
@@ -98,6 +99,37 @@ TEST(TaskPrefetch, SmallImageConvsWithLargeWeightsPrefetchTheNextTasksSlice) {
   const std::string s = compiled_text(w, on, true);
   EXPECT_EQ(count(s, "prefetcht1"), 3u);
   EXPECT_EQ(count(s, "prefetchnta"), 0u);
+}
+
+// 256 -> 256 channels, 3x3, on 7 x 7 again: a task's slice (288 KB) is read from L2 once per row
+// unless the rows run inside chunks of one input block, whose 18 KB of weights stay in L1.
+TEST(TaskPrefetch, SmallImagesWithLargeSlicesRunTheirRowsInsideOneBlockChunks) {
+  const TileFacts f = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks.onnx", 16, 256, 256, 7, 7)));
+  DefaultKnobs rule, no_prefetch, no_chunks;
+  rule.stream = 0;  // as the rule plans on Intel hosts (others stream such weights)
+  no_prefetch = rule;
+  no_prefetch.prefetch = 0;
+  no_chunks = rule;
+  no_chunks.chunk = 0;
+  const TilePlan p = plan_tile(f, rule);
+  EXPECT_EQ(p.k_block, 1);
+  EXPECT_GE(p.streamed, 2) << "the column tile and the rows inside the chunks";
+  EXPECT_LT(p.streamed, static_cast<int>(p.outer.size()) - p.fused);
+  EXPECT_TRUE(p.prefetch_next_task);
+  // The chunks only come with the prefetch; without chunks the prefetch stays.
+  EXPECT_EQ(plan_tile(f, no_prefetch).k_block, 0);
+  EXPECT_FALSE(plan_tile(f, no_prefetch).prefetch_next_task);
+  EXPECT_EQ(plan_tile(f, no_chunks).k_block, 0);
+  EXPECT_TRUE(plan_tile(f, no_chunks).prefetch_next_task);
+  // Smaller slices, larger images and 1x1 convs keep the task's order.
+  const TileFacts small_slice = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_128.onnx", 16, 128, 256, 7, 7)));
+  const TileFacts wide = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_14.onnx", 16, 256, 256, 14, 14)));
+  const TileFacts one_by_one = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_1x1.onnx", 16, 1024, 512, 7, 7, 1)));
+  for (const TileFacts* other : {&small_slice, &wide, &one_by_one}) {
+    const TilePlan q = plan_tile(*other, rule);
+    EXPECT_TRUE(q.prefetch_next_task);
+    EXPECT_EQ(q.k_block, 0);
+  }
 }
 
 TEST(TaskPrefetch, LargeImagesAndSmallWeightsKeepThePlainCode) {
@@ -136,19 +168,23 @@ TEST(TaskPrefetch, PrefetchingAndPlainTilesComputeTheSame) {
   // prefetches are clipped to the weights' end, the last task's are skipped. Each variant must
   // match the Measurer's reference (the rule's code).
   const Workload w = test::conv_relu_workload(test::save_conv_chain("prefetch_run.onnx", 16, 256, 272, 9, 9));
-  DefaultKnobs on, off, one_block;
+  DefaultKnobs on, off, one_block, chunked;
   on.prefetch = 1;
   on.stream = 0;
   off.prefetch = 0;
   one_block = on;
   one_block.blocks = 1;  // tasks of one block each
+  chunked = on;
+  chunked.chunk = 1;  // rows inside chunks of one input block
   ASSERT_TRUE(plan_tile(only_tile(w), on).prefetch_next_task);
   ASSERT_TRUE(plan_tile(only_tile(w), one_block).prefetch_next_task);
   ASSERT_EQ(plan_tile(only_tile(w), one_block).Vt, 1);
+  ASSERT_TRUE(plan_tile(only_tile(w), chunked).prefetch_next_task);
+  ASSERT_EQ(plan_tile(only_tile(w), chunked).k_block, 1);
   Measurer m(w, mo);
   ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
   for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(on), DefaultKnobSpace::recipe(off),
-                                        DefaultKnobSpace::recipe(one_block)}))
+                                        DefaultKnobSpace::recipe(one_block), DefaultKnobSpace::recipe(chunked)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 
