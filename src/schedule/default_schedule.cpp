@@ -332,7 +332,7 @@ void request_next_task_weights(Halide::Func o, Halide::Func r, const TileFacts& 
   req.spread_stage = r.name() + ".s1";
   req.buffer = weights->name();
   req.task_bytes = f.block_weight_bytes * p.Vt;
-  req.buffer_bytes = f.block_weight_bytes * f.ext[f.v];
+  req.buffer_bytes = f.block_weight_bytes * (f.v >= 0 ? f.ext[f.v] : f.ext[0] / f.x_panel);
   request_task_prefetch(o, req);
 }
 

@@ -63,7 +63,7 @@ struct TileFacts {
   int64_t work = 0;               // points x reduction iterations
   int64_t weight_bytes = 0;       // bytes of the input every column of a tile shares (a conv's weights), 0 = none
   int64_t input_bytes = 0;        // bytes of the input the columns read apart (a conv's activations), 0 = unknown
-  int64_t block_weight_bytes = 0; // bytes of one output block's weights when they are contiguous per block (the weights' outermost dimension), else 0
+  int64_t block_weight_bytes = 0; // bytes of one output block's weights (a plain tile's: one B panel's) when they are contiguous per block (the weights' outermost dimension), else 0
 };
 
 // One outer loop of the tile (outside its register tile), as the rule names it.

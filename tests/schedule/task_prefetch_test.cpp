@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "graph/layout_plan.h"
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
 #include "schedule/default_knobs.h"
@@ -130,6 +131,53 @@ TEST(TaskPrefetch, SmallImagesWithLargeSlicesRunTheirRowsInsideOneBlockChunks) {
     EXPECT_TRUE(q.prefetch_next_task);
     EXPECT_EQ(q.k_block, 0);
   }
+}
+
+// x[rows, 512] times a constant 512 x 1024 B (2 MB), which the layout plan stores as [32][512][32]
+// panels of 64 KB: each parallel task runs one panel's column tiles.
+Workload panel_matmul(const std::string& file, int64_t rows) {
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {rows, 512}).initializer("w", test::rand_f32({512, 1024}, 7)).node("MatMul", {"x", "w"}, {"y"}).output("y");
+  Graph g = test::import_model(b.save(file));
+  EXPECT_EQ(plan_layouts(g, 16).matmul_panels, 1);
+  return partition_graph(g).workloads.at(0);
+}
+
+TEST(TaskPrefetch, PanelPackedMatmulsPrefetchTheNextTasksPanel) {
+  const Workload w = panel_matmul("prefetch_mm.onnx", 128);
+  const TileFacts f = only_tile(w);
+  ASSERT_FALSE(f.blocked);
+  EXPECT_EQ(f.block_weight_bytes, 512 * 32 * 4);
+  const TilePlan p = plan_tile(f, {});
+  EXPECT_EQ(p.X * f.V, 32);
+  EXPECT_TRUE(p.prefetch_next_task);
+  DefaultKnobs off;
+  off.prefetch = 0;
+  EXPECT_FALSE(plan_tile(f, off).prefetch_next_task);
+
+  LoweredWorkload lw = lower_workload(w);
+  apply_default_variant(lw.outputs, host_code_target(), {});
+  const std::vector<TaskPrefetch> reqs = task_prefetch_requests(lw.outputs);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].task_bytes, 512 * 32 * 4);
+  EXPECT_EQ(reqs[0].buffer_bytes, 512 * 1024 * 4);
+  EXPECT_GE(count(compiled_text(w, {}, false), "llvm.prefetch.p0i8("), 1u);
+  EXPECT_EQ(compiled_text(w, off, false).find("llvm.prefetch"), std::string::npos);
+
+  // 784 rows: a task's compute hides its panel's trip from memory; the knob asks anyway.
+  const TileFacts tall = only_tile(panel_matmul("prefetch_mm_tall.onnx", 784));
+  EXPECT_FALSE(plan_tile(tall, {}).prefetch_next_task);
+  DefaultKnobs on;
+  on.prefetch = 1;
+  EXPECT_TRUE(plan_tile(tall, on).prefetch_next_task);
+
+  // 100 rows (8 row tiles, the last shifted inwards): both variants match the Measurer's reference.
+  const Workload odd = panel_matmul("prefetch_mm_run.onnx", 100);
+  ASSERT_TRUE(plan_tile(only_tile(odd), {}).prefetch_next_task);
+  Measurer m(odd, test::check_only_options("task_prefetch_mm_cache"));
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe({}), DefaultKnobSpace::recipe(off)}))
+    EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 
 TEST(TaskPrefetch, LargeImagesAndSmallWeightsKeepThePlainCode) {
