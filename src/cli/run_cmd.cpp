@@ -46,6 +46,7 @@ struct RunArgs {
   bool profile = false;
   bool allow_foreign = false;            // --allow-foreign-records
   bool copy_concats = false;             // --copy-concats
+  bool small_pages = false;              // --small-pages
 };
 
 std::map<std::string, Tensor> inputs_from_set(const Graph& g, const std::string& set) {
@@ -103,6 +104,7 @@ int run_command(const RunArgs& a) {
   std::vector<std::string> db_warnings;
   if (!a.db_path.empty()) copts.schedules = best_schedules_of(g, a.db_path, db_warnings, a.allow_foreign, a.threads);
   copts.in_place_concat = !a.copy_concats;
+  copts.huge_pages = !a.small_pages;
   CompiledModel model(std::move(g), copts);
   const Graph& graph = model.graph();
   if (a.threads > 0) model.set_threads(a.threads);
@@ -228,6 +230,8 @@ void add_run_commands(CLI::App& app) {
                  "With --db: also use records measured on another machine or by another build");
   run->add_flag("--copy-concats", args->copy_concats,
                 "Run every Concat as a copy step (default: a concat's inputs are written into its output in place where they can be)");
+  run->add_flag("--small-pages", args->small_pages,
+                "Keep constants and activations on 4 KiB pages, for comparison (default: 2 MiB transparent huge pages where the kernel allows)");
   run->add_flag("--json", args->json, "One JSON object");
   run->add_flag("--profile", args->profile, "Time per step over all timed runs: ONNX nodes, % of the latency, GFLOP/s");
   on_command(run, [args] { return run_command(*args); });

@@ -101,7 +101,7 @@ Artifact write_artifact(const CompiledModel& model, const ArtifactOptions& opts)
 
   const std::vector<std::string> cxx = cxx_command();
   std::vector<std::string> objects;
-  for (const char* src : {"src/runtime/plan_executor.cpp", "src/measure/spinning_pool.cpp", "src/api/c/model_api.cpp",
+  for (const char* src : {"src/runtime/plan_executor.cpp", "src/runtime/huge_pages.cpp", "src/measure/spinning_pool.cpp", "src/api/c/model_api.cpp",
                           "entry.cpp"}) {
     const std::string obj = fs::path(src).stem().string() + ".o";
     std::vector<std::string> argv = cxx;

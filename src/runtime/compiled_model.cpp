@@ -16,6 +16,7 @@
 #include "measure/time_stats.h"
 #include "measure/workload_code.h"
 #include "measure/workload_compiler.h"
+#include "runtime/huge_pages.h"
 #include "schedule/default_schedule.h"
 
 namespace fs = std::filesystem;
@@ -32,8 +33,9 @@ struct CompiledModel::Impl {
   std::vector<std::string> schedule_hashes;      // per workload: the schedule its code was compiled with
   std::vector<std::string> object_files;         // per plan function: its relocatable object
   std::string runtime_object;                    // the Halide runtime's relocatable object
-  std::map<std::string, Tensor> packed;          // constants packed at load (by the plan or a schedule)
+  std::map<std::string, Tensor> packed;          // constants packed at load (by the plan or a schedule), until copied to constant_blob
   std::vector<const void*> constants;            // per plan buffer: a constant's bytes, else null
+  HugePageBytes constant_blob;                   // every constant at its plan offset, on huge pages
   std::unique_ptr<plan::Executor> executor;      // runs the plan over the loaded code
 };
 
@@ -296,8 +298,18 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
   }
   for (const auto& o : m.graph.outputs) p.outputs.push_back(buffer_for(o));
   assign_constant_offsets(p);
+  // One blob at the plan's offsets, as an artifact lays them out, on huge pages: the packed
+  // copies are dropped (the graph keeps its own values).
+  m.constant_blob = allocate_page_aligned_bytes(p.constant_bytes, opts.huge_pages);
+  for (size_t b = 0; b < p.buffers.size(); b++) {
+    if (p.buffers[b].role != plan::Role::Constant || !m.constants[b]) continue;
+    uint8_t* to = m.constant_blob.get() + p.buffers[b].offset;
+    std::memcpy(to, m.constants[b], p.buffers[b].bytes());
+    m.constants[b] = to;
+  }
+  m.packed.clear();
   try {
-    m.executor = std::make_unique<plan::Executor>(std::move(p), std::move(entries), m.constants);
+    m.executor = std::make_unique<plan::Executor>(std::move(p), std::move(entries), m.constants, opts.huge_pages);
     m.stats.activation_bytes = m.executor->arena_bytes();
   } catch (const std::runtime_error& e) {
     throw Error(fmt::format("{}: {}", m.graph.path, e.what()));

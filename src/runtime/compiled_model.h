@@ -21,6 +21,7 @@ struct CompileOptions {
   double compile_timeout_s = 600;  // per workload compile; a worker past it is killed and named in the error
   std::map<std::string, Schedule> schedules;  // by Workload::exact_key: tuned schedule (others use the default)
   bool in_place_concat = true;  // concats whose inputs can be written in place run no step (false: copy)
+  bool huge_pages = true;       // constants and activations on 2 MiB transparent huge pages (runtime/huge_pages.h)
 };
 
 struct CompileStats {

@@ -255,7 +255,7 @@ void validate(const Plan& p) {
   for (int o : p.outputs) check_index(o, "output");
 }
 
-Executor::Executor(Plan plan, std::vector<EntryFn> functions, std::vector<const void*> constants)
+Executor::Executor(Plan plan, std::vector<EntryFn> functions, std::vector<const void*> constants, bool huge_pages)
     : plan_(std::move(plan)), functions_(std::move(functions)) {
   validate(plan_);
   if (functions_.size() != plan_.functions.size()) fail("function table size differs from the plan's");
@@ -288,8 +288,8 @@ Executor::Executor(Plan plan, std::vector<EntryFn> functions, std::vector<const 
     }
   }
   const std::vector<uint64_t> offsets = plan_arena(plan_, arena_bytes_);
-  arena_.reset(new uint8_t[arena_bytes_ + kActivationAlign]());
-  uint8_t* base = reinterpret_cast<uint8_t*>(aligned(reinterpret_cast<uintptr_t>(arena_.get())));
+  arena_ = allocate_page_aligned_bytes(arena_bytes_, huge_pages);
+  uint8_t* base = arena_.get();
   for (size_t i = 0; i < nb; i++) {  // a view: its root's place plus the offsets along the chain
     uint64_t offset = 0;
     const int root = root_of(plan_, static_cast<int>(i), &offset);

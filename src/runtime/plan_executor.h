@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/huge_pages.h"
+
 namespace ts::plan {
 
 enum class Role : uint8_t {
@@ -89,8 +91,9 @@ class Executor {
  public:
   // `functions[i]` implements plan.functions[i]; `constants[b]` holds the bytes of buffer b when
   // its role is Constant (read only, must outlive the executor; ignored otherwise). Allocates
-  // one arena for the activations (plan_arena), 64-byte aligned. Throws std::runtime_error (validate()).
-  Executor(Plan plan, std::vector<EntryFn> functions, std::vector<const void*> constants);
+  // one arena for the activations (plan_arena), on 2 MiB huge pages unless `huge_pages` is false
+  // (runtime/huge_pages.h). Throws std::runtime_error (validate()).
+  Executor(Plan plan, std::vector<EntryFn> functions, std::vector<const void*> constants, bool huge_pages = true);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -108,7 +111,7 @@ class Executor {
   Plan plan_;
   std::vector<EntryFn> functions_;
   uint64_t arena_bytes_ = 0;
-  std::unique_ptr<uint8_t[]> arena_;                   // every activation (plan_arena), over-allocated for alignment
+  HugePageBytes arena_;                                // every activation (plan_arena)
   std::vector<halide_buffer_t> halide_buffers_;        // one per plan buffer
   std::vector<std::vector<halide_dimension_t>> dims_;  // their dims, innermost first
   std::vector<std::vector<void*>> argv_;               // per step: halide_buffer_t* of its args

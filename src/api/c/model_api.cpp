@@ -6,6 +6,7 @@
 #include <HalideRuntime.h>
 
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "measure/spinning_pool.h"
+#include "runtime/huge_pages.h"
 #include "runtime/plan_executor.h"
 
 #define TS_API extern "C" __attribute__((visibility("default")))
@@ -28,7 +30,7 @@ extern "C" const unsigned char ts_artifact_plan[], ts_artifact_plan_end[];
 extern "C" const unsigned char ts_artifact_constants[], ts_artifact_constants_end[];
 
 struct ts_model {
-  std::vector<unsigned char> loaded_constants;     // constants read from a file (else the embedded ones)
+  ts::HugePageBytes constants;                     // the constants (read from a file, else copied from the embedded ones), on huge pages
   std::unique_ptr<ts::plan::Executor> executor;
   std::vector<std::string> dtypes[2];              // per io, per index
 };
@@ -90,20 +92,24 @@ TS_API ts_model* ts_model_create(const char* constants_path) {
     auto m = std::make_unique<ts_model>();
     const std::string text(reinterpret_cast<const char*>(ts_artifact_plan), ts_artifact_plan_end - ts_artifact_plan);
     ts::plan::Plan plan = ts::plan::parse(text);
-    const unsigned char* blob = ts_artifact_constants;
+    // The constants go to huge pages (runtime/huge_pages.h) either way: the embedded ones sit on
+    // the library's 4 KiB file pages.
     size_t blob_bytes = static_cast<size_t>(ts_artifact_constants_end - ts_artifact_constants);
     if (constants_path) {
       FILE* f = std::fopen(constants_path, "rb");
       if (!f) return fail(std::string(constants_path) + ": cannot open the constants file"), nullptr;
       std::fseek(f, 0, SEEK_END);
-      m->loaded_constants.resize(static_cast<size_t>(std::ftell(f)));
+      blob_bytes = static_cast<size_t>(std::ftell(f));
+      m->constants = ts::allocate_page_aligned_bytes(blob_bytes);
       std::fseek(f, 0, SEEK_SET);
-      const size_t got = std::fread(m->loaded_constants.data(), 1, m->loaded_constants.size(), f);
+      const size_t got = blob_bytes ? std::fread(m->constants.get(), 1, blob_bytes, f) : 0;
       std::fclose(f);
-      if (got != m->loaded_constants.size()) return fail(std::string(constants_path) + ": short read"), nullptr;
-      blob = m->loaded_constants.data();
-      blob_bytes = m->loaded_constants.size();
+      if (got != blob_bytes) return fail(std::string(constants_path) + ": short read"), nullptr;
+    } else {
+      m->constants = ts::allocate_page_aligned_bytes(blob_bytes);
+      if (blob_bytes) std::memcpy(m->constants.get(), ts_artifact_constants, blob_bytes);
     }
+    const unsigned char* blob = m->constants.get();
     if (blob_bytes < plan.constant_bytes)
       return fail("constants: " + std::to_string(blob_bytes) + " bytes, the model needs " + std::to_string(plan.constant_bytes)), nullptr;
     std::vector<const void*> constants;
