@@ -395,11 +395,14 @@ int64_t output_pixels(const TileFacts& f) {
     if (static_cast<int>(d) != f.v) pixels *= f.ext[d];
   return pixels;
 }
-// Whether the tile's tasks may prefetch, whatever their loop order.
-bool prefetch_fits(const TileFacts& f, const TilePlan& p) {
+// Whether the tile's tasks may prefetch: L2 holds this task's slice and the next one side by side
+// (three quarters of it), or, where the rows run inside one-block chunks (`in_chunks`: their
+// reuse then lives in L1), the next slice.
+bool prefetch_fits(const TileFacts& f, const TilePlan& p, bool in_chunks) {
   const int64_t task_bytes = f.block_weight_bytes * p.Vt;
+  const bool fits_l2 = in_chunks ? task_bytes <= host_l2_bytes() : 2 * task_bytes <= host_l2_bytes() * 3 / 4;
   return tasks_are_block_tiles(f, p) && output_pixels(f) <= (f.blocked ? kMaxPrefetchedPixels : kMaxPrefetchedRows) &&
-         f.weight_bytes >= kMinPrefetchedWeightBytes && 2 * task_bytes <= host_l2_bytes() * 3 / 4;
+         f.weight_bytes >= kMinPrefetchedWeightBytes && fits_l2;
 }
 
 // Reduction iterations inside the outermost reduction loop (one input block's: a 1x1 conv's 16
@@ -421,17 +424,20 @@ int64_t inner_reduction(const TileFacts& f) {
 // 4 blocks (72 KB, beyond L1) 0.88-1.04x. Without the prefetch the chunks ran 0.81-0.89x. Slices
 // of 147-221 KB (GoogLeNet's and Inception-v3's 3x3, 1x3 convs) 0.92-1.01x, 14 x 14 convs
 // 0.60-0.88x (two column tiles a row), 1x1 convs at 7 x 7 0.89-1.07x: those keep their order.
+// In chunks, slices too large for two in L2 prefetch too: R3D-18's layer4 3x3x3 convs (1.77 MB
+// and 885 KB slices), chunks with the prefetch against the plain order, 1.21-1.47x (chunks alone
+// 1.10-1.31x, the prefetch alone 0.67-1.06x).
 constexpr int64_t kMaxChunkedPrefetchPixels = 8 * 8;
 constexpr int64_t kMinChunkedPrefetchSliceBytes = 256 * 1024;
 bool chunks_for_prefetch(const TileFacts& f, const TilePlan& p) {
   return inner_reduction(f) != f.V && output_pixels(f) <= kMaxChunkedPrefetchPixels &&
-         f.block_weight_bytes * p.Vt >= kMinChunkedPrefetchSliceBytes && prefetch_fits(f, p);
+         f.block_weight_bytes * p.Vt >= kMinChunkedPrefetchSliceBytes && prefetch_fits(f, p, true);
 }
 
 // Tiles in chunks or streamed keep their own order, but for the chunks chunks_for_prefetch makes.
 bool prefetch_by_rule(const TileFacts& f, const TilePlan& p) {
   const bool own_order = p.k_block == 0 && p.streamed < 0;
-  return (own_order || (p.k_block == 1 && chunks_for_prefetch(f, p))) && prefetch_fits(f, p);
+  return (own_order && prefetch_fits(f, p, false)) || (p.k_block == 1 && chunks_for_prefetch(f, p));
 }
 
 // A blocked 1x1 conv (one input block's lanes inside its outermost reduction loop) whose tile's

@@ -122,6 +122,15 @@ TEST(TaskPrefetch, SmallImagesWithLargeSlicesRunTheirRowsInsideOneBlockChunks) {
   EXPECT_FALSE(plan_tile(f, no_prefetch).prefetch_next_task);
   EXPECT_EQ(plan_tile(f, no_chunks).k_block, 0);
   EXPECT_TRUE(plan_tile(f, no_chunks).prefetch_next_task);
+  // 1024 -> 256: 1.2 MB slices, too large for two side by side in L2: prefetched in chunks only,
+  // where L2 holds the next slice alone.
+  const TileFacts big = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_big.onnx", 16, 1024, 256, 7, 7)));
+  const int64_t slice = 2 * big.block_weight_bytes;
+  ASSERT_EQ(slice, 2 * 1024 * 9 * 16 * 4);
+  const TilePlan chunked = plan_tile(big, rule);
+  EXPECT_EQ(chunked.prefetch_next_task, slice <= host_l2_bytes());
+  EXPECT_EQ(chunked.k_block, slice <= host_l2_bytes() ? 1 : 0);
+  EXPECT_EQ(plan_tile(big, no_chunks).prefetch_next_task, 2 * slice <= host_l2_bytes() * 3 / 4);
   // Smaller slices, larger images and 1x1 convs keep the task's order.
   const TileFacts small_slice = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_128.onnx", 16, 128, 256, 7, 7)));
   const TileFacts wide = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_14.onnx", 16, 256, 256, 14, 14)));
