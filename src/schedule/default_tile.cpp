@@ -413,6 +413,10 @@ int64_t inner_reduction(const TileFacts& f) {
   return inner;
 }
 
+constexpr int64_t kChunkChannels = 128;
+constexpr int64_t kChunkWeightBytes = 48 * 1024;      // L1d of Zen 5 and of the Xeons measured
+constexpr int64_t kMaxChunkedAccumulatorBytes = 512 * 1024;  // r stays well inside L2
+
 // A prefetching task of a small image (7 x 7, 8 x 8) with a large slice, not a 1x1 conv, runs its
 // rows inside chunks of one input block (plan_reduction_chunks): the chunk's weights (a 3x3's
 // 18 KB for 2 output blocks) serve all rows from L1, where each row re-read the whole slice from
@@ -427,17 +431,32 @@ int64_t inner_reduction(const TileFacts& f) {
 // In chunks, slices too large for two in L2 prefetch too: R3D-18's layer4 3x3x3 convs (1.77 MB
 // and 885 KB slices), chunks with the prefetch against the plain order, 1.21-1.47x (chunks alone
 // 1.10-1.31x, the prefetch alone 0.67-1.06x).
+// A prefetching 1x1 conv of one column tile (7 or 8 wide) whose tile's weights exceed L1 takes
+// the chunks of kChunkChannels the multi-column ones take (below): chunks of 8 blocks with the
+// prefetch against the prefetch alone (1 thread, 3-5 rounds, noisy): ResNet-50's 512 -> 2048
+// 1.13x, 1024 -> 2048 stride 2 1.06-1.08x, 2048 -> 512 1.00-1.48x (1.08x at 2 threads),
+// ResNeXt-50's, EfficientNet-B0's and MobileNetV2's with 960-2048 input channels 1.02-1.07x;
+// MobileNetV2's 160 -> 960 (20 KB of tile weights, in L1) 0.90-0.92x, so it keeps its order.
 constexpr int64_t kMaxChunkedPrefetchPixels = 8 * 8;
 constexpr int64_t kMinChunkedPrefetchSliceBytes = 256 * 1024;
-bool chunks_for_prefetch(const TileFacts& f, const TilePlan& p) {
-  return inner_reduction(f) != f.V && output_pixels(f) <= kMaxChunkedPrefetchPixels &&
-         f.block_weight_bytes * p.Vt >= kMinChunkedPrefetchSliceBytes && prefetch_fits(f, p, true);
+int64_t tile_weight_bytes(const TileFacts& f, const TilePlan& p) {
+  return inner_reduction(f) * f.rvar_ext.back() * p.Vt * f.V * 4;
+}
+// The chunks (of the outermost reduction loop) a prefetching task runs its rows in, 0 for none.
+int prefetch_chunk(const TileFacts& f, const TilePlan& p) {
+  if (output_pixels(f) > kMaxChunkedPrefetchPixels) return 0;
+  if (inner_reduction(f) != f.V)
+    return f.block_weight_bytes * p.Vt >= kMinChunkedPrefetchSliceBytes && prefetch_fits(f, p, true) ? 1 : 0;
+  const bool one_column_tile = p.outer.size() >= 2 && p.outer[1].kind == OuterKind::Columns && p.outer[1].extent == 1;
+  return one_column_tile && tile_weight_bytes(f, p) > kChunkWeightBytes && prefetch_fits(f, p, false)
+             ? static_cast<int>(kChunkChannels / f.V)
+             : 0;
 }
 
-// Tiles in chunks or streamed keep their own order, but for the chunks chunks_for_prefetch makes.
+// Tiles in chunks or streamed keep their own order, but for the chunks prefetch_chunk makes.
 bool prefetch_by_rule(const TileFacts& f, const TilePlan& p) {
   const bool own_order = p.k_block == 0 && p.streamed < 0;
-  return (own_order && prefetch_fits(f, p, false)) || (p.k_block == 1 && chunks_for_prefetch(f, p));
+  return (own_order && prefetch_fits(f, p, false)) || (p.k_block > 0 && p.k_block == prefetch_chunk(f, p));
 }
 
 // A blocked 1x1 conv (one input block's lanes inside its outermost reduction loop) whose tile's
@@ -451,16 +470,12 @@ bool prefetch_by_rule(const TileFacts& f, const TilePlan& p) {
 // 1024 -> 256 1.05x, its stride-2 1024 -> 2048 1.07x, its 14 x 14 1024 -> 512 and 28 x 28
 // 512 -> 128 1.00x; 256 input channels (weights in L1) 0.89-0.97x, so they keep the plain
 // order; 3x3 convs (ResNet-18's stride-2 ones) and 7-wide ones (one column tile) 0.98-1.04x.
-constexpr int64_t kChunkChannels = 128;
-constexpr int64_t kChunkWeightBytes = 48 * 1024;      // L1d of Zen 5 and of the Xeons measured
-constexpr int64_t kMaxChunkedAccumulatorBytes = 512 * 1024;  // r stays well inside L2
 int chunk_by_rule(const TileFacts& f, const DefaultKnobs& k, const TilePlan& p) {
   const int64_t inner = inner_reduction(f);
   // Tiles the stream rule takes (hosts other than Intel's) keep to it.
-  if (inner != f.V)
-    return clamp_knob(k.prefetch, 1, 0, 1) && !clamp_knob(k.stream, streams_by_rule(f), 0, 1) && chunks_for_prefetch(f, p) ? 1 : 0;
-  const int64_t tile_weight_bytes = inner * f.rvar_ext.back() * p.Vt * f.V * 4;
-  if (tile_weight_bytes <= kChunkWeightBytes || p.outer.size() < 2 || p.outer[1].extent < 2) return 0;
+  if (const int chunk = prefetch_chunk(f, p))
+    return clamp_knob(k.prefetch, 1, 0, 1) && !clamp_knob(k.stream, streams_by_rule(f), 0, 1) ? chunk : 0;
+  if (inner != f.V || tile_weight_bytes(f, p) <= kChunkWeightBytes || p.outer.size() < 2 || p.outer[1].extent < 2) return 0;
   return static_cast<int>(kChunkChannels / inner);
 }
 

@@ -131,15 +131,23 @@ TEST(TaskPrefetch, SmallImagesWithLargeSlicesRunTheirRowsInsideOneBlockChunks) {
   EXPECT_EQ(chunked.prefetch_next_task, slice <= host_l2_bytes());
   EXPECT_EQ(chunked.k_block, slice <= host_l2_bytes() ? 1 : 0);
   EXPECT_EQ(plan_tile(big, no_chunks).prefetch_next_task, 2 * slice <= host_l2_bytes() * 3 / 4);
-  // Smaller slices, larger images and 1x1 convs keep the task's order.
+  // Smaller slices, larger images and 1x1 convs with their tile's weights in L1 keep the task's order.
   const TileFacts small_slice = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_128.onnx", 16, 128, 256, 7, 7)));
   const TileFacts wide = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_14.onnx", 16, 256, 256, 14, 14)));
-  const TileFacts one_by_one = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_1x1.onnx", 16, 1024, 512, 7, 7, 1)));
-  for (const TileFacts* other : {&small_slice, &wide, &one_by_one}) {
+  const TileFacts light_1x1 = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_1x1_light.onnx", 16, 160, 960, 7, 7, 1)));
+  for (const TileFacts* other : {&small_slice, &wide, &light_1x1}) {
     const TilePlan q = plan_tile(*other, rule);
     EXPECT_TRUE(q.prefetch_next_task);
     EXPECT_EQ(q.k_block, 0);
   }
+  // A 1x1 conv of one column tile whose tile's weights exceed L1 (1024 input channels x 2 blocks:
+  // 128 KB) takes chunks of 8 input blocks (128 channels), its rows inside, and still prefetches.
+  const TileFacts one_by_one = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_1x1.onnx", 16, 1024, 512, 7, 7, 1)));
+  const TilePlan q = plan_tile(one_by_one, rule);
+  EXPECT_EQ(q.k_block, 8);
+  EXPECT_GE(q.streamed, 2);
+  EXPECT_TRUE(q.prefetch_next_task);
+  EXPECT_EQ(plan_tile(one_by_one, no_prefetch).k_block, 0);
 }
 
 // x[rows, 512] times a constant 512 x 1024 B (2 MB), which the layout plan stores as [32][512][32]
@@ -242,6 +250,16 @@ TEST(TaskPrefetch, PrefetchingAndPlainTilesComputeTheSame) {
   ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
   for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(on), DefaultKnobSpace::recipe(off),
                                         DefaultKnobSpace::recipe(one_block), DefaultKnobSpace::recipe(chunked)}))
+    EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
+
+  // A 1x1 conv, 640 -> 272 at 7 x 7: chunks of 8 input blocks (5 chunks) with the prefetch, the
+  // last output tile shifted inwards.
+  const Workload pw = test::conv_relu_workload(test::save_conv_chain("prefetch_run_1x1.onnx", 16, 640, 272, 7, 7, 1));
+  ASSERT_EQ(plan_tile(only_tile(pw), on).k_block, 8);
+  ASSERT_TRUE(plan_tile(only_tile(pw), on).prefetch_next_task);
+  Measurer pm(pw, mo);
+  ASSERT_TRUE(pm.reference().valid()) << pm.reference().error_message;
+  for (const auto& r : pm.measure_batch({DefaultKnobSpace::recipe(on), DefaultKnobSpace::recipe(off)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 
