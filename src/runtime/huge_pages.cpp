@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <fstream>
 #include <new>
 #include <sstream>
@@ -25,7 +26,7 @@ HugePageBytes allocate_page_aligned_bytes(size_t bytes, bool huge_pages) {
   void* raw = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  const uintptr_t aligned = round_up(start);
   if (aligned > start) munmap(raw, aligned - start);
   const uintptr_t end = start + length + kHugePage;
   if (end > aligned + length) munmap(reinterpret_cast<void*>(aligned + length), end - (aligned + length));

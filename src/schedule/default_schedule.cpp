@@ -331,8 +331,8 @@ void request_next_task_weights(Halide::Func o, Halide::Func r, const TileFacts& 
   req.task_func = o.name();
   req.spread_stage = r.name() + ".s1";
   req.buffer = weights->name();
-  req.task_bytes = f.block_weight_bytes * p.Vt;
-  req.buffer_bytes = f.block_weight_bytes * (f.v >= 0 ? f.ext[f.v] : f.ext[0] / f.x_panel);
+  req.task_bytes = task_slice_bytes(f, p);
+  req.buffer_bytes = f.weight_bytes;  // the blocks span the weights (tile_facts' contiguous_block_bytes)
   request_task_prefetch(o, req);
 }
 

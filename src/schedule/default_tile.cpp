@@ -399,7 +399,7 @@ int64_t output_pixels(const TileFacts& f) {
 // (three quarters of it), or, where the rows run inside one-block chunks (`in_chunks`: their
 // reuse then lives in L1), the next slice.
 bool prefetch_fits(const TileFacts& f, const TilePlan& p, bool in_chunks) {
-  const int64_t task_bytes = f.block_weight_bytes * p.Vt;
+  const int64_t task_bytes = task_slice_bytes(f, p);
   const bool fits_l2 = in_chunks ? task_bytes <= host_l2_bytes() : 2 * task_bytes <= host_l2_bytes() * 3 / 4;
   return tasks_are_block_tiles(f, p) && output_pixels(f) <= (f.blocked ? kMaxPrefetchedPixels : kMaxPrefetchedRows) &&
          f.weight_bytes >= kMinPrefetchedWeightBytes && fits_l2;
@@ -446,7 +446,7 @@ int64_t tile_weight_bytes(const TileFacts& f, const TilePlan& p) {
 int prefetch_chunk(const TileFacts& f, const TilePlan& p) {
   if (output_pixels(f) > kMaxChunkedPrefetchPixels) return 0;
   if (inner_reduction(f) != f.V)
-    return f.block_weight_bytes * p.Vt >= kMinChunkedPrefetchSliceBytes && prefetch_fits(f, p, true) ? 1 : 0;
+    return task_slice_bytes(f, p) >= kMinChunkedPrefetchSliceBytes && prefetch_fits(f, p, true) ? 1 : 0;
   const bool one_column_tile = p.outer.size() >= 2 && p.outer[1].kind == OuterKind::Columns && p.outer[1].extent == 1;
   return one_column_tile && tile_weight_bytes(f, p) > kChunkWeightBytes && prefetch_fits(f, p, false)
              ? static_cast<int>(kChunkChannels / f.V)

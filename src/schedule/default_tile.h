@@ -110,6 +110,10 @@ std::optional<Halide::Internal::Parameter> tile_input(const Halide::Internal::Fu
 // The tile for `facts` under `knobs` (out-of-range knobs are clamped to what the facts allow).
 TilePlan plan_tile(const TileFacts& facts, const DefaultKnobs& knobs);
 
+// Bytes of the weights one tile reads, its output blocks' (a plain tile's: its B panel's) when they
+// are contiguous per block (TileFacts::block_weight_bytes), else 0: a parallel task's slice.
+inline int64_t task_slice_bytes(const TileFacts& f, const TilePlan& p) { return f.block_weight_bytes * p.Vt; }
+
 // The pipeline as the rule sees it: every Func, which are computed at root, and the tiled
 // (output, reduction) pairs with their facts.
 struct DefaultStructure {
