@@ -36,6 +36,7 @@ const std::vector<KnobSpec>& knob_specs() {
       {"stream", &DefaultKnobs::stream, 0, 1, 1, false},
       {"chunk", &DefaultKnobs::chunk, 0, 64, 16, false},
       {"prefetch", &DefaultKnobs::prefetch, 0, 1, 1, false},
+      {"row_group", &DefaultKnobs::row_group, 0, 64, 16, false},
   };
   return specs;
 }
@@ -167,6 +168,7 @@ DefaultKnobs DefaultKnobSpace::canonical(const DefaultKnobs& k) const {
   if (c.stream) c.stream = p.streamed >= 0 ? 1 : 0;
   if (c.chunk) c.chunk = p.k_block;
   if (c.prefetch) c.prefetch = p.prefetch_next_task ? 1 : 0;
+  if (c.row_group) c.row_group = row_group_of(p);
   if (plans(c) != target) c = k;  // the tiles disagree on what the values mean: keep them as given
   // Drop every knob the plan does not need, until none can go: dropping one may free another
   // (stream=1 makes a blocks knob matter; a chunk makes stream's own loop order moot).
@@ -254,10 +256,11 @@ std::string DefaultKnobSpace::describe() const {
   for (const auto& f : tiles_) {
     const TilePlan p = plan_tile(f, {});
     out += fmt::format("{}tile over [{}] ({}, {} lanes): {} columns x {} blocks{} x {} vectors, {} outer loops, "
-                       "{} fused parallel ({} tasks, grain {}), {} reduction loops unrolled{}{}",
+                       "{} fused parallel ({} tasks, grain {}), {} reduction loops unrolled{}{}{}",
                        out.empty() ? "" : "; ", fmt::join(f.ext, ", "), f.blocked ? "blocked" : "plain", f.V, p.U, p.Vt,
                        p.pair_blocks ? " (paired)" : "", p.X, p.outer.size(), p.fused, p.tasks, p.grain, p.unrolled_rvars,
-                       describe_streaming(f, p), p.prefetch_next_task ? ", the next task's weights prefetched" : "");
+                       describe_streaming(f, p), p.prefetch_next_task ? ", the next task's weights prefetched" : "",
+                       row_group_of(p) ? fmt::format(", rows in groups of {} inside the block loop", row_group_of(p)) : "");
   }
   return out;
 }

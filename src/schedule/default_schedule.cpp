@@ -228,7 +228,7 @@ void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePla
     const OuterLoop& l = p.outer[j];
     if (l.kind == OuterKind::Columns) inside.push_back(ro);
     else if (l.kind == OuterKind::Blocks) inside.push_back(vo);
-    else if (l.kind == OuterKind::Pure) inside.push_back(ra[l.dim]);
+    else if (l.kind == OuterKind::Pure || l.kind == OuterKind::PureGroup) inside.push_back(ra[l.dim]);
     if (l.kind != OuterKind::Vectors) dims_inside.insert(l.dim);
   }
   if (blocks_inside) st.split(ra[f.v], vo, vi, p.Vt, Halide::TailStrategy::GuardWithIf);
@@ -358,9 +358,25 @@ void schedule_tile(Halide::Func o, Halide::Func r, const TileFacts& f, const Til
     o.split(oa[v], vo, vi, p.Vt, Halide::TailStrategy::ShiftInwards);
     order.push_back(vi);
   }
+  // A row group splits its pure loop: the group inside, the groups where the loop was.
+  const auto group = std::find_if(p.outer.begin(), p.outer.end(), [](const OuterLoop& l) { return l.kind == OuterKind::PureGroup; });
+  const int grouped_dim = group != p.outer.end() ? group->dim : -1;
+  Halide::Var go, gi;
+  if (grouped_dim >= 0) {
+    go = Halide::Var(oa[grouped_dim].name() + "_go");
+    gi = Halide::Var(oa[grouped_dim].name() + "_gi");
+    o.split(oa[grouped_dim], go, gi, static_cast<int>(group->extent), Halide::TailStrategy::ShiftInwards);
+  }
   std::vector<Halide::VarOrRVar> outer;  // p.outer's loops, innermost first
-  for (const OuterLoop& l : p.outer)
-    outer.push_back(l.kind == OuterKind::Columns ? uo : l.kind == OuterKind::Blocks ? vo : l.kind == OuterKind::Vectors ? xo : oa[l.dim]);
+  for (const OuterLoop& l : p.outer) {
+    switch (l.kind) {
+      case OuterKind::Columns: outer.push_back(uo); break;
+      case OuterKind::Blocks: outer.push_back(vo); break;
+      case OuterKind::Vectors: outer.push_back(xo); break;
+      case OuterKind::PureGroup: outer.push_back(gi); break;
+      case OuterKind::Pure: outer.push_back(l.dim == grouped_dim ? go : oa[l.dim]); break;
+    }
+  }
   order.insert(order.end(), outer.begin(), outer.end());
   o.reorder(order).vectorize(xi);
   if (u >= 0) o.unroll(ui);

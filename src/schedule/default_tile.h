@@ -67,9 +67,11 @@ struct TileFacts {
 };
 
 // One outer loop of the tile (outside its register tile), as the rule names it.
-enum class OuterKind { Columns, Blocks, Vectors, Pure };
+// PureGroup: the inner part of a pure loop run in groups (a row group), whose outer part is the
+// Pure loop of the same dim.
+enum class OuterKind { Columns, Blocks, Vectors, Pure, PureGroup };
 struct OuterLoop {
-  OuterKind kind = OuterKind::Pure;  // the outer part of the reuse, block or vector loop, or another pure loop
+  OuterKind kind = OuterKind::Pure;  // the outer part of the reuse, block or vector loop, another pure loop, or a group of one
   int dim = 0;                       // the pure loop of o it comes from
   int64_t extent = 1;                // its iterations
   bool operator==(const OuterLoop&) const = default;
@@ -109,6 +111,9 @@ std::optional<Halide::Internal::Parameter> tile_input(const Halide::Internal::Fu
 
 // The tile for `facts` under `knobs` (out-of-range knobs are clamped to what the facts allow).
 TilePlan plan_tile(const TileFacts& facts, const DefaultKnobs& knobs);
+
+// Rows per group of a plan whose rows run in groups (its PureGroup loop's extent), 0 for none.
+int row_group_of(const TilePlan& p);
 
 // Bytes of the weights one tile reads, its output blocks' (a plain tile's: its B panel's) when they
 // are contiguous per block (TileFacts::block_weight_bytes), else 0: a parallel task's slice.

@@ -4,7 +4,8 @@
 // them (rows inside the outermost reduction loop, the next slice prefetched), which compiles,
 // prefetches and computes what the unstreamed tile computes, and blocked 1x1 convs whose tile's
 // weights exceed L1 run their column tiles (and rows) inside chunks of 128 input channels,
-// computing what the unchunked tile computes.
+// computing what the unchunked tile computes, and where their input exceeds L2 too, their rows
+// in groups inside the block loop.
 #include "schedule/default_tile.h"
 
 #include <gtest/gtest.h>
@@ -187,25 +188,84 @@ TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
   EXPECT_EQ(lowered_statement(big, off).find("prefetch("), std::string::npos);
 }
 
-// A 1x1 conv whose blocked input exceeds L2 (1024 channels over 28 x 28: 3.2 MB) runs its rows
+// A 1x1 conv whose blocked input exceeds L2 (256 channels over 56 x 56: 3.2 MB) runs its rows
 // outermost on Intel hosts, so a row's input stays in L2 for every output block; a small input
 // (64 channels) keeps the output blocks outermost, and the knob orders loops either way.
 TEST(DefaultTile, ConvsWhoseInputExceedsL2RunRowsOutermost) {
-  auto rows_outermost = [](const TilePlan& p) {
-    return p.outer.back().kind == OuterKind::Pure && p.outer.back().extent == 28;
+  auto rows_outermost = [](const TilePlan& p, int64_t rows) {
+    return p.outer.back().kind == OuterKind::Pure && p.outer.back().extent == rows;
   };
-  const TileFacts big = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_rows.onnx", 16, 1024, 256, 28, 28, 1)));
-  EXPECT_EQ(big.input_bytes, 1024 * 28 * 28 * 4);
-  EXPECT_EQ(big.weight_bytes, 1024 * 256 * 4);
-  EXPECT_EQ(rows_outermost(plan_tile(big, {})), intel_host() && big.input_bytes > host_l2_bytes());
+  const TileFacts big = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_rows.onnx", 16, 256, 64, 56, 56, 1)));
+  EXPECT_EQ(big.input_bytes, 256 * 56 * 56 * 4);
+  EXPECT_EQ(big.weight_bytes, 256 * 64 * 4);
+  EXPECT_EQ(rows_outermost(plan_tile(big, {}), 56), intel_host() && big.input_bytes > host_l2_bytes());
+  EXPECT_EQ(row_group_of(plan_tile(big, {})), 0) << "a tile's weights in L1 (32 KB): no chunks, no row groups";
   const TileFacts small = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_rows_small.onnx", 16, 64, 256, 28, 28, 1)));
   EXPECT_EQ(small.input_bytes, 64 * 28 * 28 * 4);
-  EXPECT_FALSE(rows_outermost(plan_tile(small, {})));
+  EXPECT_FALSE(rows_outermost(plan_tile(small, {}), 28));
   // The knob names the loop to move: the rows (p.outer[2], after the vector and column loops).
   DefaultKnobs rows;
   rows.outermost = 2;
   ASSERT_EQ(plan_tile(small, {}).outer.at(2).kind, OuterKind::Pure);
-  EXPECT_TRUE(rows_outermost(plan_tile(small, rows)));
+  EXPECT_TRUE(rows_outermost(plan_tile(small, rows), 28));
+}
+
+// Where such a tile runs its column tiles in chunks (1024 input channels: a 2-block tile's
+// weights are 128 KB), its rows run in one group of all 28 inside the block loop, r holding the
+// 100 KB of their accumulators: each block pair's weights are read once, not once per row. The
+// knob picks other groups (the outermost loop keeps the groups) or none.
+TEST(DefaultTile, ChunkedConvsWhoseInputExceedsL2RunTheirRowsInGroups) {
+  const TileFacts f = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_groups.onnx", 16, 1024, 256, 28, 28, 1)));
+  ASSERT_EQ(f.input_bytes, 1024 * 28 * 28 * 4);
+  const TilePlan p = plan_tile(f, {});
+  ASSERT_EQ(p.Vt, 2);
+  ASSERT_EQ(p.k_block, 8);
+  if (intel_host() && f.input_bytes > host_l2_bytes()) {
+    EXPECT_EQ(row_group_of(p), 28);
+    EXPECT_EQ(p.outer.back().extent, 1);
+    ASSERT_GE(p.streamed, 2);
+    EXPECT_EQ(p.outer[2].kind, OuterKind::PureGroup) << "the group right outside the column tiles";
+    EXPECT_EQ(p.outer[3].kind, OuterKind::Blocks);
+  } else {
+    EXPECT_EQ(row_group_of(p), 0);
+  }
+  DefaultKnobs rows_out, groups_of_4, none;
+  rows_out.outermost = 2;
+  groups_of_4 = rows_out;
+  groups_of_4.row_group = 4;
+  none = rows_out;
+  none.row_group = 0;
+  const TilePlan four = plan_tile(f, groups_of_4);
+  EXPECT_EQ(row_group_of(four), 4);
+  EXPECT_EQ(four.outer.back().kind, OuterKind::Pure);
+  EXPECT_EQ(four.outer.back().extent, 7);
+  EXPECT_EQ(row_group_of(plan_tile(f, none)), 0);
+  EXPECT_EQ(plan_tile(f, none).outer.back().extent, 28);
+  // A tile whose rows do not run outermost has no groups, whatever the knob.
+  DefaultKnobs blocks_out;
+  blocks_out.outermost = 3;
+  blocks_out.row_group = 4;
+  EXPECT_EQ(row_group_of(plan_tile(f, blocks_out)), 0);
+}
+
+TEST(DefaultTile, RowGroupsComputeWhatTheRuleComputes) {
+  const MeasureOptions mo = test::check_only_options("tile_groups_cache");
+  // 512 -> 64 channels (chunked by rule), 13 x 13: column and row groups with tails.
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_groups_run.onnx", 16, 512, 64, 13, 13, 1));
+  Measurer m(w, mo);
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  std::vector<Schedule> variants;
+  for (int group : {13, 5, 4}) {
+    for (int tasks : {0, 1}) {
+      DefaultKnobs k;
+      k.outermost = 2;  // the rows outermost, in groups inside the block loop
+      k.row_group = group;
+      if (tasks) k.tasks = tasks;
+      ASSERT_EQ(row_group_of(plan_tile(only_tile(w), k)), group);
+      variants.push_back(DefaultKnobSpace::recipe(k));
+    }
+  }
+  for (const auto& r : m.measure_batch(variants)) EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 
 TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
