@@ -164,6 +164,23 @@ int64_t column_tile(int64_t extent, int vectors) {
   return best;
 }
 
+// Rows of a plain register tile of 2 vectors (16 accumulators at 8 rows) where 8 does not divide
+// the rows: the count in [7, 12] that computes the fewest rows with the last tile shifted
+// inwards, each tile counted one row more for streaming its B panel (ties: more rows), as
+// column_tile does. Measured (bench_knob_sweep, 1 thread, Intel Xeon): ConvNeXt-T's 49-row
+// matmuls (7 x 7) 10 rows against 8 1.13-1.14x (7 rows 1.07x), its 196-row ones 11 rows
+// 1.01-1.06x, ViT-B/16's 197-row ones 1.02-1.06x (9 rows alike); 784 and 3136 rows keep 8
+// (12 rows within 2%).
+int64_t plain_row_tile(int64_t rows) {
+  if (rows <= 8 || rows % 8 == 0) return std::min<int64_t>(rows, 8);
+  int64_t best = 12, best_cost = -1;
+  for (int64_t u = 12; u >= 7; u--) {
+    const int64_t cost = (rows + u - 1) / u * (u + 1);
+    if (best_cost < 0 || cost < best_cost) best = u, best_cost = cost;
+  }
+  return best;
+}
+
 int clamp_knob(const std::optional<int>& knob, int rule, int lo, int64_t hi) {
   if (!knob) return rule;
   return static_cast<int>(std::clamp<int64_t>(*knob, lo, std::max<int64_t>(lo, hi)));
@@ -254,7 +271,8 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   if (u >= 0) {
     const int64_t plain_rows = b_beyond_l2 && p.X == 2 ? 12 : 8;
     const int vectors = p.pair_blocks ? p.Vt / 2 : p.Vt * p.X;
-    const int rule = static_cast<int>(f.blocked ? column_tile(ext[u], vectors) : std::min<int64_t>(plain_rows, ext[u]));
+    const int64_t rows = plain_rows == 8 && p.X == 2 ? plain_row_tile(ext[u]) : std::min<int64_t>(plain_rows, ext[u]);
+    const int rule = static_cast<int>(f.blocked ? column_tile(ext[u], vectors) : rows);
     p.U = clamp_knob(k.columns, rule, 1, std::min<int64_t>(16, ext[u]));
     p.U = std::min(p.U, std::max(1, kMaxAccumulators / vectors));
     // Rows stream only when no column loop lies between them and the tile: a streamed tile at

@@ -188,6 +188,28 @@ TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
   EXPECT_EQ(lowered_statement(big, off).find("prefetch("), std::string::npos);
 }
 
+// Plain tiles of 2 vectors take 8 rows where 8 divides the rows, else the count in [7, 12] that
+// computes the fewest rows (a tile counted one row more): 49 rows (ConvNeXt's 7 x 7) 10, 197
+// (ViT's tokens) 11; the shifted-in last tile computes what 8-row tiles compute.
+TEST(DefaultTile, PlainTilesFitRowCountsWithoutADivisorOfEight) {
+  auto rows_of = [](int64_t m) { return plan_tile(only_tile(matmul_workload("tile_rows_mm.onnx", m, 64, 128)), {}).U; };
+  EXPECT_EQ(rows_of(64), 8);
+  EXPECT_EQ(rows_of(784), 8);
+  EXPECT_EQ(rows_of(49), 10);
+  EXPECT_EQ(rows_of(196), 11);
+  EXPECT_EQ(rows_of(197), 11);
+  EXPECT_EQ(rows_of(13), 7);
+  EXPECT_EQ(rows_of(5), 5);
+  const Workload w = matmul_workload("tile_rows_mm49.onnx", 49, 96, 128);
+  ASSERT_EQ(plan_tile(only_tile(w), {}).U, 10);
+  Measurer m(w, test::check_only_options("tile_rows_mm_cache"));
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  DefaultKnobs eight;
+  eight.columns = 8;
+  const auto r = m.measure_batch({DefaultKnobSpace::recipe(eight)});
+  EXPECT_TRUE(r.at(0).valid()) << r.at(0).error_kind << ": " << r.at(0).error_message;
+}
+
 // A 1x1 conv whose blocked input exceeds L2 (256 channels over 56 x 56: 3.2 MB) runs its rows
 // outermost on Intel hosts, so a row's input stays in L2 for every output block; a small input
 // (64 channels) keeps the output blocks outermost, and the knob orders loops either way.
