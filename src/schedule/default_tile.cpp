@@ -149,13 +149,16 @@ int64_t divisor_at_most(int64_t extent, int64_t cap) {
 // its weights (ties: more columns), from [5, 8], or [8, 12] for 1 vector (8 accumulators hide
 // the FMA latency). Measured on SqueezeNet's 27-wide convs (bench_knob_sweep, 1 thread): 8
 // columns computed 32 of 27; 7 or 9 (4 or 3 tiles) ran 1.12-1.23x faster; 13-wide: 7 columns
-// 1.07-1.15x faster than 8. More than 8 columns of 2 vectors ran slower (ran out of registers).
+// 1.07-1.15x faster than 8. Tiles of 2 vectors may take 9 columns there (18 accumulators): on
+// Inception-v3's 15 convs at 17 x 17, 9 columns (2 tiles) against 6 (3 tiles, 12 accumulators)
+// ran 1.00-1.58x faster (bench_knob_sweep, 1 thread, weights cold, Intel Xeon; 2 threads
+// 1.11x on the one measured); 3 vectors x 8 columns ran out of registers.
 int64_t column_tile(int64_t extent, int vectors) {
   const int64_t most = vectors >= 3 ? 7 : 8;  // 3 vectors x 8 columns ran out of registers
   const int64_t d = divisor_at_most(extent, most);
   if (d >= 5) return d;
   if (extent <= most) return extent;
-  const int64_t lo = vectors == 1 ? 8 : 5, hi = vectors == 1 ? 12 : most;
+  const int64_t lo = vectors == 1 ? 8 : 5, hi = vectors == 1 ? 12 : vectors == 2 ? 9 : most;
   int64_t best = hi, best_cost = -1;
   for (int64_t u = hi; u >= lo; u--) {
     const int64_t cost = (extent + u - 1) / u * (u + 1);

@@ -127,7 +127,8 @@ TEST(DefaultTile, KBlockedMatmulsComputeWhatUnblockedOnesDo) {
 
 TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
   // Output width -> columns of a 2-block tile (32 output channels): a divisor in [5, 8] where
-  // one exists, else the fewest computed columns (7 for 27 and 13, not 8 computing 32 and 16).
+  // one exists, else the fewest computed columns, a tile counted one more, from [5, 9] (9 for 27
+  // and 17, 7 for 13: not 8 computing 32, 18 and 16).
   auto columns = [](int64_t width, int64_t out_channels) {
     const std::string file = "tile_cols_" + std::to_string(width) + "_" + std::to_string(out_channels) + ".onnx";
     const Workload w = test::conv_relu_workload(test::save_conv_chain(file, 16, 32, out_channels, 9, width));
@@ -135,13 +136,22 @@ TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
   };
   EXPECT_EQ(columns(56, 32).U, 8);
   EXPECT_EQ(columns(28, 32).U, 7);
-  EXPECT_EQ(columns(27, 32).U, 7);
+  EXPECT_EQ(columns(27, 32).U, 9);
+  EXPECT_EQ(columns(17, 32).U, 9);
   EXPECT_EQ(columns(13, 32).U, 7);
   EXPECT_EQ(columns(109, 32).U, 8);  // 14 tiles of 8 (112) beat 22 of 5 (110) counting reloads
   // 48 output channels: 3 blocks, all in one tile (an odd count 3 divides), at most 7 columns
   // of 3 vectors.
   EXPECT_EQ(columns(27, 48).Vt, 3);
   EXPECT_EQ(columns(27, 48).U, 7);
+  // The 17-wide tiles of 9 (the last one shifted inwards) compute what tiles of 6 compute.
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_cols_17_run.onnx", 16, 32, 32, 9, 17));
+  Measurer m(w, test::check_only_options("tile_cols_cache"));
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  DefaultKnobs six;
+  six.columns = 6;
+  const auto r = m.measure_batch({DefaultKnobSpace::recipe(six)});
+  EXPECT_TRUE(r.at(0).valid()) << r.at(0).error_kind << ": " << r.at(0).error_message;
 }
 
 // Streaming is the rule on hosts other than Intel's (default_tile.cpp: there every streamed direct
