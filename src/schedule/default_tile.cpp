@@ -340,6 +340,36 @@ void plan_outer_loops(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
   }
 }
 
+bool prefetch_fits(const TileFacts& f, const TilePlan& p, bool in_chunks);
+int prefetch_chunk(const TileFacts& f, const TilePlan& p);
+bool chunks_columns_by_rule(const TileFacts& f, const TilePlan& p);
+
+// A tile whose output blocks give at least kMinBlockTasks tasks, one block tile each, and whose
+// tasks would then prefetch the next one's slice (small images, large weights: below), stops
+// fusing there rather than splitting its rows among tasks for kDefaultParallelTasks: each row
+// task re-read its block's whole slice, unprefetched. Measured (bench_knob_sweep, weights cold,
+// Intel Xeon), one block pair a task against the rows fused in, 1 / 2 threads: Inception-v3's
+// 8 x 8 convs of 6 block pairs (1x1 from 2048 and 1280 channels, 3x3 stride 2 from 17 x 17)
+// 1.23-1.48x / 1.46-1.54x; EfficientNet-B0's, MobileNetV2's and DenseNet-121's 1x1 convs at
+// 7 x 7 of 4-6 pairs (chunks of 8 blocks with the prefetch) 1.19-1.29x / 1.15-1.23x; GoogLeNet's
+// 7 x 7 ones of 4 pairs with 0.1-0.2 MB of weights (no prefetch) 0.87-1.01x, which keep the
+// rows, as do chunked 1x1 convs at 14 x 14 (no prefetch: within noise, 0.1 ms each).
+constexpr int64_t kMinBlockTasks = 4;
+void prefer_block_tasks(const TileFacts& f, TilePlan& p) {
+  const int last = static_cast<int>(p.outer.size()) - 1;
+  int lo = last;
+  while (lo > 1 && p.outer[lo].extent == 1) lo--;
+  const OuterLoop& l = p.outer[lo];
+  if (!(l.kind == OuterKind::Blocks || (p.Vt == 1 && l.dim == f.v)) || l.extent < kMinBlockTasks || l.extent >= p.tasks)
+    return;
+  TilePlan q = p;
+  q.fused = last - lo + 1;
+  q.tasks = l.extent;
+  q.grain = 1;
+  // As plan_task_prefetch will: in its own order, or in the chunks prefetch_chunk makes.
+  if ((prefetch_fits(f, q, false) && !chunks_columns_by_rule(f, q)) || prefetch_chunk(f, q) > 0) p = q;
+}
+
 // The parallel loop: the outer loops fused outermost-first until there are enough tasks.
 void plan_parallel_loop(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
   const int last = static_cast<int>(p.outer.size()) - 1;
@@ -352,6 +382,7 @@ void plan_parallel_loop(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   p.fused = last - lo + 1;
   p.tasks = tasks;
   p.grain = k.grain ? std::clamp<int64_t>(*k.grain, 1, std::max<int64_t>(1, tasks / 2)) : default_task_grain(tasks, f.work);
+  if (!k.tasks && !k.grain) prefer_block_tasks(f, p);
 }
 
 // A plain matmul streams the same way with its one reduction loop (K) split in blocks of

@@ -197,6 +197,28 @@ TEST(TaskPrefetch, PanelPackedMatmulsPrefetchTheNextTasksPanel) {
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 
+// A small image whose output blocks give 4-7 block pairs (192 channels: 6) takes one pair a task,
+// prefetching the next one's slice, instead of fusing its rows in for 8 tasks; the tasks knob
+// still fuses them, and both compute what the rule computes.
+TEST(TaskPrefetch, FewBlockPairsTakeOneTaskAPairWhereTheyPrefetch) {
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("pf_pairs.onnx", 16, 1024, 192, 8, 8, 1));
+  const TileFacts f = only_tile(w);
+  const TilePlan p = plan_tile(f, {});
+  EXPECT_EQ(p.tasks, 6);
+  EXPECT_TRUE(p.prefetch_next_task);
+  DefaultKnobs eight;
+  eight.tasks = 8;
+  const TilePlan rows = plan_tile(f, eight);
+  EXPECT_EQ(rows.tasks, 48);
+  EXPECT_FALSE(rows.prefetch_next_task);
+  // Small weights (64 input channels: 48 KB) keep the rows fused: nothing to prefetch.
+  EXPECT_EQ(plan_tile(only_tile(test::conv_relu_workload(test::save_conv_chain("pf_pairs_small.onnx", 16, 64, 192, 8, 8, 1))), {}).tasks, 48);
+  Measurer m(w, test::check_only_options("pf_pairs_cache"));
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  const auto r = m.measure_batch({DefaultKnobSpace::recipe(eight)});
+  EXPECT_TRUE(r.at(0).valid()) << r.at(0).error_kind << ": " << r.at(0).error_message;
+}
+
 TEST(TaskPrefetch, LargeImagesAndSmallWeightsKeepThePlainCode) {
   // 28 x 28: a task's compute hides its slice's trip from memory.
   const TileFacts wide = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_28.onnx", 16, 256, 256, 28, 28)));
