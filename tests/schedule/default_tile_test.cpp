@@ -145,13 +145,10 @@ TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
   EXPECT_EQ(columns(27, 48).Vt, 3);
   EXPECT_EQ(columns(27, 48).U, 7);
   // The 17-wide tiles of 9 (the last one shifted inwards) compute what tiles of 6 compute.
-  const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_cols_17_run.onnx", 16, 32, 32, 9, 17));
-  Measurer m(w, test::check_only_options("tile_cols_cache"));
-  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
   DefaultKnobs six;
   six.columns = 6;
-  const auto r = m.measure_batch({DefaultKnobSpace::recipe(six)});
-  EXPECT_TRUE(r.at(0).valid()) << r.at(0).error_kind << ": " << r.at(0).error_message;
+  test::expect_variants_match_rule(test::conv_relu_workload(test::save_conv_chain("tile_cols_17_run.onnx", 16, 32, 32, 9, 17)),
+                                   "tile_cols_cache", {six});
 }
 
 // Streaming is the rule on hosts other than Intel's (default_tile.cpp: there every streamed direct
@@ -212,12 +209,9 @@ TEST(DefaultTile, PlainTilesFitRowCountsWithoutADivisorOfEight) {
   EXPECT_EQ(rows_of(5), 5);
   const Workload w = matmul_workload("tile_rows_mm49.onnx", 49, 96, 128);
   ASSERT_EQ(plan_tile(only_tile(w), {}).U, 10);
-  Measurer m(w, test::check_only_options("tile_rows_mm_cache"));
-  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
   DefaultKnobs eight;
   eight.columns = 8;
-  const auto r = m.measure_batch({DefaultKnobSpace::recipe(eight)});
-  EXPECT_TRUE(r.at(0).valid()) << r.at(0).error_kind << ": " << r.at(0).error_message;
+  test::expect_variants_match_rule(w, "tile_rows_mm_cache", {eight});
 }
 
 // A 1x1 conv whose blocked input exceeds L2 (256 channels over 56 x 56: 3.2 MB) runs its rows
@@ -281,12 +275,9 @@ TEST(DefaultTile, ChunkedConvsWhoseInputExceedsL2RunTheirRowsInGroups) {
 }
 
 TEST(DefaultTile, RowGroupsComputeWhatTheRuleComputes) {
-  const MeasureOptions mo = test::check_only_options("tile_groups_cache");
   // 512 -> 64 channels (chunked by rule), 13 x 13: column and row groups with tails.
   const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_groups_run.onnx", 16, 512, 64, 13, 13, 1));
-  Measurer m(w, mo);
-  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
-  std::vector<Schedule> variants;
+  std::vector<DefaultKnobs> variants;
   for (int group : {13, 5, 4}) {
     for (int tasks : {0, 1}) {
       DefaultKnobs k;
@@ -294,10 +285,10 @@ TEST(DefaultTile, RowGroupsComputeWhatTheRuleComputes) {
       k.row_group = group;
       if (tasks) k.tasks = tasks;
       ASSERT_EQ(row_group_of(plan_tile(only_tile(w), k)), group);
-      variants.push_back(DefaultKnobSpace::recipe(k));
+      variants.push_back(k);
     }
   }
-  for (const auto& r : m.measure_batch(variants)) EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
+  test::expect_variants_match_rule(w, "tile_groups_cache", variants);
 }
 
 TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {

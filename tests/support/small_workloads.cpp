@@ -7,6 +7,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "measure/workload_compiler.h"
+#include "schedule/default_knobs.h"
 #include "support/onnx_builder.h"
 
 namespace ts::test {
@@ -159,6 +160,15 @@ TileFacts only_tile(const Workload& w) {
   const DefaultStructure ds = default_structure(lower_workload(w).outputs, host_code_target());
   EXPECT_EQ(ds.tiles.size(), 1u) << w.name;
   return ds.tiles.at(0).facts;
+}
+
+void expect_variants_match_rule(const Workload& w, const std::string& cache_name,
+                                const std::vector<DefaultKnobs>& variants) {
+  Measurer m(w, check_only_options(cache_name));
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  std::vector<Schedule> schedules;
+  for (const auto& k : variants) schedules.push_back(DefaultKnobSpace::recipe(k));
+  for (const auto& r : m.measure_batch(schedules)) EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 
 MeasureOptions check_only_options(const std::string& cache_name) {

@@ -52,6 +52,11 @@ TileFacts only_tile(const Workload& w);
 // its code cache in temp_dir()/cache_name.
 MeasureOptions check_only_options(const std::string& cache_name);
 
+// Checks (gtest expectations) that the default rule's variant under each knob set computes what
+// the rule computes: a Measurer with check_only_options(cache_name), whose reference is the rule.
+void expect_variants_match_rule(const Workload& w, const std::string& cache_name,
+                                const std::vector<DefaultKnobs>& variants);
+
 // A valid record of schedule `s` of `w` measured at `seconds`, for RecordsDB::add.
 Record measured_record(const Workload& w, const Schedule& s, double seconds);
 
