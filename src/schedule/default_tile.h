@@ -5,7 +5,9 @@
 //    the tensors are channel-blocked, the reduction's loops). Knob-independent, found once.
 //  - TilePlan: the tile the rule builds from the facts and a DefaultKnobs (unset knobs: the
 //    rule's own choice). Pure arithmetic, so DefaultKnobSpace can tell two knob sets apart
-//    (the same plan = the same code) without touching Halide.
+//    (the same plan = the same code) without touching Halide. default_tile.cpp plans the
+//    register tile, the outer loops and the parallel loop; tile_cache_plan.h what those loops
+//    keep in L1 and L2 (row groups, chunks, streaming, the next task's prefetch).
 #include <Halide.h>
 
 #include <cstdint>
