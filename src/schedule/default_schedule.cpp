@@ -359,8 +359,8 @@ void schedule_tile(Halide::Func o, Halide::Func r, const TileFacts& f, const Til
     order.push_back(vi);
   }
   // A row group splits its pure loop: the group inside, the groups where the loop was.
-  const auto group = std::find_if(p.outer.begin(), p.outer.end(), [](const OuterLoop& l) { return l.kind == OuterKind::PureGroup; });
-  const int grouped_dim = group != p.outer.end() ? group->dim : -1;
+  const OuterLoop* group = row_group_loop(p);
+  const int grouped_dim = group ? group->dim : -1;
   Halide::Var go, gi;
   if (grouped_dim >= 0) {
     go = Halide::Var(oa[grouped_dim].name() + "_go");

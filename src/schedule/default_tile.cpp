@@ -486,10 +486,15 @@ std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r
   return f;
 }
 
-int row_group_of(const TilePlan& p) {
+const OuterLoop* row_group_loop(const TilePlan& p) {
   for (const OuterLoop& l : p.outer)
-    if (l.kind == OuterKind::PureGroup) return static_cast<int>(l.extent);
-  return 0;
+    if (l.kind == OuterKind::PureGroup) return &l;
+  return nullptr;
+}
+
+int row_group_of(const TilePlan& p) {
+  const OuterLoop* group = row_group_loop(p);
+  return group ? static_cast<int>(group->extent) : 0;
 }
 
 TilePlan plan_tile(const TileFacts& f, const DefaultKnobs& k) {

@@ -114,6 +114,8 @@ std::optional<Halide::Internal::Parameter> tile_input(const Halide::Internal::Fu
 // The tile for `facts` under `knobs` (out-of-range knobs are clamped to what the facts allow).
 TilePlan plan_tile(const TileFacts& facts, const DefaultKnobs& knobs);
 
+// The PureGroup loop of a plan whose rows run in groups, null for none.
+const OuterLoop* row_group_loop(const TilePlan& p);
 // Rows per group of a plan whose rows run in groups (its PureGroup loop's extent), 0 for none.
 int row_group_of(const TilePlan& p);
 

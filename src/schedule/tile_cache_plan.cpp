@@ -31,6 +31,15 @@ bool streams_by_rule(const TileFacts& f) {
 
 namespace {
 
+// Whether outer loop l runs the tile's output-channel blocks (its block tiles, or the blocks
+// themselves when a tile holds one).
+bool is_block_loop(const TileFacts& f, const TilePlan& p, const OuterLoop& l) {
+  return l.kind == OuterKind::Blocks || (p.Vt == 1 && l.kind == OuterKind::Pure && l.dim == f.v);
+}
+
+// Bytes of r's accumulators for one row of the tile's columns (a blocked tile: Vt blocks of V lanes).
+int64_t row_accumulator_bytes(const TileFacts& f, const TilePlan& p) { return f.ext[f.u] * p.Vt * f.V * 4; }
+
 // A plain matmul streams the same way with its one reduction loop (K) split in blocks of
 // kMatmulKBlock: per column panel, for each block of K, every row tile runs over the block, so
 // the panel's K-block of B (kMatmulKBlock x 2 vectors, 16 KB, staged contiguous: B's rows are N
@@ -60,7 +69,7 @@ bool tasks_are_block_tiles(const TileFacts& f, const TilePlan& p) {
   if (f.block_weight_bytes <= 0 || p.fused < 1 || p.grain != 1 || p.tasks < 2) return false;
   const int last = static_cast<int>(p.outer.size()) - 1, first_fused = last - p.fused + 1;
   const OuterLoop& first = p.outer[first_fused];
-  const bool one_slice = f.blocked ? first.kind == OuterKind::Blocks || (p.Vt == 1 && first.dim == f.v)
+  const bool one_slice = f.blocked ? is_block_loop(f, p, first)
                                    : first.kind == OuterKind::Vectors && f.x_panel == p.X * f.V;  // one B panel
   if (!one_slice) return false;
   for (int j = first_fused + 1; j <= last; j++)
@@ -197,9 +206,9 @@ int chunk_by_rule(const TileFacts& f, const DefaultKnobs& k, const TilePlan& p) 
 // keep their rows outermost.
 int row_group_by_rule(const TileFacts& f, const DefaultKnobs& k, const TilePlan& p) {
   if (!chunks_columns_by_rule(f, p) || (k.chunk && *k.chunk == 0)) return 0;
-  const int64_t rows = p.outer.back().extent, row_bytes = f.ext[f.u] * p.Vt * f.V * 4;
+  const int64_t rows = p.outer.back().extent;
   for (int64_t group = rows; group >= 2; group--)
-    if (rows % group == 0 && group * row_bytes <= kMaxChunkedAccumulatorBytes) return static_cast<int>(group);
+    if (rows % group == 0 && group * row_accumulator_bytes(f, p) <= kMaxChunkedAccumulatorBytes) return static_cast<int>(group);
   return 0;
 }
 
@@ -213,7 +222,7 @@ bool plan_reduction_chunks(const TileFacts& f, const DefaultKnobs& k, TilePlan& 
     return false;
   // The column tiles inside, then each further serial loop while r's accumulators stay small
   // (r is computed at the first loop outside them, which may be the parallel one).
-  int64_t acc_bytes = f.ext[f.u] * p.Vt * f.V * 4;
+  int64_t acc_bytes = row_accumulator_bytes(f, p);
   p.streamed = 1;
   while (p.streamed + 1 < serial && p.streamed + 2 < static_cast<int>(p.outer.size()) &&
          acc_bytes * p.outer[p.streamed + 1].extent <= kMaxChunkedAccumulatorBytes)
@@ -229,9 +238,8 @@ bool plan_reduction_chunks(const TileFacts& f, const DefaultKnobs& k, TilePlan& 
 void plan_row_groups(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
   const OuterLoop rows = p.outer.back();
   if (!f.blocked || f.u < 0 || rows.kind != OuterKind::Pure || rows.extent < 2 || p.outer.size() < 3) return;
-  const auto block_loop = std::find_if(p.outer.begin() + 1, p.outer.end() - 1, [&](const OuterLoop& l) {
-    return l.kind == OuterKind::Blocks || (l.kind == OuterKind::Pure && l.dim == f.v);
-  });
+  const auto block_loop =
+      std::find_if(p.outer.begin() + 1, p.outer.end() - 1, [&](const OuterLoop& l) { return is_block_loop(f, p, l); });
   if (block_loop == p.outer.end() - 1) return;
   const int group = clamp_knob(k.row_group, row_group_by_rule(f, k, p), 0, rows.extent);
   if (group < 2) return;
@@ -271,8 +279,7 @@ void prefer_block_tasks(const TileFacts& f, TilePlan& p) {
   int lo = last;
   while (lo > 1 && p.outer[lo].extent == 1) lo--;
   const OuterLoop& l = p.outer[lo];
-  if (!(l.kind == OuterKind::Blocks || (p.Vt == 1 && l.dim == f.v)) || l.extent < kMinBlockTasks || l.extent >= p.tasks)
-    return;
+  if (!is_block_loop(f, p, l) || l.extent < kMinBlockTasks || l.extent >= p.tasks) return;
   TilePlan q = p;
   q.fused = last - lo + 1;
   q.tasks = l.extent;
