@@ -88,11 +88,13 @@ constexpr double kMinPaddedColumnTaps = 0.04;
 // rows) that loop runs outside the register tile: R3D-18's 3x3x3 convs at 2 frames spend a third
 // of their taps on padded frames, a 3x3 conv at 7 x 7 a tenth on padded rows (ONNX Runtime's
 // im2col computes them; oneDNN skips them). The last dim is a tile's unrolled columns, where the
-// test guards every column's FMAs unless the tile spans the width (then it folds away): it is
-// skipped there only where padded taps are at least kMinPaddedColumnTaps of the taps and the
-// guards are amortized over a reduction across channels (not depthwise). Measured on FCN-ResNet50's
-// dilated 3x3 convs at 28 x 28: 1.08-1.10x over skipping rows alone; MNASNet's and
-// EfficientNet-B0's depthwise convs ran 2-6% slower with the guards.
+// test guards the border columns' FMAs unless the tile spans the width (then it folds away): it
+// is skipped there only where padded taps are at least kMinPaddedColumnTaps of the taps, the
+// kernel has at most 3 columns and the guards are amortized over a reduction across channels.
+// Measured alone (bench_knob_sweep, 1-2 threads) against skipping rows alone: ResNet-50's 3x3
+// convs at 7 x 7 1.07-1.10x, at 14 x 14 1.05x, FCN-ResNet50's dilated 3x3 convs at 28 x 28
+// 1.04-1.05x; Inception-v3's 1x7 convs at 17 x 17 0.89-0.98x, MNASNet's and EfficientNet-B0's
+// depthwise convs 2-6% slower in the network.
 LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, const Shape& out_shape,
                    const Geometry& g, int64_t cg, const std::function<Expr(Expr, Expr)>& in_channel,
                    const std::function<Idx(Expr, Expr, const Idx&)>& weight_idx,
@@ -125,7 +127,7 @@ LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, 
     xi.push_back(o[2 + i] * static_cast<int>(g.stride[i]) + rk[i] * static_cast<int>(g.dilation[i]));
   for (size_t i = 0; i < s && !input.empty(); i++) {
     const double padded = padded_tap_fraction(g, i, out_shape[2 + i], input[i]);
-    if (padded == 0 || (i + 1 == s && (cg == 1 || padded < kMinPaddedColumnTaps))) continue;
+    if (padded == 0 || (i + 1 == s && (cg == 1 || g.kernel[i] > 3 || padded < kMinPaddedColumnTaps))) continue;
     const Expr at = xi[2 + i] - static_cast<int>(g.pad_begin[i]);  // position in X
     r.where(at >= 0 && at < static_cast<int>(input[i]));
   }
