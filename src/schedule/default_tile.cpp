@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <unistd.h>
 
@@ -339,6 +340,11 @@ int64_t host_l2_bytes() {
     return l2 > 0 ? static_cast<int64_t>(l2) : kDefaultL2Bytes;
   }();
   return bytes;
+}
+
+int host_cores() {
+  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return cores;
 }
 
 bool intel_host() {

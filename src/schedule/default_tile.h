@@ -40,6 +40,8 @@ constexpr int kMaxAccumulators = 24;
 // blocked tiles elsewhere only (streams_by_rule) and moves the rows of tiles whose input
 // exceeds L2 outermost there only (rows_outermost_by_rule), as measured (default_tile.cpp).
 bool intel_host();
+// Cores of this host (hardware threads): the threads a model runs on by default.
+int host_cores();
 // Bytes of L2 per core on this host (sysconf), kDefaultL2Bytes' 1 MiB when it does not say.
 int64_t host_l2_bytes();
 // Extent of each pure argument of f (innermost first) from its estimates; 0 when unknown.

@@ -21,7 +21,8 @@ struct WinogradTile {
   bool weights_once = false;  // tasks over output-channel blocks, each streaming its weights once (knob "stream")
   bool operator==(const WinogradTile&) const = default;
 };
-WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs);
+WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs,
+                                int cores);
 
 // What the tile plan reads from a Winograd workload.
 struct WinogradFacts {

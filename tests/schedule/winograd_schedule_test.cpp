@@ -19,22 +19,33 @@ namespace {
 
 TEST(WinogradSchedule, TileFitsTheRowAndTheRegisters) {
   // 14 tiles a row: 7 columns (no tail) x 2 blocks (14 accumulators).
-  WinogradTile t = plan_winograd_tile(14, 8, 0, {});
+  WinogradTile t = plan_winograd_tile(14, 8, 0, {}, 2);
   EXPECT_EQ(t.columns, 7);
   EXPECT_EQ(t.blocks, 2);
   EXPECT_FALSE(t.weights_once);
   // 4 tiles a row: 4 columns x 4 blocks; large weights are streamed once.
-  t = plan_winograd_tile(4, 16, int64_t{9} << 20, {});
+  t = plan_winograd_tile(4, 16, int64_t{9} << 20, {}, 2);
   EXPECT_EQ(t.columns, 4);
   EXPECT_EQ(t.blocks, 4);
   EXPECT_TRUE(t.weights_once);
   // Never more blocks than the output has, and the knobs rule.
-  EXPECT_EQ(plan_winograd_tile(4, 1, 0, {}).blocks, 1);
+  EXPECT_EQ(plan_winograd_tile(4, 1, 0, {}, 2).blocks, 1);
+  // 6 blocks (Inception-v3's 96 channels at 35 x 35, 9 tiles a row: 5 columns): 3 blocks, so
+  // the weights-once tasks are 2 of 3 blocks, not 4 and a guarded 2, on 1 core or 2; 4 cores
+  // would take 2 (3 tasks, 10 accumulators). Tile rows (small weights) alike.
+  for (int cores : {1, 2}) {
+    t = plan_winograd_tile(9, 6, int64_t{4} << 20, {}, cores);
+    EXPECT_EQ(t.columns, 5);
+    EXPECT_EQ(t.blocks, 3) << cores;
+    EXPECT_TRUE(t.weights_once);
+  }
+  EXPECT_EQ(plan_winograd_tile(9, 6, int64_t{4} << 20, {}, 4).blocks, 2);
+  EXPECT_EQ(plan_winograd_tile(9, 6, 0, {}, 2).blocks, 3);
   DefaultKnobs k;
   k.columns = 3;
   k.blocks = 1;
   k.stream = 0;
-  t = plan_winograd_tile(4, 16, int64_t{9} << 20, k);
+  t = plan_winograd_tile(4, 16, int64_t{9} << 20, k, 2);
   EXPECT_EQ(t.columns, 3);
   EXPECT_EQ(t.blocks, 1);
   EXPECT_FALSE(t.weights_once);
