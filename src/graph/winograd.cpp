@@ -13,6 +13,11 @@ const float kWinogradG[kWinogradAlpha][3] = {
 const float kWinogradAT[kWinogradTile][kWinogradAlpha] = {
     {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 
+int64_t winograd_tiles(int64_t out, int64_t d) {
+  const int64_t grid = (out + d - 1) / d;
+  return d * ((grid + kWinogradTile - 1) / kWinogradTile);
+}
+
 bool is_winograd_conv(const Node& n) { return n.op == "Conv" && n.attr_int(kWinogradAttr, 0) == kWinogradTile; }
 
 Tensor winograd_weights(const Tensor& w) {
@@ -43,25 +48,29 @@ Tensor winograd_weights(const Tensor& w) {
 
 namespace {
 
-int64_t ceil_tiles(int64_t n) { return (n + kWinogradTile - 1) / kWinogradTile; }
-
 // Whether conv n qualifies on `threads` cores (see plan_winograd).
 bool winograd_pays(const Graph& g, const Node& n, int threads) {
   if (n.op != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1 || !g.is_constant(n.inputs[1])) return false;
   if (n.attr_int("group", 1) != 1) return false;
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
-  for (const char* a : {"strides", "dilations"})
-    for (int64_t v : n.attr_ints(a, {1, 1}))
-      if (v != 1) return false;
+  for (int64_t v : n.attr_ints("strides", {1, 1}))
+    if (v != 1) return false;
+  const std::vector<int64_t> dilations = n.attr_ints("dilations", {1, 1});
+  if (dilations.size() != 2 || dilations[0] < 1 || dilations[1] < 1) return false;
   const TensorInfo &x = g.tensor(n.inputs[0]), &y = g.tensor(n.outputs[0]), &w = g.tensor(n.inputs[1]);
   if (w.dtype != DType::Float32 || w.shape.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3) return false;
   if (x.shape.size() != 4 || y.shape.size() != 4 || x.layout.axis != 1 || y.layout.axis != 1) return false;
   if (y.shape[1] % y.layout.block != 0 || x.shape[1] % x.layout.block != 0) return false;
-  for (int64_t p : n.attr_ints("pads", {0, 0, 0, 0}))
-    if (p < 0 || p > 2) return false;
+  const std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4) return false;
+  for (size_t i = 0; i < 4; i++)
+    if (pads[i] < 0 || pads[i] > 2 * dilations[i % 2]) return false;
+  const bool dilated = dilations[0] > 1 || dilations[1] > 1;
+  if (dilated && kWinogradAlpha * kWinogradAlpha * w.shape[0] * w.shape[1] * 4 <= kWinogradWeightsOnceBytes) return false;
   const double min_pixels = 8.0 * std::max(threads, 1) * kDirectConvFlopsPerCore / kWinogradWeightStreamBytesPerSecond;
-  return ceil_tiles(y.shape[2]) * ceil_tiles(y.shape[3]) >= kWinogradMinTiles && double(y.shape[2] * y.shape[3]) > min_pixels;
+  return winograd_tiles(y.shape[2], dilations[0]) * winograd_tiles(y.shape[3], dilations[1]) >= kWinogradMinTiles &&
+         double(y.shape[2] * y.shape[3]) > min_pixels;
 }
 
 }  // namespace

@@ -23,6 +23,12 @@ inline constexpr const char* kWinogradAttr = "ts_winograd";  // Conv attribute: 
 inline constexpr int kWinogradTile = 4;                      // m in F(m x m, 3 x 3)
 inline constexpr int kWinogradAlpha = 6;                     // input tile edge m + 3 - 1
 inline constexpr int64_t kWinogradMinTiles = 16;             // fewer output tiles: the direct conv is faster
+// Transformed weights beyond this many bytes are streamed once, by tasks over output-channel
+// blocks that each compute every tile (schedule/winograd_schedule.cpp); smaller ones once per
+// tile row, a task computing the tiles of 4 output rows. A dilated conv is marked only where its
+// weights stream once: with dilation d, 4 output rows lie in 4 interleaved tile rows, and a
+// per-row task would compute all of them.
+inline constexpr int64_t kWinogradWeightsOnceBytes = int64_t{1} << 20;
 
 // Winograd's transformed weights hold 36 floats per channel pair, 4x the direct conv's 9, and in
 // a network (whose weights exceed the L3) they stream from memory once per run; the direct conv
@@ -42,6 +48,10 @@ extern const float kWinogradBT[kWinogradAlpha][kWinogradAlpha];  // input:  V = 
 extern const float kWinogradG[kWinogradAlpha][3];                // weight: U = G g GT
 extern const float kWinogradAT[kWinogradTile][kWinogradAlpha];   // output: Y = AT M A
 
+// Output tiles along an axis of `out` outputs and dilation d: d interleaved grids of outputs
+// (r, r + d, ...), each in tiles of kWinogradTile.
+int64_t winograd_tiles(int64_t out, int64_t d);
+
 // Whether node n is a Conv the plan marked (its weight is then the transformed one).
 bool is_winograd_conv(const Node& n);
 
@@ -49,7 +59,8 @@ bool is_winograd_conv(const Node& n);
 Tensor winograd_weights(const Tensor& w);
 
 // Marks every Conv of g that runs faster as Winograd: float32 [Cout, Cin, 3, 3] constant weight,
-// group 1, unit strides and dilations, explicit pads, 4-D input and output both channel-blocked
+// group 1, unit strides, any dilation (dilated: weights streamed once, see above), explicit pads of at
+// most 2 x the dilation, 4-D input and output both channel-blocked
 // (plan_layouts ran), at least kWinogradMinTiles output tiles, and enough output pixels that its
 // weights stream faster than the direct conv computes on `threads` cores (see above). Returns
 // how many it marked. Idempotent: a marked conv is left alone.

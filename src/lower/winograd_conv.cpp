@@ -11,6 +11,11 @@
 //   <node>          the output: sum_i AT[b][i] y(.., x mod 4, i, x / 4, y / 4, ..) + bias
 // Transforms are written out with their constant coefficients (zeros dropped), selected per
 // tile position with mux: once the schedule unrolls the position, each is a few adds.
+// A dilated conv (dilation d on an axis, FCN's and DeepLab's d = 2, 4) is d interleaved plain 3x3
+// convs, one per grid of outputs r, r + d, r + 2d, ... reading the input grid r - pad, r - pad +
+// d, ...: tile t along that axis is tile t / d of grid t % d (grid_index below), so the stages
+// are the same, and so is their schedule; the output's unrolled positions then select their
+// transform rows at run time (a mux over the 4 rows), a few percent of the products' work.
 // schedule/winograd_schedule.h schedules these stages; any other schedule computes the same.
 #include <fmt/format.h>
 
@@ -44,6 +49,12 @@ Expr transform_row(Expr row, const float (&m)[Rows][Cols], const std::function<E
   return Halide::mux(row, rows);
 }
 
+// Along an axis of dilation d: the index on the whole axis of position k of tile t, and the tile
+// and position of index e.
+Expr grid_index(Expr t, Expr k, int d) { return ((t / d) * kWinogradTile + k) * d + t % d; }
+Expr tile_of(Expr e, int d) { return (e / d / kWinogradTile) * d + e % d; }
+Expr position_of(Expr e, int d) { return (e / d) % kWinogradTile; }
+
 void set_estimates(Func f, const std::vector<int64_t>& extents_innermost_first) {
   Shape onnx_order(extents_innermost_first.rbegin(), extents_innermost_first.rend());
   set_shape_estimates(f, onnx_order);
@@ -65,12 +76,14 @@ std::vector<LTensor> lower_winograd_conv(const LowerContext& c) {
   if (c.has_input(2) && c.in(2).shape != Shape{cout})
     c.fail(fmt::format("bias shape {} is not [{}]", shape_str(c.in(2).shape), cout));
   const auto pads = attr_dims(c, "pads", 4, 0, 0);
+  const auto dilations = attr_dims(c, "dilations", 2, 1, 1);
   const int pad_top = static_cast<int>(pads[0]), pad_left = static_cast<int>(pads[1]);
+  const int dy = static_cast<int>(dilations[0]), dx = static_cast<int>(dilations[1]);
   const int64_t oh = out.shape[2], ow = out.shape[3];
-  if (oh != h + pads[0] + pads[2] - 2 || ow != w + pads[1] + pads[3] - 2)
-    c.fail(fmt::format("output {} is not a 3x3 conv of input {} with pads [{}]", shape_str(out.shape),
-                       shape_str(x.shape), fmt::join(pads, ",")));
-  const int64_t tw = (ow + T - 1) / T, th = (oh + T - 1) / T, cbs = cin / bi, cobs = cout / bo;
+  if (oh != h + pads[0] + pads[2] - 2 * dy || ow != w + pads[1] + pads[3] - 2 * dx)
+    c.fail(fmt::format("output {} is not a 3x3 conv of input {} with pads [{}] and dilations [{}]",
+                       shape_str(out.shape), shape_str(x.shape), fmt::join(pads, ","), fmt::join(dilations, ",")));
+  const int64_t tw = winograd_tiles(ow, dx), th = winograd_tiles(oh, dy), cbs = cin / bi, cobs = cout / bo;
 
   Var il("il"), ol("ol"), tx("tx"), ty("ty"), i("i"), j("j"), jj("jj"), a("a"), cb("cb"), cob("cob"), b("b");
   // The input, zero outside (clamped reads, so bounds stay exact).
@@ -81,7 +94,9 @@ std::vector<LTensor> lower_winograd_conv(const LowerContext& c) {
     return Halide::select(inside, v, Halide::cast(x.type(), 0));
   };
   Func t(c.name("_wino_t")), v(c.name("_wino_v")), mr(c.name("_wino_mr")), m(c.name("_wino_m")), y(c.name("_wino_y"));
-  t(il, tx, j, i, ty, cb, b) = transform_row(i, kWinogradBT, [&](int k) { return input(ty * T + k - pad_top, tx * T + j - pad_left); });
+  t(il, tx, j, i, ty, cb, b) = transform_row(i, kWinogradBT, [&](int k) {
+    return input(grid_index(ty, k, dy) - pad_top, grid_index(tx, j, dx) - pad_left);
+  });
   set_estimates(t, {bi, tw, A, A, th, cbs, n});
   v(il, tx, jj, i, ty, cb, b) = transform_row(jj, kWinogradBT, [&](int k) { return t(il, tx, k, i, ty, cb, b); });
   set_estimates(v, {bi, tw, A, A, th, cbs, n});
@@ -100,7 +115,9 @@ std::vector<LTensor> lower_winograd_conv(const LowerContext& c) {
   return {c.output([&](const std::vector<Expr>& o) {
     auto [q, lane] = split_blocked(o[1], bo);
     Expr row = o[2], col = o[3];
-    Expr value = transform_row(row % T, kWinogradAT, [&](int k) { return y(lane, col % T, k, col / T, row / T, q, o[0]); });
+    Expr value = transform_row(position_of(row, dy), kWinogradAT, [&](int k) {
+      return y(lane, position_of(col, dx), k, tile_of(col, dx), tile_of(row, dy), q, o[0]);
+    });
     return c.has_input(2) ? value + c.in(2).at({o[1]}) : value;
   })};
 }

@@ -13,10 +13,6 @@ namespace {
 
 using Halide::Internal::Function;
 
-// Transformed weights beyond this many bytes are streamed once (tasks over output-channel
-// blocks), not once per tile row.
-constexpr int64_t kWeightsOnceBytes = int64_t{1} << 20;
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -82,7 +78,7 @@ static int balanced_blocks(int64_t blocks, int most, int columns, bool tasks_ove
 WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs,
                                 int cores) {
   WinogradTile t;
-  t.weights_once = knobs.stream ? *knobs.stream != 0 : weight_bytes > kWeightsOnceBytes;
+  t.weights_once = knobs.stream ? *knobs.stream != 0 : weight_bytes > kWinogradWeightsOnceBytes;
   if (knobs.columns) {
     t.columns = static_cast<int>(std::clamp<int64_t>(*knobs.columns, 1, std::clamp<int64_t>(tiles_wide, 1, 16)));
   } else {

@@ -79,6 +79,14 @@ TEST(Winograd, PlanMarksTheConvsThatPay) {
   EXPECT_EQ(plan_winograd(g = planned("wino_1x1.onnx", 28, {48, 32, 1, 1}, {}), 1), 0);
   Graph plain = test::import_model((test::temp_dir() / "wino_yes.onnx").string());
   EXPECT_EQ(plan_winograd(plain, 1), 0);
+
+  // Dilated: where the transformed weights stream once (256 x 32: 1.18 MB), with pads up to twice
+  // the dilation; not 48 x 32 (221 KB, tasks of tile rows), nor pads beyond twice the dilation.
+  const std::map<std::string, test::AttrValue> d2{{"pads", V{2, 2, 2, 2}}, {"dilations", V{2, 2}}};
+  EXPECT_EQ(plan_winograd(g = planned("wino_d2.onnx", 28, {256, 32, 3, 3}, d2), 1), 1);
+  EXPECT_EQ(plan_winograd(g = planned("wino_d4.onnx", 28, {256, 32, 3, 3}, {{"pads", V{4, 4, 4, 4}}, {"dilations", V{4, 4}}}), 1), 1);
+  EXPECT_EQ(plan_winograd(g = planned("wino_d2_small.onnx", 28, {48, 32, 3, 3}, d2), 1), 0);
+  EXPECT_EQ(plan_winograd(g = planned("wino_d2_pad5.onnx", 28, {256, 32, 3, 3}, {{"pads", V{5, 5, 5, 5}}, {"dilations", V{2, 2}}}), 1), 0);
 }
 
 TEST(Winograd, PlanWeighsTheWeightStreamAgainstTheThreads) {

@@ -1,7 +1,7 @@
 // Winograd convs (lower/winograd_conv.cpp, scheduled by schedule/winograd_schedule.cpp) compute
 // what the direct conv computes: whole models compiled with and without the plan, on shapes
 // whose tiles do not divide the output, with bias, odd channel blocks, half-vector blocks,
-// pads 0 and 2, and a batch of 2.
+// pads 0 and 2, a batch of 2, and dilations 2 and 4 (interleaved grids that the tiles do not divide).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@ namespace {
 using V = std::vector<int64_t>;
 
 struct Case {
-  int64_t n, cin, cout, h, w, pad;
+  int64_t n, cin, cout, h, w, pad, dilation = 1;
 };
 
 // x -> 1x1 conv -> 3x3 conv + bias (pads `pad`) -> Relu -> 1x1 conv -> y.
@@ -31,7 +31,8 @@ std::string save_model(const Case& c, const std::string& file) {
       .initializer("b1", test::rand_f32({c.cout}, 3))
       .initializer("w2", test::rand_f32({16, c.cout, 1, 1}, 4))
       .node("Conv", {"x", "w0"}, {"a"})
-      .node("Conv", {"a", "w1", "b1"}, {"c"}, {{"pads", V{c.pad, c.pad, c.pad, c.pad}}})
+      .node("Conv", {"a", "w1", "b1"}, {"c"},
+            {{"pads", V{c.pad, c.pad, c.pad, c.pad}}, {"dilations", V{c.dilation, c.dilation}}})
       .node("Relu", {"c"}, {"r"})
       .node("Conv", {"r", "w2"}, {"y"})
       .output("y");
@@ -52,9 +53,14 @@ TEST(WinogradConv, ComputesWhatTheDirectConvComputes) {
       {2, 16, 16, 16, 16, 0},  // batch of 2, no padding (14x14 out)
       {1, 16, 16, 15, 15, 2},  // pads of 2 (17x17 out)
       {1, 24, 40, 16, 16, 1},  // 8-lane blocks (24 and 40 channels)
+      // Dilated (weights of 1 MiB or more, streamed once: graph/winograd.h).
+      {1, 96, 96, 13, 11, 2, 2},   // dilation 2: grids of 7 / 6 and 6 / 5 outputs
+      {1, 128, 64, 20, 20, 4, 4},  // dilation 4 (FCN's layer4): 4 grids of 5 outputs an axis
+      {1, 96, 80, 18, 18, 1, 2},   // dilation 2, pads of 1 (16 x 16 out)
   };
   for (const Case& c : cases) {
-    const std::string what = fmt::format("n={} {}->{} {}x{} pad {}", c.n, c.cin, c.cout, c.h, c.w, c.pad);
+    const std::string what =
+        fmt::format("n={} {}->{} {}x{} pad {} dilation {}", c.n, c.cin, c.cout, c.h, c.w, c.pad, c.dilation);
     const std::string path = save_model(c, "wino_conv.onnx");
     Graph direct = test::import_model(path);
     plan_layouts(direct, 16);
