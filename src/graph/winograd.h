@@ -48,6 +48,11 @@ extern const float kWinogradBT[kWinogradAlpha][kWinogradAlpha];  // input:  V = 
 extern const float kWinogradG[kWinogradAlpha][3];                // weight: U = G g GT
 extern const float kWinogradAT[kWinogradTile][kWinogradAlpha];   // output: Y = AT M A
 
+// Bytes of the transformed float32 weights of a [cout, cin, 3, 3] conv (36 floats a channel pair).
+inline int64_t winograd_weight_bytes(int64_t cout, int64_t cin) {
+  return int64_t{kWinogradAlpha} * kWinogradAlpha * cout * cin * 4;
+}
+
 // Output tiles along an axis of `out` outputs and dilation d: d interleaved grids of outputs
 // (r, r + d, ...), each in tiles of kWinogradTile.
 int64_t winograd_tiles(int64_t out, int64_t d);

@@ -35,6 +35,8 @@ constexpr int64_t kDefaultGroupedTasks = 64;
 // Vector accumulators a register tile of the rule may hold (of 32 registers: weights and
 // broadcasts need some). Rule 5's tiles and the Winograd schedule's share it.
 constexpr int kMaxAccumulators = 24;
+// Fewest vector accumulators that keep the FMA units busy (their latency times their pipes).
+constexpr int kMinAccumulators = 8;
 
 // Whether this host's CPU is Intel's (/proc/cpuinfo vendor_id, read once): the rule streams
 // blocked tiles elsewhere only (streams_by_rule) and moves the rows of tiles whose input

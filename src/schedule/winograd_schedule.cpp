@@ -48,24 +48,22 @@ std::optional<WinogradPipeline> winograd_pipeline(const std::vector<Halide::Func
   // Every other stage is a rename or elementwise: inlined.
   for (const auto& [name, f] : env)
     if (f.has_update_definition() && f.name() != p.stages.at("_wino_mr").name()) return std::nullopt;
-  p.facts = {mext[1], mext[5], 4 * kWinogradAlpha * kWinogradAlpha * mext[0] * mext[5] * vext[0] * vext[5]};
+  p.facts = {mext[1], mext[5], winograd_weight_bytes(mext[0] * mext[5], vext[0] * vext[5])};
   return p;
 }
-
-}  // namespace
 
 // Output-channel blocks per register tile, at most `most`: the register tiles split the blocks
 // into groups (the tasks, with the weights streamed once), a remainder group guarded. The count
 // whose groups finish soonest on `cores` (groups per core, rounded up, times their blocks; on the
-// tasks' cores only when `tasks_over_blocks`), the larger on a tie, keeping 8 accumulators
-// (FMA latency x pipes) where `most` has them. Inception-v3's 96-channel 35 x 35 convs (6 blocks)
-// took 4: 2 tasks of 4 and 2 blocks, 1.13x slower at 2 threads and 1.07x at 1 than 3.
-static int balanced_blocks(int64_t blocks, int most, int columns, bool tasks_over_blocks, int cores) {
+// tasks' cores only when `tasks_over_blocks`), the larger on a tie, keeping kMinAccumulators
+// where `most` has them. Inception-v3's 96-channel 35 x 35 convs (6 blocks) took 4: 2 tasks of 4
+// and 2 blocks, 1.13x slower at 2 threads and 1.07x at 1 than 3.
+int balanced_blocks(int64_t blocks, int most, int columns, bool tasks_over_blocks, int cores) {
   const int64_t threads = tasks_over_blocks ? std::max(cores, 1) : 1;
   int best = most;
   int64_t best_span = -1;
   for (int b = most; b >= 1; b--) {
-    if (columns * b < 8 && b < most) break;
+    if (columns * b < kMinAccumulators && b < most) break;
     const int64_t groups = (blocks + b - 1) / b, span = (groups + threads - 1) / threads * b;
     if (best_span < 0 || span < best_span) {
       best = b;
@@ -74,6 +72,8 @@ static int balanced_blocks(int64_t blocks, int most, int columns, bool tasks_ove
   }
   return best;
 }
+
+}  // namespace
 
 WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs,
                                 int cores) {
