@@ -103,5 +103,37 @@ TEST(WinogradSchedule, VariantsComputeWhatTheRuleComputes) {
     EXPECT_TRUE(r[i].valid()) << batch[i].to_json() << ": " << r[i].error_kind << ": " << r[i].error_message;
 }
 
+// Where the weights stream once, every task reads the whole transformed input, a register tile
+// its columns over every input block: the input blocks are stored next to the columns (one
+// contiguous run per tile), where the definition's order puts a plane of tiles between them.
+// Per tile row the slice stays in L2 and keeps the definition's order.
+TEST(WinogradSchedule, TransformedInputKeepsATilesInputBlocksTogetherWhenStreamedOnce) {
+  Graph g = test::import_model(test::save_conv_chain("wino_storage.onnx", 16, 32, 48, 14, 14));
+  plan_layouts(g, 16);
+  ASSERT_EQ(plan_winograd(g, 1), 1);
+  Workload w;
+  for (const auto& wl : partition_graph(g).workloads)
+    if (wl.name == "Conv+Relu") w = wl;
+  ASSERT_FALSE(w.name.empty());
+  auto storage_of_v = [&](int stream) {
+    const LoweredWorkload lw = lower_workload(w);
+    DefaultKnobs k;
+    k.stream = stream;
+    EXPECT_TRUE(apply_winograd_schedule(lw.outputs, k));
+    std::vector<std::string> args, storage;
+    for (const auto& [name, f] : Halide::Internal::find_transitive_calls(lw.outputs[0].function()))
+      if (name.find("_wino_v") != std::string::npos) {
+        args = f.args();
+        for (const auto& d : f.schedule().storage_dims()) storage.push_back(d.var);
+      }
+    return std::pair{args, storage};
+  };
+  // v's arguments: lanes, column, two transform positions, row, input block, batch.
+  const auto [args, once] = storage_of_v(1);
+  ASSERT_EQ(args.size(), 7u);
+  EXPECT_EQ(once, (std::vector<std::string>{args[0], args[1], args[5], args[2], args[3], args[4], args[6]}));
+  EXPECT_EQ(storage_of_v(0).second, args);
+}
+
 }  // namespace
 }  // namespace ts
