@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <regex>
@@ -17,6 +18,7 @@
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
+#include "schedule/default_knobs.h"
 #include "tune/records_db.h"
 #include "tune/tuner.h"
 
@@ -48,6 +50,27 @@ std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::str
   RecordsDB db(db_path, RecordsDB::Open::MustExist);
   db.set_allow_foreign(allow_foreign);
   return best_schedules(partition_graph(g), db, warnings, effective_threads(threads));
+}
+
+std::map<std::string, Schedule> knob_schedules_of(const Graph& g, const std::vector<std::string>& specs) {
+  std::map<std::string, Schedule> schedules;
+  if (specs.empty()) return schedules;
+  const Partition part = partition_graph(g);
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos) throw Error(fmt::format("--knobs '{}': expected KEY=KNOBS_JSON", spec));
+    const std::string key = spec.substr(0, eq);
+    const auto w = std::find_if(part.workloads.begin(), part.workloads.end(),
+                                [&](const Workload& x) { return x.key_hash() == key; });
+    if (w == part.workloads.end())
+      throw Error(fmt::format("--knobs '{}': {} has no workload {} (`tensorsched workloads` lists them)", spec, g.path, key));
+    try {
+      schedules[w->exact_key] = DefaultKnobSpace::recipe(DefaultKnobs::from_json(spec.substr(eq + 1)));
+    } catch (const Error& e) {
+      throw Error(fmt::format("--knobs '{}': {}", spec, e.what()));
+    }
+  }
+  return schedules;
 }
 
 CompileResult compile_model(const CompileRequest& req) {

@@ -33,6 +33,13 @@ std::map<std::string, Schedule> best_schedules_of(const Graph& g, const std::str
                                                   std::vector<std::string>& warnings, bool allow_foreign = false,
                                                   int threads = 0);
 
+// The schedules that `specs` ask for, by exact key: each "KEY=KNOBS_JSON" (KEY a workload's key
+// hash, as `tensorsched workloads` prints it; KNOBS_JSON a DefaultKnobs object such as
+// {"columns":"7","prefetch":"0"}) runs that workload of g with the default rule under those
+// knobs, so a variant of the rule is measured inside the whole network, where the caches hold
+// what the earlier steps left. Throws Error naming a spec that is malformed or names no workload.
+std::map<std::string, Schedule> knob_schedules_of(const Graph& g, const std::vector<std::string>& specs);
+
 struct CompileRequest {
   std::string model;                 // ONNX file
   LoadOptions load;                  // how to load it

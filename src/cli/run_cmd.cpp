@@ -42,6 +42,7 @@ struct RunArgs {
   std::string check_dir;
   std::string cache_dir;
   std::string db_path;                   // --db: tuning records to take the best schedule per workload from
+  std::vector<std::string> knobs;        // --knobs KEY=JSON: that workload runs the rule with these knobs
   bool json = false;
   bool profile = false;
   bool allow_foreign = false;            // --allow-foreign-records
@@ -103,6 +104,7 @@ int run_command(const RunArgs& a) {
   copts.cache_root = a.cache_dir;
   std::vector<std::string> db_warnings;
   if (!a.db_path.empty()) copts.schedules = best_schedules_of(g, a.db_path, db_warnings, a.allow_foreign, a.threads);
+  for (auto& [key, schedule] : knob_schedules_of(g, a.knobs)) copts.schedules[key] = std::move(schedule);  // over --db's
   copts.in_place_concat = !a.copy_concats;
   copts.huge_pages = !a.small_pages;
   CompiledModel model(std::move(g), copts);
@@ -226,6 +228,9 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--check", args->check_dir, "Compare with ONNX test data: DIR/test_data_set_*/{input,output}_i.pb");
   run->add_option("--cache-dir", args->cache_dir, "Compiled-code cache root (default ~/.cache/tensorsched)");
   run->add_option("--db", args->db_path, "Tuning records database: run each workload's fastest measured schedule");
+  run->add_option("--knobs", args->knobs,
+                  "KEY=KNOBS_JSON: workload KEY (`tensorsched workloads`) runs the default rule with these knobs, e.g. "
+                  "'{\"prefetch\":\"0\"}' (repeatable; over --db's)");
   run->add_flag("--allow-foreign-records", args->allow_foreign,
                  "With --db: also use records measured on another machine or by another build");
   run->add_flag("--copy-concats", args->copy_concats,

@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "graph/npy.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 #include "schedule/schedule.h"
@@ -251,6 +253,44 @@ TEST(Cli, RunWithTunedSchedulesFromDb) {
   std::ofstream(text) << "not sqlite\n";
   expect_one_line_error(run_cli(run + " --db " + text), "not a tensorsched records database");
   expect_one_line_error(run_cli(run + " --db " + (test::temp_dir() / "missing.db").string()), "no such records database");
+}
+
+// The key hash of the workload named `name` in `tensorsched workloads MODEL --json`.
+std::string workload_key(const std::string& model, const std::string& name) {
+  Result r = run_cli("workloads " + model + " --json -q");
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] == '{' && nlohmann::json::parse(line)["name"] == name) return nlohmann::json::parse(line)["key"];
+  ADD_FAILURE() << "no workload " << name << " in\n" << r.out;
+  return "";
+}
+
+TEST(Cli, RunWithKnobsCompilesThatVariantOfTheRuleAndComputesTheSame) {
+  const std::string model = test::save_conv_chain("knobs_chain.onnx", 8, 32, 32, 14, 14, 5);
+  const std::string key = workload_key(model, "Conv+Relu");
+  const std::string out = (test::temp_dir() / "knobs_out").string();
+  const std::string run = "run " + model + " --iters 1 --json --cache-dir " + (test::temp_dir() / "knobs-cache").string();
+  Result plain = run_cli(run + " --output " + out + "/default");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  const std::string knobs = " --knobs '" + key + R"(={"columns":"3","blocks":"1"}')";
+  Result variant = run_cli(run + knobs + " --output " + out + "/variant");
+  ASSERT_EQ(variant.code, 0) << variant.out;
+  EXPECT_NE(variant.out.find(R"("compiled":1)"), std::string::npos) << variant.out;  // only the variant is new code
+  EXPECT_NE(variant.out.find(R"("tuned":1)"), std::string::npos) << variant.out;
+  EXPECT_NE(run_cli(run + knobs).out.find(R"("compiled":0)"), std::string::npos);  // and cached from then on
+
+  for (const auto& f : std::filesystem::directory_iterator(out + "/default")) {
+    if (f.path().extension() != ".npy") continue;
+    const Tensor a = read_tensor_file(f.path().string());
+    const Tensor b = read_tensor_file(out + "/variant/" + f.path().filename().string());
+    ASSERT_EQ(a.shape, b.shape);
+    for (int64_t i = 0; i < a.size(); i++) ASSERT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-4f) << f.path() << " element " << i;
+  }
+
+  expect_one_line_error(run_cli(run + " --knobs 0123456789abcdef={}"), "--knobs '0123456789abcdef={}': " + model + " has no workload");
+  expect_one_line_error(run_cli(run + " --knobs " + key), "expected KEY=KNOBS_JSON");
+  expect_one_line_error(run_cli(run + " --knobs '" + key + "={'"), "not JSON");
+  expect_one_line_error(run_cli(run + " --knobs '" + key + R"(={"colums":"3"}')"), "colums");
 }
 
 TEST(Cli, ForeignRecordsAreRefusedUnlessAllowed) {
