@@ -54,8 +54,8 @@ class TaskPrefetchInserter : public IRMutator {
   }
 
   // The prefetches of chunk c of n of the next task's slice, c the current iteration's position
-  // among all iterations of loops_ (outermost slowest): one llvm.prefetch (read, locality 2:
-  // prefetcht1; an extern call Halide's code generator binds to the LLVM intrinsic, inlined) per
+  // among all iterations of loops_ (outermost slowest): one llvm.prefetch (read, the request's
+  // locality; an extern call Halide's code generator binds to the LLVM intrinsic, inlined) per
   // cache line, none for a chunk that starts past the slice.
   Stmt prefetches(int64_t n) const {
     const int64_t chunk = ((req_.task_bytes + n - 1) / n + kLineBytes - 1) / kLineBytes * kLineBytes;
@@ -72,7 +72,7 @@ class TaskPrefetchInserter : public IRMutator {
     for (int64_t off = 0; off < chunk; off += kLineBytes) {
       const Expr at = base + Halide::cast<uint64_t>(begin + Expr(off));
       const Expr address = Call::make(Halide::Handle(), Call::reinterpret, {at}, Call::PureIntrinsic);
-      lines.push_back(Evaluate::make(Call::make(Halide::Int(32), "llvm.prefetch.p0i8", {address, 0, 2, 1}, Call::Extern)));
+      lines.push_back(Evaluate::make(Call::make(Halide::Int(32), "llvm.prefetch.p0i8", {address, 0, req_.locality, 1}, Call::Extern)));
     }
     return IfThenElse::make(begin < limit, Block::make(lines));
   }
@@ -142,7 +142,8 @@ class TaskPrefetchPass : public IRMutator {
 
 std::string TaskPrefetch::to_tag() const {
   const nlohmann::json j = {{"task_loop", task_loop}, {"task_func", task_func},   {"spread_stage", spread_stage},
-                            {"buffer", buffer},       {"task_bytes", task_bytes}, {"buffer_bytes", buffer_bytes}};
+                            {"buffer", buffer},       {"task_bytes", task_bytes}, {"buffer_bytes", buffer_bytes},
+                            {"locality", locality}};
   return kTagPrefix + j.dump();
 }
 
@@ -158,6 +159,7 @@ std::optional<TaskPrefetch> TaskPrefetch::from_tag(const std::string& tag) {
     r.buffer = j.at("buffer").get<std::string>();
     r.task_bytes = j.at("task_bytes").get<int64_t>();
     r.buffer_bytes = j.at("buffer_bytes").get<int64_t>();
+    r.locality = j.at("locality").get<int>();
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }

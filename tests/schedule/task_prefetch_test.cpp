@@ -1,7 +1,8 @@
-// The next task's weights prefetched into L2 (schedule/task_prefetch.h) on real lowered convs:
-// the rule asks for it on small-image convs with large weights, the request survives as a tag,
-// the pass puts prefetcht1 lines into each task's reduction loop (a few lines at a time, within
-// the next task's slice), and the prefetching code computes what the plain code computes.
+// The next task's weights prefetched (schedule/task_prefetch.h) on real lowered convs: the rule
+// asks for it on small-image convs with large weights, the request survives as a tag, the pass
+// puts prefetch lines into each task's reduction loop (a few lines at a time, within the next
+// task's slice; prefetcht0 on AMD, prefetcht1 on Intel), and the prefetching code computes what
+// the plain code computes.
 #include "schedule/task_prefetch.h"
 
 #include <gtest/gtest.h>
@@ -52,6 +53,7 @@ TEST(TaskPrefetch, RequestsRoundTripThroughTheirTag) {
   r.buffer = "in1";
   r.task_bytes = 589824;
   r.buffer_bytes = 9437184;
+  r.locality = 3;
   const std::optional<TaskPrefetch> back = TaskPrefetch::from_tag(r.to_tag());
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, r);
@@ -88,6 +90,7 @@ TEST(TaskPrefetch, SmallImageConvsWithLargeWeightsPrefetchTheNextTasksSlice) {
   ASSERT_EQ(reqs.size(), 1u);
   EXPECT_EQ(reqs[0].task_bytes, 2 * f.block_weight_bytes);
   EXPECT_EQ(reqs[0].buffer_bytes, f.weight_bytes);
+  EXPECT_EQ(reqs[0].locality, intel_host() ? 2 : 3);
 
   // Lowered: 7 rows x 16 input blocks x 16 input channels = 1792 chunks of 164 bytes (3 lines),
   // at the top of the innermost rolled reduction loop, inside the task's loops.
@@ -96,9 +99,11 @@ TEST(TaskPrefetch, SmallImageConvsWithLargeWeightsPrefetchTheNextTasksSlice) {
   const std::regex spread(R"(for \(([A-Za-z0-9_$.]+\.s1\.[A-Za-z0-9_$.]+), 0, 16\) \{\s*if \()");
   EXPECT_TRUE(std::regex_search(stmt, spread)) << "no prefetch at the top of a 16-iteration reduction loop";
   EXPECT_EQ(compiled_text(w, off, false).find("llvm.prefetch"), std::string::npos);
-  // And in the machine code: prefetcht1 (into L2), never Halide's prefetchnta.
+  // And in the machine code: prefetcht0 (into L1 and L2) on AMD hosts, prefetcht1 (L2) on Intel,
+  // never Halide's prefetchnta.
   const std::string s = compiled_text(w, on, true);
-  EXPECT_EQ(count(s, "prefetcht1"), 3u);
+  EXPECT_EQ(count(s, intel_host() ? "prefetcht1" : "prefetcht0"), 3u);
+  EXPECT_EQ(count(s, intel_host() ? "prefetcht0" : "prefetcht1"), 0u);
   EXPECT_EQ(count(s, "prefetchnta"), 0u);
 }
 
