@@ -23,7 +23,7 @@ bool is_winograd_conv(const Node& n) { return n.op == "Conv" && n.attr_int(kWino
 Tensor winograd_weights(const Tensor& w) {
   const int64_t cout = w.shape[0], cin = w.shape[1];
   constexpr int A = kWinogradAlpha;
-  Tensor u(DType::Float32, {A, A, cout, cin});
+  Tensor u(DType::Float32, {cout, A, A, cin});
   const float* src = w.data<float>();
   float* dst = u.data<float>();
   for (int64_t co = 0; co < cout; co++)
@@ -40,7 +40,7 @@ Tensor winograd_weights(const Tensor& w) {
         for (int j = 0; j < A; j++) {
           double s = 0;
           for (int kx = 0; kx < 3; kx++) s += gg[i][kx] * double(kWinogradG[j][kx]);
-          dst[((int64_t(i) * A + j) * cout + co) * cin + ci] = static_cast<float>(s);
+          dst[((co * A + i) * A + j) * cin + ci] = static_cast<float>(s);
         }
     }
   return u;
@@ -83,7 +83,7 @@ int plan_winograd(Graph& g, int threads) {
     if (!g.tensors.count(u)) {
       TensorInfo info{u, DType::Float32, {}, winograd_weights(*g.tensor(w).value), {}};
       info.shape = info.value->shape;
-      info.layout = Layout{2, g.tensor(n.outputs[0]).layout.block};
+      info.layout = Layout{0, g.tensor(n.outputs[0]).layout.block};
       g.tensors[u] = std::move(info);
     }
     n.inputs[1] = u;

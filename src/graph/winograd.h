@@ -10,9 +10,14 @@
 //
 // The plan (plan_winograd) marks such a Conv with the attribute kWinogradAttr = 4 (the output
 // tile) and replaces its weight by the transformed one, computed once at load:
-//   U[i][j][co][ci] = (G w[co][ci] GT)[i][j],  shape [6, 6, Cout, Cin], stored with Cout blocked
-// by the output's block (layout {2, b}) so that the matmul of position (i, j) streams one
-// contiguous [Cin][b] slab per output-channel block. lower/ computes BT d B and AT M A.
+//   U[co][i][j][ci] = (G w[co][ci] GT)[i][j],  shape [Cout, 6, 6, Cin], stored with Cout blocked
+// by the output's block (layout {0, b}): the matmul of position (i, j) streams one contiguous
+// [Cin][b] slab per output-channel block, and an output block's 36 slabs lie together, so a task
+// of whole blocks (the weights-once schedule) streams one contiguous run, which the hardware
+// prefetchers follow. Position-major ([6, 6, Cout, Cin], 36 runs a task) ResNet-50's layer3 3x3
+// convs ran 3.87 ms in the network against 3.17 (five steps, 1 thread, Zen 5; 3.14 with their
+// weights read into the caches before each step); software prefetches of the next task's run
+// on top measured 3.37. lower/ computes BT d B and AT M A.
 #include <cstdint>
 
 #include "graph/graph.h"

@@ -5,7 +5,7 @@
 //                   t(il, tx, j, i, ty, cb, n) = sum_k BT[i][k] x(n, cb, 4ty + k - pad_top, 4tx + j - pad_left, il)
 //   <node>_wino_v   its columns too (BT d B): v(il, tx, jj, i, ty, cb, n) = sum_j BT[jj][j] t(.., j, i, ..)
 //   <node>_wino_mr  the 36 matmuls over input channels, one register tile each:
-//                   mr(ol, tx, cob, jj, i, ty, n) = sum_ci v(ci, tx, jj, i, ty, n) U[i][jj][cob, ol][ci]
+//                   mr(ol, tx, cob, jj, i, ty, n) = sum_ci v(ci, tx, jj, i, ty, n) U[cob, ol][i][jj][ci]
 //   <node>_wino_m   mr stored: m(ol, tx, jj, i, ty, cob, n) (a tile row's products, read by the output)
 //   <node>_wino_y   the output transform's first half (AT M): y(ol, a, i, tx, ty, cob, n)
 //   <node>          the output: sum_i AT[b][i] y(.., x mod 4, i, x / 4, y / 4, ..) + bias
@@ -70,7 +70,7 @@ std::vector<LTensor> lower_winograd_conv(const LowerContext& c) {
     c.fail("a Winograd conv needs a 4-D input and output blocked by channel");
   const int64_t n = x.shape[0], cin = x.shape[1], h = x.shape[2], w = x.shape[3];
   const int64_t cout = out.shape[1], bi = x.layout.block, bo = out.layout.block;
-  if (u.shape != Shape{A, A, cout, cin} || out.shape[0] != n)
+  if (u.shape != Shape{cout, A, A, cin} || out.shape[0] != n)
     c.fail(fmt::format("Winograd weight {} does not fit input {} and output {}", shape_str(u.shape),
                        shape_str(x.shape), shape_str(out.shape)));
   if (c.has_input(2) && c.in(2).shape != Shape{cout})
@@ -103,7 +103,7 @@ std::vector<LTensor> lower_winograd_conv(const LowerContext& c) {
 
   Halide::RDom r({{0, static_cast<int>(bi)}, {0, static_cast<int>(cbs)}}, c.name("_wino_r"));
   Expr ci = r[1] * static_cast<int>(bi) + r[0];
-  Expr weight = u.layout.blocked() ? u.at_split({i, jj, Expr(0), ci}, cob, ol) : u.at({i, jj, cob * static_cast<int>(bo) + ol, ci});
+  Expr weight = u.layout.blocked() ? u.at_split({Expr(0), i, jj, ci}, cob, ol) : u.at({cob * static_cast<int>(bo) + ol, i, jj, ci});
   mr(ol, tx, cob, jj, i, ty, b) = Halide::cast(x.type(), 0);
   mr(ol, tx, cob, jj, i, ty, b) += v(r[0], tx, jj, i, ty, r[1], b) * weight;
   set_estimates(mr, {bo, tw, cobs, A, A, th, n});

@@ -321,13 +321,7 @@ void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p)
 }
 
 // The tile's parallel loop (`task`: its block tiles, default_tile.cpp tasks_are_block_tiles)
-// prefetches the next task's weights over r's loops (schedule/task_prefetch.h): prefetcht0 (into
-// L1 and L2) on Zen 5, prefetcht1 (L2) on Intel, where the pass was first measured (t0 not tried
-// there). On Zen 5, builds alternated inside whole networks (`run --profile`, medians of 3-4
-// runs, 1 / 2 threads), t0 against t1: ResNet-50's prefetching 1x1 convs 238b3155 1.90 -> 1.77 ms /
-// 1.07 -> 0.98 (its three steps), 585a2269 1.30 -> 1.21 / 0.72 -> 0.65, ddff4ebb 1.27 -> 1.20 /
-// 0.70 -> 0.63; Inception-v3's and EfficientNet-B0's 1-10% faster at 1 thread, within noise at 2.
-// t1 and t2 ran alike; prefetching two tasks ahead instead of one changed nothing.
+// prefetches the next task's weights over r's loops (schedule/task_prefetch.h).
 void request_next_task_weights(Halide::Func o, Halide::Func r, const TileFacts& f, const TilePlan& p,
                                const std::string& task) {
   const auto weights = tile_weights(r.function(), f.u >= 0 ? r.args()[f.u].name() : "");
@@ -339,7 +333,7 @@ void request_next_task_weights(Halide::Func o, Halide::Func r, const TileFacts& 
   req.buffer = weights->name();
   req.task_bytes = task_slice_bytes(f, p);
   req.buffer_bytes = f.weight_bytes;  // the blocks span the weights (tile_facts' contiguous_block_bytes)
-  req.locality = intel_host() ? 2 : 3;
+  req.locality = weight_prefetch_locality();
   request_task_prefetch(o, req);
 }
 

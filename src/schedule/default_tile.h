@@ -42,6 +42,10 @@ constexpr int kMinAccumulators = 8;
 // blocked tiles elsewhere only (streams_by_rule) and moves the rows of tiles whose input
 // exceeds L2 outermost there only (rows_outermost_by_rule), as measured (default_tile.cpp).
 bool intel_host();
+// The llvm.prefetch locality of the weights the next parallel task reads (schedule/task_prefetch.h):
+// 3 (prefetcht0, into L1 and L2) except on Intel, 2 (prefetcht1, into L2), as measured
+// (default_tile.cpp).
+int weight_prefetch_locality();
 // Cores of this host (hardware threads): the threads a model runs on by default.
 int host_cores();
 // Bytes of L2 per core on this host (sysconf), kDefaultL2Bytes' 1 MiB when it does not say.

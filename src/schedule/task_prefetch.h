@@ -10,7 +10,7 @@
 // slower on an Intel Xeon) for a whole region at one loop level. So the schedule records a
 // TaskPrefetch on the tiled Func, and the compile half (measure/workload_compiler.cpp) adds a
 // custom lowering pass per request that inserts the prefetches (llvm.prefetch, inlined; the
-// locality below) into the lowered loops.
+// request's locality) into the lowered loops.
 //
 // Halide 14 keeps custom lowering passes per Pipeline (a Func's own are lost when another Pipeline
 // is made of it), and the schedule sees only Funcs: the request rides on the Func as a trace tag,
@@ -36,7 +36,7 @@ struct TaskPrefetch {
   std::string buffer;        // the input buffer (an ImageParam's name)
   int64_t task_bytes = 0;    // bytes of the buffer one task reads, contiguous, task t's at t * task_bytes
   int64_t buffer_bytes = 0;  // bytes of the whole buffer
-  int locality = 2;          // llvm.prefetch locality: 3 prefetcht0 (into L1), 2 prefetcht1 (L2); the rule's choice: default_schedule.cpp
+  int locality = 2;          // llvm.prefetch locality: 3 prefetcht0 (into L1), 2 prefetcht1 (L2); the rule's: weight_prefetch_locality()
 
   std::string to_tag() const;
   // The request a tag written by to_tag() holds, nullopt for any other text.

@@ -21,7 +21,7 @@ TEST(Winograd, TransformsComputeA3x3CorrelationOfATile) {
   // One channel: Y = AT [U .* (BT d B)] A over a 6x6 tile d equals the 4x4 valid correlation.
   const Tensor w = test::rand_f32({1, 1, 3, 3}, 7), d = test::rand_f32({6, 6}, 8);
   const Tensor u = winograd_weights(w);
-  ASSERT_EQ(u.shape, (Shape{6, 6, 1, 1}));
+  ASSERT_EQ(u.shape, (Shape{1, 6, 6, 1}));
   double v[6][6], p[6][6];
   for (int i = 0; i < 6; i++)
     for (int j = 0; j < 6; j++) {
@@ -66,8 +66,8 @@ TEST(Winograd, PlanMarksTheConvsThatPay) {
   EXPECT_EQ(plan_winograd(g, 1), 1);
   const Node& n = g.nodes[1];
   EXPECT_TRUE(is_winograd_conv(n));
-  EXPECT_EQ(g.tensor(n.inputs[1]).shape, (Shape{6, 6, 48, 32}));
-  EXPECT_EQ(g.tensor(n.inputs[1]).layout, (Layout{2, 16}));
+  EXPECT_EQ(g.tensor(n.inputs[1]).shape, (Shape{48, 6, 6, 32}));
+  EXPECT_EQ(g.tensor(n.inputs[1]).layout, (Layout{0, 16}));
   EXPECT_FALSE(g.tensors.count("w1")) << "the original weight has no reader left";
   EXPECT_EQ(node_flops(g, n), flops_before);
   EXPECT_EQ(plan_winograd(g, 1), 0) << "idempotent";
