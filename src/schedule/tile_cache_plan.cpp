@@ -179,8 +179,13 @@ bool prefetch_by_rule(const TileFacts& f, const TilePlan& p) {
 // 1024 -> 256 1.05x, its stride-2 1024 -> 2048 1.07x, its 14 x 14 1024 -> 512 and 28 x 28
 // 512 -> 128 1.00x; 256 input channels (weights in L1) 0.89-0.97x, so they keep the plain
 // order; 3x3 convs (ResNet-18's stride-2 ones) and 7-wide ones (one column tile) 0.98-1.04x.
+// Intel only: on Zen 5 (1 MiB L2, whose bandwidth serves the re-reads) the plain order measured
+// faster on 24 of 30 such convs of 7 networks (bench_knob_sweep, weights cold, 3 rounds, chunk=0
+// against the rule, 1 thread): ResNet-50's 1.02-1.14x, FCN-ResNet50's 0.98-1.11x,
+// EfficientNet-B4's 1.07-1.09x, DenseNet-121's 1.01-1.04x, GoogLeNet's 0.97-1.09x,
+// Inception-v3's 0.93-1.23x; at 2 threads 0.98-1.32x (5 rounds where 3 were noisy).
 bool chunks_columns_by_rule(const TileFacts& f, const TilePlan& p) {
-  return inner_reduction(f) == f.V && tile_weight_bytes(f, p) > kChunkWeightBytes && p.outer.size() >= 2 &&
+  return intel_host() && inner_reduction(f) == f.V && tile_weight_bytes(f, p) > kChunkWeightBytes && p.outer.size() >= 2 &&
          p.outer[1].kind == OuterKind::Columns && p.outer[1].extent >= 2;
 }
 int chunk_by_rule(const TileFacts& f, const DefaultKnobs& k, const TilePlan& p) {

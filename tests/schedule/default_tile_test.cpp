@@ -237,15 +237,16 @@ TEST(DefaultTile, ConvsWhoseInputExceedsL2RunRowsOutermost) {
 }
 
 // Where such a tile runs its column tiles in chunks (1024 input channels: a 2-block tile's
-// weights are 128 KB), its rows run in one group of all 28 inside the block loop, r holding the
-// 100 KB of their accumulators: each block pair's weights are read once, not once per row. The
-// knob picks other groups (the outermost loop keeps the groups) or none.
+// weights are 128 KB; the rule's plan on Intel hosts), its rows run in one group of all 28 inside
+// the block loop, r holding the 100 KB of their accumulators: each block pair's weights are read
+// once, not once per row. The knob picks other groups (the outermost loop keeps the groups) or
+// none.
 TEST(DefaultTile, ChunkedConvsWhoseInputExceedsL2RunTheirRowsInGroups) {
   const TileFacts f = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_groups.onnx", 16, 1024, 256, 28, 28, 1)));
   ASSERT_EQ(f.input_bytes, 1024 * 28 * 28 * 4);
   const TilePlan p = plan_tile(f, {});
   ASSERT_EQ(p.Vt, 2);
-  ASSERT_EQ(p.k_block, 8);
+  ASSERT_EQ(p.k_block, intel_host() ? 8 : 0) << "the rule chunks on Intel hosts only";
   if (intel_host() && f.input_bytes > host_l2_bytes()) {
     EXPECT_EQ(row_group_of(p), 28);
     EXPECT_EQ(p.outer.back().extent, 1);
@@ -257,6 +258,7 @@ TEST(DefaultTile, ChunkedConvsWhoseInputExceedsL2RunTheirRowsInGroups) {
   }
   DefaultKnobs rows_out, groups_of_4, none;
   rows_out.outermost = 2;
+  rows_out.chunk = 8;  // as the rule chunks on Intel hosts
   groups_of_4 = rows_out;
   groups_of_4.row_group = 4;
   none = rows_out;
@@ -328,20 +330,24 @@ TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
   EXPECT_TRUE(rs.at(0).valid()) << rs.at(0).error_kind << ": " << rs.at(0).error_message;
 }
 
-// A 1x1 conv reading 512 channels (a 2-block tile's weights: 64 KB, beyond L1) runs its column
-// tiles and rows inside chunks of 8 input blocks, r holding them all; 256 channels (32 KB) and a
-// 3x3 conv keep the plain order; the knob chunks or unchunks any blocked tile.
+// On Intel hosts a 1x1 conv reading 512 channels (a 2-block tile's weights: 64 KB, beyond L1)
+// runs its column tiles and rows inside chunks of 8 input blocks, r holding them all (elsewhere
+// the plain order: tile_cache_plan.cpp); 256 channels (32 KB) and a 3x3 conv keep the plain order
+// everywhere; the knob chunks or unchunks any blocked tile.
 TEST(DefaultTile, PointwiseConvsWithWeightsBeyondL1ChunkTheirInputChannels) {
   const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_chunk.onnx", 16, 512, 64, 14, 14, 1));
   const TileFacts f = only_tile(w);
-  const TilePlan p = plan_tile(f, {});
+  EXPECT_EQ(plan_tile(f, {}).k_block, intel_host() ? 8 : 0);
+  DefaultKnobs chunked;  // the rule's plan on Intel hosts
+  chunked.chunk = 8;
+  const TilePlan p = plan_tile(f, chunked);
   ASSERT_EQ(p.Vt, 2);
   EXPECT_EQ(p.U, 7);
   EXPECT_EQ(p.k_block, 8);
   ASSERT_GE(p.streamed, 1);
   EXPECT_EQ(p.outer[1].kind, OuterKind::Columns);
   for (int j = 1; j <= p.streamed; j++) EXPECT_LT(j, static_cast<int>(p.outer.size()) - p.fused) << "a parallel loop inside";
-  const std::string stmt = lowered_statement(w, {});
+  const std::string stmt = lowered_statement(w, chunked);
   EXPECT_NE(stmt.find("_ko, 0, 4)"), std::string::npos) << "no loop over 4 chunks of 8 input blocks";
   EXPECT_NE(stmt.find("_ki, 0, 8)"), std::string::npos) << "no loop over a chunk's 8 blocks";
   DefaultKnobs off;
@@ -361,19 +367,22 @@ TEST(DefaultTile, PointwiseConvsWithWeightsBeyondL1ChunkTheirInputChannels) {
 
 TEST(DefaultTile, ChunkedAndUnchunkedTilesComputeTheSame) {
   const MeasureOptions mo = test::check_only_options("tile_chunk_cache");
-  // The reference is the rule (chunks of 8 of 32 blocks); 13 wide: the column tiles' tail runs.
+  // The reference is the rule (chunks of 8 of 32 blocks on Intel hosts, none elsewhere); 13 wide:
+  // the column tiles' tail runs.
   const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_chunk_run.onnx", 16, 512, 48, 13, 13, 1));
-  ASSERT_EQ(plan_tile(only_tile(w), {}).k_block, 8);
+  ASSERT_EQ(plan_tile(only_tile(w), {}).k_block, intel_host() ? 8 : 0);
   Measurer m(w, mo);
   ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
-  DefaultKnobs off, tail, serial;
+  DefaultKnobs off, eight, tail, serial;
   off.chunk = 0;
+  eight.chunk = 8;
   tail.chunk = 5;  // 32 blocks = 6 x 5 + 2: the chunks' tail runs
+  serial.chunk = 8;
   serial.tasks = 1;  // nothing parallel: the rows run inside the chunks too, r holds all of them
-  ASSERT_EQ(plan_tile(only_tile(w), {}).streamed, 1);
+  ASSERT_EQ(plan_tile(only_tile(w), eight).streamed, 1);
   ASSERT_GE(plan_tile(only_tile(w), serial).streamed, 2);
-  for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(off), DefaultKnobSpace::recipe(tail),
-                                        DefaultKnobSpace::recipe(serial)}))
+  for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(off), DefaultKnobSpace::recipe(eight),
+                                        DefaultKnobSpace::recipe(tail), DefaultKnobSpace::recipe(serial)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 
