@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <regex>
@@ -60,9 +59,8 @@ std::map<std::string, Schedule> knob_schedules_of(const Graph& g, const std::vec
     const auto eq = spec.find('=');
     if (eq == std::string::npos) throw Error(fmt::format("--knobs '{}': expected KEY=KNOBS_JSON", spec));
     const std::string key = spec.substr(0, eq);
-    const auto w = std::find_if(part.workloads.begin(), part.workloads.end(),
-                                [&](const Workload& x) { return x.key_hash() == key; });
-    if (w == part.workloads.end())
+    const Workload* w = find_workload(part, key);
+    if (!w)
       throw Error(fmt::format("--knobs '{}': {} has no workload {} (`tensorsched workloads` lists them)", spec, g.path, key));
     try {
       schedules[w->exact_key] = DefaultKnobSpace::recipe(DefaultKnobs::from_json(spec.substr(eq + 1)));

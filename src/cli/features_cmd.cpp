@@ -32,8 +32,7 @@ struct FeaturesArgs {
 const Workload& pick_workload(const Partition& p, const std::string& sel) {
   if (p.workloads.empty()) throw Error("the model has no workloads");
   if (sel.empty()) return p.workloads[0];
-  for (const auto& w : p.workloads)
-    if (w.key_hash() == sel) return w;
+  if (const Workload* w = find_workload(p, sel)) return *w;
   if (sel.find_first_not_of("0123456789") == std::string::npos && sel.size() < 9) {
     const size_t i = std::stoul(sel);
     if (i < p.workloads.size()) return p.workloads[i];

@@ -256,10 +256,10 @@ void add_run_commands(CLI::App& app) {
     Graph g = load_model(*wl);
     Partition p = partition_graph(g);
     if (!wl_stmt->empty()) {
-      auto it = std::find_if(p.workloads.begin(), p.workloads.end(), [&](const Workload& w) { return w.key_hash() == *wl_stmt; });
-      if (it == p.workloads.end()) throw Error(fmt::format("{}: no workload with key {}", g.path, *wl_stmt));
+      const Workload* w = find_workload(p, *wl_stmt);
+      if (!w) throw Error(fmt::format("{}: no workload with key {}", g.path, *wl_stmt));
       const Halide::Target target = host_code_target();
-      LoweredWorkload lw = lower_workload(*it);
+      LoweredWorkload lw = lower_workload(*w);
       apply_default_variant(lw.outputs, target, DefaultKnobs::from_json(*wl_knobs));
       add_task_prefetch_passes(lw.pipeline, lw.outputs);  // as compile_workload does
       const std::string path = (std::filesystem::temp_directory_path() / fmt::format("ts_stmt_{}.txt", getpid())).string();

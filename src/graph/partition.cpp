@@ -208,6 +208,12 @@ std::string fnv1a_hex(const std::string& s) {
 std::string Workload::key_hash() const { return fnv1a_hex(exact_key); }
 std::string Workload::class_hash() const { return fnv1a_hex(class_key); }
 
+const Workload* find_workload(const Partition& p, const std::string& key_hash) {
+  for (const auto& w : p.workloads)
+    if (w.key_hash() == key_hash) return &w;
+  return nullptr;
+}
+
 int64_t node_flops(const Graph& g, const Node& n) {
   auto shape = [&](const std::string& t) { return g.tensor(t).shape; };
   const int64_t out = n.outputs.empty() || n.outputs[0].empty() ? 0 : num_elements(shape(n.outputs[0]));

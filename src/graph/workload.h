@@ -45,6 +45,8 @@ bool is_anchor(const std::string& op);
 bool is_data_movement(const std::string& op);
 
 Partition partition_graph(const Graph& g);
+// The workload of p whose key_hash() is `key_hash`, nullptr when none is.
+const Workload* find_workload(const Partition& p, const std::string& key_hash);
 
 // Arithmetic operations of one node (multiply-adds count 2).
 int64_t node_flops(const Graph& g, const Node& n);

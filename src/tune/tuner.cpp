@@ -409,9 +409,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   sum.scheduler = opts.scheduler;
   const Partition part = partition_graph(g);
   for (const auto& key : opts.only) {
-    const bool known = std::any_of(part.workloads.begin(), part.workloads.end(),
-                                   [&](const Workload& w) { return w.key_hash() == key; });
-    if (!known)
+    if (!find_workload(part, key))
       throw Error(fmt::format("{}: tune: no workload has key '{}' (`tensorsched workloads` lists them)", g.path, key));
   }
   record_model(db, g, part);

@@ -259,8 +259,11 @@ TEST(Cli, RunWithTunedSchedulesFromDb) {
 std::string workload_key(const std::string& model, const std::string& name) {
   Result r = run_cli("workloads " + model + " --json -q");
   std::istringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line[0] == '{' && nlohmann::json::parse(line)["name"] == name) return nlohmann::json::parse(line)["key"];
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const nlohmann::json w = nlohmann::json::parse(line);
+    if (w["name"] == name) return w["key"];
+  }
   ADD_FAILURE() << "no workload " << name << " in\n" << r.out;
   return "";
 }
