@@ -127,6 +127,41 @@ TEST(DefaultSchedule, MatrixVectorDotInterleavesOutputs) {
   }
 }
 
+// An SE block's squeeze conv: one pixel (no vector loop among the outputs), output channels that
+// do not block, input channels blocked by 16 (a reduction loop of one vector of lanes). The lanes
+// are factored out into a vector of partial sums per output channel, 8 channels accumulating
+// together (vectorized and unrolled update of the intermediate), and 37 channels (no multiple of
+// 8) keep the tail right.
+TEST(DefaultSchedule, ReductionWithoutVectorOutputFactorsOutItsLanes) {
+  const int L = 16, KO = 24, C = 37;
+  Halide::Buffer<float> in(L, 1, KO), w(L * KO, C);  // input NCHW16c: lanes, pixel, blocks
+  for (int k = 0; k < KO; k++)
+    for (int l = 0; l < L; l++) in(l, 0, k) = static_cast<float>((k * L + l) % 7) - 3.0f;
+  for (int c = 0; c < C; c++)
+    for (int k = 0; k < L * KO; k++) w(k, c) = static_cast<float>((k * 5 + c * 3) % 11) / 8.0f;
+  Halide::Var x("x"), c("c");
+  Halide::RDom r(0, L, 0, KO, "r");
+  Halide::Func acc("acc"), out("out");
+  acc(x, c) = 0.0f;
+  acc(x, c) += in(r.x, x, r.y) * w(r.y * L + r.x, c);
+  acc.set_estimate(x, 0, 1).set_estimate(c, 0, C);
+  out(x, c) = Halide::max(acc(x, c), 0.0f);
+  out.set_estimate(x, 0, 1).set_estimate(c, 0, C);
+  apply_default_schedule({out}, host_code_target());
+  const auto calls = Halide::Internal::find_transitive_calls(out.function());
+  const auto partial = calls.find("acc_intm");
+  ASSERT_NE(partial, calls.end()) << "no partial sums factored out of acc";
+  EXPECT_TRUE(has_loop_type(partial->second, 1, ForType::Vectorized));
+  EXPECT_TRUE(has_loop_type(partial->second, 1, ForType::Unrolled));
+  Halide::Buffer<float> result = out.realize({1, C});
+  for (int cc = 0; cc < C; cc++) {
+    double s = 0;
+    for (int k = 0; k < KO; k++)
+      for (int l = 0; l < L; l++) s += static_cast<double>(in(l, 0, k)) * w(k * L + l, cc);
+    ASSERT_NEAR(result(0, cc), std::max(s, 0.0), 1e-3) << cc;
+  }
+}
+
 TEST(DefaultSchedule, MatmulWithBiasAndRelu) {
   const int M = 33, N = 40, K = 200;  // 264k multiply-adds: enough work to run in parallel
   Halide::Buffer<float> a(K, M), b(N, K), bias(N);
