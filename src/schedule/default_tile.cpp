@@ -154,11 +154,17 @@ int64_t divisor_at_most(int64_t extent, int64_t cap) {
 // 1.07-1.15x faster than 8. Tiles of 2 vectors may take 9 columns there (18 accumulators): on
 // Inception-v3's 15 convs at 17 x 17, 9 columns (2 tiles) against 6 (3 tiles, 12 accumulators)
 // ran 1.00-1.58x faster (bench_knob_sweep, 1 thread, weights cold, Intel Xeon; 2 threads
-// 1.11x on the one measured); 3 vectors x 8 columns ran out of registers.
+// 1.11x on the one measured); 3 vectors x 8 columns ran out of registers. One vector takes a
+// divisor only from 7 (a pair of half-vector blocks is one vector too): 5 or 6 accumulators left
+// the FMA pipes idle. Measured on the 18 workloads that changed (bench_knob_sweep, 1 thread, Zen
+// 5): EfficientNet-B4's 190- and 95-wide convs 5 -> 12 columns 1.10-1.35x (its 48 -> 24 1x1 conv
+// 0.91 -> 0.68 ms), its 12-wide 6 -> 12 1.21-1.52x, SqueezeNet 1.0's 54-wide and 1.1's 55-wide
+// convs and pools 1.03-1.24x; one 95-wide depthwise conv 0.77x in one sweep, 1.13x in 5 rounds. 8 or 10
+// columns where 7 divides (14 and 28 wide) ran 0.85-1.26x: those keep 7.
 int64_t column_tile(int64_t extent, int vectors) {
   const int64_t most = vectors >= 3 ? 7 : 8;  // 3 vectors x 8 columns ran out of registers
   const int64_t d = divisor_at_most(extent, most);
-  if (d >= 5) return d;
+  if (d >= (vectors == 1 ? 7 : 5)) return d;
   if (extent <= most) return extent;
   const int64_t lo = vectors == 1 ? 8 : 5, hi = vectors == 1 ? 12 : vectors == 2 ? 9 : most;
   int64_t best = hi, best_cost = -1;

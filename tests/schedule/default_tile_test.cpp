@@ -144,6 +144,12 @@ TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
   // of 3 vectors.
   EXPECT_EQ(columns(27, 48).Vt, 3);
   EXPECT_EQ(columns(27, 48).U, 7);
+  // One vector (16 output channels, one block): a divisor of 7 or 8 (28 -> 7), else the fewest
+  // computed columns from [8, 12] (95 -> 12, not its divisor 5: 5 accumulators).
+  EXPECT_EQ(columns(28, 16).Vt, 1);
+  EXPECT_EQ(columns(28, 16).U, 7);
+  EXPECT_EQ(columns(95, 16).U, 12);
+  EXPECT_EQ(columns(12, 16).U, 12);
   // The 17-wide tiles of 9 (the last one shifted inwards) compute what tiles of 6 compute.
   DefaultKnobs six;
   six.columns = 6;
