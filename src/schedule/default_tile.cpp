@@ -210,10 +210,15 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   // halves load separately, the input broadcast serves both), so the FMAs run at full width
   // (SqueezeNet's 1000-channel classifier ran at 75 GFLOP/s of 8-lane FMAs). Their block count
   // is odd, so the last pair overlaps the one before it (shifted inwards). Two pairs (2 full
-  // vectors x 8 columns, 16 accumulators) where the last tile's overlap is small.
+  // vectors x 8 columns, 16 accumulators) from 5 blocks on where the reduction is longer than
+  // 16 (else from 12): one pair's 8 accumulators left the FMA pipes idle. Measured against one
+  // pair (bench_knob_sweep, 1 thread, Zen 5): 56 channels (7 blocks) over 336 1.38-1.47x, 72
+  // over 24-72 1.08-1.21x, 88 over 96 1.28x, 40 over 96-672 1.00-1.10x; 72 over 16 0.81-0.85x.
   if (v >= 0 && v != u) {
     if (f.blocked && f.V * 2 == f.native && ext[v] >= 2) {
-      const int b = clamp_knob(k.blocks, ext[v] >= 12 ? 4 : 2, 1, 4);
+      int64_t reduction = 1;
+      for (int64_t e : f.rvar_ext) reduction *= std::max<int64_t>(e, 1);
+      const int b = clamp_knob(k.blocks, ext[v] >= 12 || (ext[v] >= 5 && reduction > 16) ? 4 : 2, 1, 4);
       p.Vt = b >= 4 && ext[v] >= 4 ? 4 : b >= 2 ? 2 : 1;
       p.pair_blocks = p.Vt > 1;
     } else {

@@ -235,7 +235,8 @@ TEST(DefaultSchedule, BlockedConvGetsTheRegisterTileMicroKernel) {
 // blocks into one 16-lane accumulator vector (two vectorized loops, nested ramps) with the last
 // pair shifted inwards over an odd block count, and compute what the reference does.
 TEST(DefaultSchedule, HalfVectorBlocksPairIntoFullVectors) {
-  for (int64_t channels : {24, 200}) {  // 3 blocks (one pair per tile), 25 blocks (two pairs)
+  // 3 blocks (one pair per tile); 5, 7 and 25 blocks (two pairs, the last tile shifted inwards)
+  for (int64_t channels : {24, 40, 56, 200}) {
     const std::string path = save_conv_chain("half_blocks.onnx", 16, 16, channels, 9, 11);
     const Workload w = conv_relu_workload(path);
     ASSERT_EQ(w.graph.tensor(w.graph.outputs[0]).layout, (Layout{1, 8})) << channels;

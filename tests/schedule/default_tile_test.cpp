@@ -125,6 +125,22 @@ TEST(DefaultTile, KBlockedMatmulsComputeWhatUnblockedOnesDo) {
   EXPECT_TRUE(r.at(0).valid()) << r.at(0).error_kind << ": " << r.at(0).error_message;
 }
 
+// Half-vector blocks (odd multiples of 8 channels) pair into full vectors: two pairs per tile
+// (16 accumulators) from 5 blocks on where the reduction is longer than 16, one pair where it is
+// 16 (a 16-channel 1x1 conv) or where 3 blocks hold no second pair.
+TEST(DefaultTile, HalfVectorBlocksTakeTwoPairsOverLongReductions) {
+  auto plan = [](int64_t mid, int64_t out) {
+    const std::string file = "tile_pairs_" + std::to_string(mid) + "_" + std::to_string(out) + ".onnx";
+    return plan_tile(only_tile(test::conv_relu_workload(test::save_conv_chain(file, 16, mid, out, 9, 11, 1))), {});
+  };
+  const TilePlan long56 = plan(48, 56), short56 = plan(16, 56), long40 = plan(48, 40), long24 = plan(48, 24);
+  EXPECT_TRUE(long56.pair_blocks);
+  EXPECT_EQ(long56.Vt, 4);
+  EXPECT_EQ(short56.Vt, 2);
+  EXPECT_EQ(long40.Vt, 4);
+  EXPECT_EQ(long24.Vt, 2);
+}
+
 TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
   // Output width -> columns of a 2-block tile (32 output channels): a divisor in [5, 8] where
   // one exists, else the fewest computed columns, a tile counted one more, from [5, 9] (9 for 27
