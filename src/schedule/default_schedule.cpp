@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 namespace ts {
 
@@ -162,6 +163,14 @@ void schedule_transposing_copy(Halide::Func f, const std::vector<int64_t>& ext, 
 // against 5.43), ResNet-50's 2048 x 1000 0.66 -> 0.56 ms; 16 points ran the same as 8.
 constexpr int kInterleavedReductionPoints = 8;
 
+// Splits the pure loop `arg` of a reduction's update into groups of kInterleavedReductionPoints,
+// the points of a group unrolled (to be placed inside the reduction loops): {groups, points}.
+std::pair<Halide::Var, Halide::Var> interleave_points(Halide::Stage st, const Halide::Var& arg) {
+  Halide::Var groups(arg.name() + "_io"), points(arg.name() + "_ii");
+  st.split(arg, groups, points, kInterleavedReductionPoints, Halide::TailStrategy::GuardWithIf).unroll(points);
+  return {groups, points};
+}
+
 // A root reduction with no vector loop among its outputs (an SE block's squeeze conv: one pixel,
 // 68 output channels that do not block, over 1632 input channels) whose reduction has a loop of
 // exactly one vector of lanes (a blocked input's channel lanes, dense in both operands): those
@@ -207,10 +216,9 @@ bool schedule_lane_factored_reduction(Halide::Func f, const std::vector<int64_t>
       outer.push_back(args[d]);
       continue;
     }
-    Halide::Var po(args[d].name() + "_io"), pi(args[d].name() + "_ii");
-    st.split(args[d], po, pi, kInterleavedReductionPoints, Halide::TailStrategy::GuardWithIf).unroll(pi);
-    order.push_back(pi);
-    outer.push_back(po);
+    const auto [groups, points] = interleave_points(st, args[d]);
+    order.push_back(points);
+    outer.push_back(groups);
   }
   for (const auto& rv : partial.function().update(0).schedule().rvars()) order.push_back(Halide::RVar(rv.var));
   order.insert(order.end(), outer.begin(), outer.end());
@@ -239,10 +247,9 @@ void schedule_root(Halide::Func f, const Halide::Target& target, const DefaultSt
     const int points = kInterleavedReductionPoints;
     const bool interleave = vec && ext[0] == width && !rvars.empty() && args.size() >= 2 && ext[1] >= 2 * points;
     if (interleave) {
-      Halide::Var po(args[1].name() + "_io"), pi(args[1].name() + "_ii");
-      st.split(args[1], po, pi, points, Halide::TailStrategy::GuardWithIf).unroll(pi);
-      order.push_back(pi);
-      outer_args[1] = po;
+      const auto [groups, inner] = interleave_points(st, args[1]);
+      order.push_back(inner);
+      outer_args[1] = groups;
       outer_ext[1] = (ext[1] + points - 1) / points;
     }
     for (const auto& rv : rvars) order.push_back(Halide::RVar(rv.var));

@@ -216,8 +216,7 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   // over 24-72 1.08-1.21x, 88 over 96 1.28x, 40 over 96-672 1.00-1.10x; 72 over 16 0.81-0.85x.
   if (v >= 0 && v != u) {
     if (f.blocked && f.V * 2 == f.native && ext[v] >= 2) {
-      int64_t reduction = 1;
-      for (int64_t e : f.rvar_ext) reduction *= std::max<int64_t>(e, 1);
+      const int64_t reduction = f.work / stage_work(ext, {});  // iterations of the reduction loops
       const int b = clamp_knob(k.blocks, ext[v] >= 12 || (ext[v] >= 5 && reduction > 16) ? 4 : 2, 1, 4);
       p.Vt = b >= 4 && ext[v] >= 4 ? 4 : b >= 2 ? 2 : 1;
       p.pair_blocks = p.Vt > 1;
