@@ -188,7 +188,7 @@ TEST(LayoutPlan, WidensNarrowGroupsToWholeBlocks) {
   Graph g = plain;
   const LayoutPlanStats st = plan_layouts(g, 16);
   EXPECT_EQ(st.widened_groups, 1);
-  const Node& g4 = g.nodes[1];
+  const Node& g4 = test::node_writing(g, "g4");
   EXPECT_EQ(g4.attr_int("group", 1), 4);
   const TensorInfo& w4 = g.tensor(g4.inputs[1]);
   ASSERT_EQ(w4.shape, (Shape{64, 16, 3, 3}));
@@ -204,7 +204,7 @@ TEST(LayoutPlan, WidensNarrowGroupsToWholeBlocks) {
   // The last conv's groups of 8 outputs (half a block) fit its output's half blocks.
   for (const char* t : {"c0", "r4", "g2"}) EXPECT_EQ(g.tensor(t).layout, (Layout{1, 16})) << t;
   EXPECT_FALSE(g.tensor("g32").layout.blocked());
-  EXPECT_EQ(g.nodes[4].attr_int("group", 1), 32);
+  EXPECT_EQ(test::node_writing(g, "g2").attr_int("group", 1), 32);
   // 24 channels per group: the grouped conv's input and output, and the ReLUs next to them, take
   // half blocks (8), so each group fills three.
   for (const char* t : {"h0", "h1", "h2", "h3"}) EXPECT_EQ(g.tensor(t).layout, (Layout{1, 8})) << t;
@@ -303,6 +303,58 @@ TEST(LayoutPlan, BlocksAroundChannelsLastTransposes) {
   EXPECT_FALSE(g.tensor("in").layout.blocked());  // the model's input keeps its layout
 
   expect_compiled_matches_plain(plain, g, 11, 1e-4);
+}
+
+// Graph inputs read by convs and graph outputs convs compute, of whole blocks, are converted by
+// Identity steps to and from blocked twins; a narrower input, an input only an elementwise op
+// reads and an output no conv computes keep their plain tensors, and the model still computes
+// what the plain JIT does.
+TEST(LayoutPlan, ConvertsGraphInputsAndOutputsAtConvs) {
+  Graph plain = [] {
+    OnnxBuilder m(13);
+    m.input("x", DType::Float32, {1, 32, 7, 7})
+        .input("narrow", DType::Float32, {1, 8, 7, 7})
+        .input("side", DType::Float32, {1, 16, 7, 7})
+        .initializer("w_a", test::rand_f32({16, 32, 1, 1}, 50))
+        .initializer("w_dw", test::rand_f32({32, 1, 3, 3}, 51))
+        .initializer("w_n", test::rand_f32({16, 8, 3, 3}, 52))
+        .initializer("w_b", test::rand_f32({16, 16, 3, 3}, 53))
+        .node("Conv", {"x", "w_a"}, {"a"})
+        .node("Relu", {"a"}, {"ra"})             // graph output, also read by conv b
+        .node("Conv", {"x", "w_dw"}, {"dw"}, {{"pads", V{1, 1, 1, 1}}, {"group", int64_t{32}}})
+        .node("Conv", {"narrow", "w_n"}, {"n"}, {{"pads", V{1, 1, 1, 1}}})
+        .node("Conv", {"ra", "w_b"}, {"b"}, {{"pads", V{1, 1, 1, 1}}})
+        .node("Add", {"b", "n"}, {"s"})           // graph output
+        .node("Mul", {"side", "side"}, {"sq"})    // graph output: no conv behind it
+        .output("ra")
+        .output("dw")
+        .output("s")
+        .output("sq");
+    return test::import_model(m.save("graph_io_convs.onnx"));
+  }();
+  Graph g = plain;
+  const LayoutPlanStats st = plan_layouts(g, 16);
+  EXPECT_EQ(st.io_conversions, 4);  // x in; ra, dw and s out
+  for (const char* t : {"x::blocked", "a", "ra::blocked", "dw::blocked", "b", "n", "s::blocked"})
+    EXPECT_EQ(g.tensor(t).layout, (Layout{1, 16})) << t;
+  for (const char* t : {"x", "narrow", "side", "ra", "dw", "s", "sq"}) EXPECT_FALSE(g.tensor(t).layout.blocked()) << t;
+  EXPECT_FALSE(g.tensors.count("sq::blocked"));
+  EXPECT_FALSE(g.tensors.count("narrow::blocked"));
+  // Both convs read the twin; conv b reads ra's twin; the conversions are Identity nodes.
+  for (const Node& n : g.nodes) {
+    if (n.op != "Conv") continue;
+    if (n.outputs[0] == "a" || n.outputs[0] == "dw::blocked") EXPECT_EQ(n.inputs[0], "x::blocked");
+    if (n.outputs[0] == "b") EXPECT_EQ(n.inputs[0], "ra::blocked");
+  }
+  const auto identities = [](const Graph& gr) {
+    return std::count_if(gr.nodes.begin(), gr.nodes.end(), [](const Node& n) { return n.op == "Identity"; });
+  };
+  EXPECT_EQ(identities(g), 4);
+  EXPECT_EQ(plan_layouts(g, 16).io_conversions, 0);  // idempotent: no second twin
+  EXPECT_EQ(identities(g), 4);
+  EXPECT_EQ(g.tensor("x::blocked").layout, (Layout{1, 16}));
+
+  EXPECT_EQ(expect_compiled_matches_plain(plain, g, 12, 1e-4).size(), 4u);
 }
 
 TEST(Layout, PackAndUnpackRoundTrip) {

@@ -62,9 +62,9 @@ Graph planned(const std::string& file, int64_t hw, const Shape& k, std::map<std:
 TEST(Winograd, PlanMarksTheConvsThatPay) {
   const std::map<std::string, test::AttrValue> same{{"pads", V{1, 1, 1, 1}}};
   Graph g = planned("wino_yes.onnx", 28, {48, 32, 3, 3}, same);
-  const double flops_before = node_flops(g, g.nodes[1]);
+  const double flops_before = node_flops(g, test::node_writing(g, "c"));
   EXPECT_EQ(plan_winograd(g, 1), 1);
-  const Node& n = g.nodes[1];
+  const Node& n = test::node_writing(g, "c");
   EXPECT_TRUE(is_winograd_conv(n));
   EXPECT_EQ(g.tensor(n.inputs[1]).shape, (Shape{48, 6, 6, 32}));
   EXPECT_EQ(g.tensor(n.inputs[1]).layout, (Layout{0, 16}));
@@ -99,7 +99,7 @@ TEST(Winograd, PlanWeighsTheWeightStreamAgainstTheThreads) {
   Graph g = planned("wino_14.onnx", 14, {48, 32, 3, 3}, same);
   Graph g2 = g;
   EXPECT_EQ(plan_winograd(g2, 2), 0);
-  EXPECT_FALSE(is_winograd_conv(g2.nodes[1]));
+  EXPECT_FALSE(is_winograd_conv(test::node_writing(g2, "c")));
   EXPECT_EQ(plan_winograd(g, 1), 1);
   EXPECT_EQ(plan_winograd(g = planned("wino_28.onnx", 28, {48, 32, 3, 3}, same), 2), 1);
   EXPECT_EQ(plan_winograd(g = planned("wino_28b.onnx", 28, {48, 32, 3, 3}, same), 8), 0) << "8 cores: 784 pixels do not pay";

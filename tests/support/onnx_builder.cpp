@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -134,6 +135,14 @@ std::filesystem::path temp_dir() {
   auto dir = process_scratch_root() / name;
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+const Node& node_writing(const Graph& g, const std::string& t) {
+  const auto it = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
+    return std::find(n.outputs.begin(), n.outputs.end(), t) != n.outputs.end();
+  });
+  if (it == g.nodes.end()) throw Error("test: no node writes " + t);
+  return *it;
 }
 
 Graph import_model(const std::string& path, bool passes) {

@@ -42,6 +42,10 @@ std::filesystem::path temp_dir();
 // pass every input they declare), with the default passes unless `passes` is false.
 Graph import_model(const std::string& path, bool passes = true);
 
+// The node of g that writes tensor t (the layout plan inserts conversion steps, so positions
+// move); throws when none does.
+const Node& node_writing(const Graph& g, const std::string& t);
+
 // Import (with default passes) and run on `inputs`; returns the outputs.
 std::vector<Tensor> run_model(const std::string& path, const std::map<std::string, Tensor>& inputs);
 
