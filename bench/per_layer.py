@@ -182,13 +182,13 @@ def main():
                 # inside the network, the minimum is the conservative side.
                 t = bench_util.ort_timing(layer, threads, a.iters)
                 ort_ms, ort_version = t["min_ms"], t["ort_version"]
-                node_ms = single_node_ms(layer, threads, a.iters)
+                ts_node_ms = single_node_ms(layer, threads, a.iters)
                 in_net = ort_in_network_ms(node_ms, st["nodes"], outputs_of)
                 peak_t = peak["gflops_1t"] * (1 if threads == 1 else min(threads, peak["threads"]))
                 row = {"model": name, "threads": threads, "workload": st["key"], "ops": st["name"], "node": anchor,
                        "mflop": round(mflop, 1), "tensorsched_ms": round(st["ms"], 4), "ort_ms": round(ort_ms, 4),
                        "ort_over_tensorsched": round(ort_ms / st["ms"], 3),
-                       "tensorsched_node_ms": round(node_ms, 4), "ort_over_tensorsched_node": round(ort_ms / node_ms, 3),
+                       "tensorsched_node_ms": round(ts_node_ms, 4), "ort_over_tensorsched_node": round(ort_ms / ts_node_ms, 3),
                        "ort_in_network_ms": round(in_net, 4) if in_net is not None else "",
                        "ort_in_network_over_tensorsched": round(in_net / st["ms"], 3) if in_net is not None else "",
                        "tensorsched_gflops": round(st["gflops"], 1),

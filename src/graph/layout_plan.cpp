@@ -303,12 +303,18 @@ std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
   for (size_t k = 0; k < g.nodes.size(); k++)
     for (const auto& o : g.nodes[k].outputs)
       if (!o.empty()) producer[o] = k;
+  // Plain, a conv vectorizes along its output rows: rows narrower than two vectors waste lanes.
+  const auto narrow_rows = [&](const Node& conv) { return g.tensor(conv.outputs[0]).shape.back() < 2 * block; };
   for (const std::string& x : g.inputs) {
     if (!g.tensors.count(x) || !whole_block_activation(g.tensor(x), block) || is_graph_output(g, x)) continue;
     std::vector<size_t> convs;
+    bool narrow = false;
     for (size_t c : g.consumers(x))
-      if (conv_reads_whole_blocks(g, g.nodes[c], x)) convs.push_back(c);
-    if (convs.empty()) continue;
+      if (conv_reads_whole_blocks(g, g.nodes[c], x)) {
+        convs.push_back(c);
+        narrow = narrow || narrow_rows(g.nodes[c]);
+      }
+    if (!narrow) continue;
     const std::string twin = x + "::blocked";
     g.tensors[twin] = TensorInfo{twin, DType::Float32, g.tensor(x).shape, std::nullopt, {}};
     for (size_t c : convs) g.nodes[c].inputs[0] = twin;
@@ -317,7 +323,14 @@ std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
   }
   for (std::string& y : g.outputs) {
     if (!g.tensors.count(y) || !whole_block_activation(g.tensor(y), block) || !producer.count(y)) continue;
-    if (std::count(g.outputs.begin(), g.outputs.end(), y) != 1 || !conv_behind(g, y, producer)) continue;
+    const std::optional<size_t> conv = std::count(g.outputs.begin(), g.outputs.end(), y) == 1 ? conv_behind(g, y, producer) : std::nullopt;
+    if (!conv) continue;
+    // A conv reading an activation (blocked, most likely) and writing plain gathers its input
+    // per vector; one reading a graph input runs plain well unless its rows are narrow.
+    const Node& c = g.nodes[*conv];
+    const bool reads_activation = std::find(g.inputs.begin(), g.inputs.end(), c.inputs[0]) == g.inputs.end();
+    const double per_value = static_cast<double>(node_flops(g, c)) / static_cast<double>(num_elements(g.tensor(y).shape));
+    if (!narrow_rows(c) && !(reads_activation && per_value >= kMinConvFlopsPerConvertedValue)) continue;
     const std::string twin = y + "::blocked";
     const size_t k = producer.at(y);
     g.tensors[twin] = TensorInfo{twin, DType::Float32, g.tensor(y).shape, std::nullopt, {}};

@@ -27,7 +27,8 @@
 // through elementwise ops), gets a blocked twin and an Identity step converting between the two
 // (ONNX Runtime's ReorderInput / ReorderOutput): the conv then runs blocked. A model of one conv
 // (2048 -> 512, 1x1, 7 x 7 pixels) ran plain in 3.0 ms. Other readers of an output read its
-// twin; a twin the rule leaves plain is removed again.
+// twin; a twin the rule leaves plain is removed again. Only where the conversion pays
+// (kMinConvFlopsPerConvertedValue).
 //
 // Grouped convs narrower than a block: a Conv with a constant weight whose groups hold fewer input
 // channels than a block (C_in / group = 4 or 8 with 16 lanes) is widened first: f = block /
@@ -66,6 +67,14 @@ struct LayoutPlanStats {
 
 inline constexpr int64_t kMaxGroupWidening = 4;   // most groups merged into one (multiplies x this)
 inline constexpr int64_t kMaxChannelPadding = 8;  // channels padded: at most 1 / this of them
+// Which graph inputs and outputs pay for a conversion (about 0.45 ns per value today): those of
+// convs whose output rows are narrower than two vectors (plain, a conv vectorizes along rows:
+// 2048 -> 512 1x1 at 7 x 7 ran 3.0 ms plain, 0.54 converted), and the output of a conv that
+// reads an activation with at least this many FLOPs per output value (WaveNet's output conv, 64:
+// 2.47 ms plain, 1.76 converted). Convs of a graph input over wide rows run plain: a 1x1 conv
+// of 16 -> 96 channels at 112 x 112 (27 FLOPs per value) took 0.42 ms plain, 0.58 converted,
+// ResNet's stem (296 per output value) 1.40-1.52 plain, 1.81-1.85 converted.
+inline constexpr double kMinConvFlopsPerConvertedValue = 48;
 inline constexpr const char* kTransposedBAttr = "ts_transposed_b";  // MatMul attribute: 1 = B is stored [N, K]
 
 // Sets TensorInfo::layout of g's tensors by the rule above (block >= 2: the vector lanes of a
