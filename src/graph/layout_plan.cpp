@@ -303,18 +303,23 @@ std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
   for (size_t k = 0; k < g.nodes.size(); k++)
     for (const auto& o : g.nodes[k].outputs)
       if (!o.empty()) producer[o] = k;
-  // Plain, a conv vectorizes along its output rows: rows narrower than two vectors waste lanes.
-  const auto narrow_rows = [&](const Node& conv) { return g.tensor(conv.outputs[0]).shape.back() < 2 * block; };
+  // Plain, a conv vectorizes along its output rows and reduces with broadcast scalars: rows
+  // narrower than two vectors waste lanes, long reductions reload their vectors per scalar.
+  const auto runs_slow_plain = [&](const Node& conv) {
+    const Shape& w = g.tensor(conv.inputs[1]).shape;
+    const int64_t reduction = num_elements(w) / std::max<int64_t>(w[0], 1);
+    return g.tensor(conv.outputs[0]).shape.back() < 2 * block || reduction >= kMinReductionToConvert;
+  };
   for (const std::string& x : g.inputs) {
     if (!g.tensors.count(x) || !whole_block_activation(g.tensor(x), block) || is_graph_output(g, x)) continue;
     std::vector<size_t> convs;
-    bool narrow = false;
+    bool slow = false;
     for (size_t c : g.consumers(x))
       if (conv_reads_whole_blocks(g, g.nodes[c], x)) {
         convs.push_back(c);
-        narrow = narrow || narrow_rows(g.nodes[c]);
+        slow = slow || runs_slow_plain(g.nodes[c]);
       }
-    if (!narrow) continue;
+    if (!slow) continue;
     const std::string twin = x + "::blocked";
     g.tensors[twin] = TensorInfo{twin, DType::Float32, g.tensor(x).shape, std::nullopt, {}};
     for (size_t c : convs) g.nodes[c].inputs[0] = twin;
@@ -330,7 +335,7 @@ std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
     const Node& c = g.nodes[*conv];
     const bool reads_activation = std::find(g.inputs.begin(), g.inputs.end(), c.inputs[0]) == g.inputs.end();
     const double per_value = static_cast<double>(node_flops(g, c)) / static_cast<double>(num_elements(g.tensor(y).shape));
-    if (!narrow_rows(c) && !(reads_activation && per_value >= kMinConvFlopsPerConvertedValue)) continue;
+    if (!runs_slow_plain(c) && !(reads_activation && per_value >= kMinConvFlopsPerConvertedValue)) continue;
     const std::string twin = y + "::blocked";
     const size_t k = producer.at(y);
     g.tensors[twin] = TensorInfo{twin, DType::Float32, g.tensor(y).shape, std::nullopt, {}};
