@@ -305,10 +305,10 @@ std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
       if (!o.empty()) producer[o] = k;
   // Plain, a conv vectorizes along its output rows and reduces with broadcast scalars: rows
   // narrower than two vectors waste lanes, long reductions reload their vectors per scalar.
+  const auto narrow_rows = [&](const Node& conv) { return g.tensor(conv.outputs[0]).shape.back() < 2 * block; };
   const auto runs_slow_plain = [&](const Node& conv) {
     const Shape& w = g.tensor(conv.inputs[1]).shape;
-    const int64_t reduction = num_elements(w) / std::max<int64_t>(w[0], 1);
-    return g.tensor(conv.outputs[0]).shape.back() < 2 * block || reduction >= kMinReductionToConvert;
+    return narrow_rows(conv) || num_elements(w) / std::max<int64_t>(w[0], 1) >= kMinReductionToConvert;
   };
   for (const std::string& x : g.inputs) {
     if (!g.tensors.count(x) || !whole_block_activation(g.tensor(x), block) || is_graph_output(g, x)) continue;
@@ -330,12 +330,13 @@ std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
     if (!g.tensors.count(y) || !whole_block_activation(g.tensor(y), block) || !producer.count(y)) continue;
     const std::optional<size_t> conv = std::count(g.outputs.begin(), g.outputs.end(), y) == 1 ? conv_behind(g, y, producer) : std::nullopt;
     if (!conv) continue;
-    // A conv reading an activation (blocked, most likely) and writing plain gathers its input
-    // per vector; one reading a graph input runs plain well unless its rows are narrow.
+    // A conv reading an activation (blocked, most likely, or the twin of a converted input) and
+    // writing plain gathers its input per vector; one reading a plain graph input runs plain
+    // well unless its rows are narrow.
     const Node& c = g.nodes[*conv];
     const bool reads_activation = std::find(g.inputs.begin(), g.inputs.end(), c.inputs[0]) == g.inputs.end();
     const double per_value = static_cast<double>(node_flops(g, c)) / static_cast<double>(num_elements(g.tensor(y).shape));
-    if (!runs_slow_plain(c) && !(reads_activation && per_value >= kMinConvFlopsPerConvertedValue)) continue;
+    if (!narrow_rows(c) && !(reads_activation && per_value >= kMinConvFlopsPerConvertedValue)) continue;
     const std::string twin = y + "::blocked";
     const size_t k = producer.at(y);
     g.tensors[twin] = TensorInfo{twin, DType::Float32, g.tensor(y).shape, std::nullopt, {}};

@@ -71,11 +71,12 @@ inline constexpr int64_t kMaxChannelPadding = 8;  // channels padded: at most 1 
 // convs that run slowly plain, with output rows narrower than two vectors (plain, a conv
 // vectorizes along rows: 2048 -> 512 1x1 at 7 x 7 ran 3.0 ms plain, 0.54 converted) or a
 // reduction (input channels per group x kernel taps) of at least kMinReductionToConvert (64 -> 64
-// 3x3 at 56 x 56: 5.5 ms plain, 0.37 blocked inside ResNet-18), and the output of a conv that
-// reads an activation with at least kMinConvFlopsPerConvertedValue FLOPs per output value
-// (WaveNet's output conv, 64: 2.47 ms plain, 1.76 converted). Short reductions over wide rows
-// run plain: a 1x1 conv of 16 -> 96 channels at 112 x 112 took 0.42 ms plain, 0.58 converted;
-// ResNet's stem (3 input channels) 1.40-1.52 plain, 1.81-1.85 with its output converted.
+// 3x3 at 56 x 56: 5.3 ms plain, 0.49 converted), and outputs of convs with narrow rows or that
+// read an activation (a converted input's twin included) with at least
+// kMinConvFlopsPerConvertedValue FLOPs per output value (WaveNet's output conv, 64: 2.47 ms
+// plain, 1.76 converted). Short reductions over wide rows and convs of plain graph inputs (3
+// channels) run plain: a 1x1 conv of 16 -> 96 channels at 112 x 112 took 0.42 ms plain, 0.58
+// converted; ResNet's stem 1.40-1.52 plain, 1.81-1.85 with its output converted.
 inline constexpr int64_t kMinReductionToConvert = 64;
 inline constexpr double kMinConvFlopsPerConvertedValue = 48;
 inline constexpr const char* kTransposedBAttr = "ts_transposed_b";  // MatMul attribute: 1 = B is stored [N, K]
