@@ -79,6 +79,31 @@ TEST(DefaultSchedule, TransposingCopyRunsInTiles) {
       for (int ss = 0; ss < S; ss++) ASSERT_EQ(result(ss, dd, hh), in(H * D + hh * D + dd, ss)) << ss << " " << dd << " " << hh;
 }
 
+// A channel-blocked tensor [N, C / 16, H, W, 16] read into a plain [N, C, H, W] (a graph
+// output's conversion): each plain channel reads lane c % 16, which steps by one only within a
+// block, so the copy runs in tiles of one block of channels x one vector along the row; rows not
+// a multiple of the vector width check the guards.
+TEST(DefaultSchedule, BlockedToPlainCopyTransposesByBlocks) {
+  const int B = host_code_target().natural_vector_size(Halide::Float(32));
+  const int W = 21, H = 3, C = 2 * B;
+  Halide::Buffer<float> in(B, W, H, C / B);  // innermost first: lane, column, row, block
+  for (int cb = 0; cb < C / B; cb++)
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < W; x++)
+        for (int l = 0; l < B; l++) in(l, x, y, cb) = static_cast<float>((cb * B + l) * 1000 + y * 100 + x);
+  Halide::Var x("x"), y("y"), c("c");
+  Halide::Func out("out");
+  out(x, y, c) = in(c % B, x, y, c / B);
+  out.set_estimate(x, 0, W).set_estimate(y, 0, H).set_estimate(c, 0, C);
+  apply_default_schedule({out}, host_code_target());
+  EXPECT_TRUE(has_loop_type(out.function(), 0, ForType::Vectorized));
+  EXPECT_TRUE(has_loop_type(out.function(), 0, ForType::Unrolled));
+  Halide::Buffer<float> result = out.realize({W, H, C});
+  for (int cc = 0; cc < C; cc++)
+    for (int yy = 0; yy < H; yy++)
+      for (int xx = 0; xx < W; xx++) ASSERT_EQ(result(xx, yy, cc), static_cast<float>(cc * 1000 + yy * 100 + xx));
+}
+
 // A copy that reads along its innermost variable is not a transposing copy: no unrolled loop.
 TEST(DefaultSchedule, DenseCopyIsNotTiled) {
   const int N = 300, M = 40;
