@@ -287,29 +287,26 @@ std::optional<size_t> conv_behind(const Graph& g, const std::string& y, const st
 
 // Graph inputs read by convs and graph outputs a conv computes, of whole channel blocks, get an
 // Identity step that converts between their declared layout and a blocked twin (what ONNX
-// Runtime's ReorderInput / ReorderOutput do): the convs then run blocked. A 2048 -> 512 1x1 conv
-// at 7 x 7 as a model of its own ran plain in 3.0 ms, blocked 0.5. Returns the twins (renamed
-// back by the caller where the rule leaves them plain).
+// Runtime's ReorderInput / ReorderOutput do), where the convs run slowly plain (layout_plan.h).
 struct IoTwin {
   std::string twin;   // the blocked tensor
   std::string io;     // the graph input or output it converts
   bool input = true;  // true: io -> twin; false: twin -> io
 };
-std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
-  std::vector<IoTwin> twins;
-  std::vector<Node> front;
-  std::map<size_t, Node> after;  // node index -> the conversion inserted after it
-  std::map<std::string, size_t> producer;
-  for (size_t k = 0; k < g.nodes.size(); k++)
-    for (const auto& o : g.nodes[k].outputs)
-      if (!o.empty()) producer[o] = k;
-  // Plain, a conv vectorizes along its output rows and reduces with broadcast scalars: rows
-  // narrower than two vectors waste lanes, long reductions reload their vectors per scalar.
-  const auto narrow_rows = [&](const Node& conv) { return g.tensor(conv.outputs[0]).shape.back() < 2 * block; };
-  const auto runs_slow_plain = [&](const Node& conv) {
-    const Shape& w = g.tensor(conv.inputs[1]).shape;
-    return narrow_rows(conv) || num_elements(w) / std::max<int64_t>(w[0], 1) >= kMinReductionToConvert;
-  };
+
+// Plain, a conv vectorizes along its output rows and reduces with broadcast scalars: rows
+// narrower than two vectors waste lanes, long reductions reload their vectors per scalar.
+bool narrow_rows(const Graph& g, const Node& conv, int64_t block) {
+  return g.tensor(conv.outputs[0]).shape.back() < 2 * block;
+}
+bool runs_slow_plain(const Graph& g, const Node& conv, int64_t block) {
+  const Shape& w = g.tensor(conv.inputs[1]).shape;
+  return narrow_rows(g, conv, block) || num_elements(w) / std::max<int64_t>(w[0], 1) >= kMinReductionToConvert;
+}
+
+// Converts the graph inputs whose convs run slowly plain; returns the conversions (run first).
+std::vector<Node> convert_inputs_at_convs(Graph& g, int64_t block, std::vector<IoTwin>& twins) {
+  std::vector<Node> conversions;
   for (const std::string& x : g.inputs) {
     if (!g.tensors.count(x) || !whole_block_activation(g.tensor(x), block) || is_graph_output(g, x)) continue;
     std::vector<size_t> convs;
@@ -317,16 +314,26 @@ std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
     for (size_t c : g.consumers(x))
       if (conv_reads_whole_blocks(g, g.nodes[c], x)) {
         convs.push_back(c);
-        slow = slow || runs_slow_plain(g.nodes[c]);
+        slow = slow || runs_slow_plain(g, g.nodes[c], block);
       }
     if (!slow) continue;
     const std::string twin = x + "::blocked";
     g.tensors[twin] = TensorInfo{twin, DType::Float32, g.tensor(x).shape, std::nullopt, {}};
     for (size_t c : convs) g.nodes[c].inputs[0] = twin;
-    front.push_back(Node{twin + "::convert", "Identity", {x}, {twin}, {}});
+    conversions.push_back(Node{twin + "::convert", "Identity", {x}, {twin}, {}});
     twins.push_back({twin, x, true});
   }
-  for (std::string& y : g.outputs) {
+  return conversions;
+}
+
+// Converts the graph outputs whose conv pays for it; returns {producer node: its conversion}.
+std::map<size_t, Node> convert_outputs_at_convs(Graph& g, int64_t block, std::vector<IoTwin>& twins) {
+  std::map<std::string, size_t> producer;
+  for (size_t k = 0; k < g.nodes.size(); k++)
+    for (const auto& o : g.nodes[k].outputs)
+      if (!o.empty()) producer[o] = k;
+  std::map<size_t, Node> conversions;
+  for (const std::string& y : g.outputs) {
     if (!g.tensors.count(y) || !whole_block_activation(g.tensor(y), block) || !producer.count(y)) continue;
     const std::optional<size_t> conv = std::count(g.outputs.begin(), g.outputs.end(), y) == 1 ? conv_behind(g, y, producer) : std::nullopt;
     if (!conv) continue;
@@ -336,7 +343,7 @@ std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
     const Node& c = g.nodes[*conv];
     const bool reads_activation = std::find(g.inputs.begin(), g.inputs.end(), c.inputs[0]) == g.inputs.end();
     const double per_value = static_cast<double>(node_flops(g, c)) / static_cast<double>(num_elements(g.tensor(y).shape));
-    if (!narrow_rows(c) && !(reads_activation && per_value >= kMinConvFlopsPerConvertedValue)) continue;
+    if (!narrow_rows(g, c, block) && !(reads_activation && per_value >= kMinConvFlopsPerConvertedValue)) continue;
     const std::string twin = y + "::blocked";
     const size_t k = producer.at(y);
     g.tensors[twin] = TensorInfo{twin, DType::Float32, g.tensor(y).shape, std::nullopt, {}};
@@ -345,11 +352,19 @@ std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
         if (in == y) in = twin;  // the graph's own readers stay on the blocked side
     for (auto& o : g.nodes[k].outputs)
       if (o == y) o = twin;
-    after.emplace(k, Node{twin + "::convert", "Identity", {twin}, {y}, {}});
+    conversions.emplace(k, Node{twin + "::convert", "Identity", {twin}, {y}, {}});
     twins.push_back({twin, y, false});
   }
+  return conversions;
+}
+
+// Both conversions, spliced into g's nodes; returns the twins (renamed back by the caller where
+// the rule leaves them plain).
+std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
+  std::vector<IoTwin> twins;
+  std::vector<Node> nodes = convert_inputs_at_convs(g, block, twins);
+  std::map<size_t, Node> after = convert_outputs_at_convs(g, block, twins);
   if (twins.empty()) return twins;
-  std::vector<Node> nodes = std::move(front);
   for (size_t k = 0; k < g.nodes.size(); k++) {
     nodes.push_back(std::move(g.nodes[k]));
     if (after.count(k)) nodes.push_back(std::move(after.at(k)));

@@ -28,7 +28,7 @@
 // (ONNX Runtime's ReorderInput / ReorderOutput): the conv then runs blocked. A model of one conv
 // (2048 -> 512, 1x1, 7 x 7 pixels) ran plain in 3.0 ms. Other readers of an output read its
 // twin; a twin the rule leaves plain is removed again. Only where the conversion pays
-// (kMinConvFlopsPerConvertedValue).
+// (kMinReductionToConvert, kMinConvFlopsPerConvertedValue below).
 //
 // Grouped convs narrower than a block: a Conv with a constant weight whose groups hold fewer input
 // channels than a block (C_in / group = 4 or 8 with 16 lanes) is widened first: f = block /

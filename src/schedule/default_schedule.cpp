@@ -75,8 +75,8 @@ void vectorize_and_parallelize(StageT s, const std::vector<Halide::Var>& args, c
 
 // The dimension of a transposing copy: the output dimension k > 0 whose variable indexes the
 // innermost dimension of every load the pure stage makes (through the Funcs inlined into it: a
-// Transpose after a Slice and a Reshape), while its innermost variable indexes none. -1 when the
-// stage is not such a copy. Indices are simplified within the stage's estimated extents, so a
+// Transpose after a Slice and a Reshape), while its innermost variable indexes none; none when
+// the stage is not such a copy. Indices are simplified within the stage's estimated extents, so a
 // Reshape's div/mod of a flattened index resolves to the variables it really depends on. A
 // dimension whose index steps by one only within blocks (a channel-blocked input read by a plain
 // output: lane c % 16) is transposed by blocks of that many.
@@ -158,12 +158,12 @@ TransposedCopy transposed_copy(const Function& fn, const std::vector<int64_t>& e
   return {loads.found, loads.block};
 }
 
-// A transposing copy (transposed_dim) runs in square tiles of one vector: the vector loop over
+// A transposing copy (transposed_copy) runs in square tiles of one vector: the vector loop over
 // the output's innermost dimension, the transposed dimension unrolled inside it, so a tile's
 // gathers read the same few cache lines of the input. The Transformer's key heads (128 x 512
 // slice -> 8 x 64 x 128): 0.079 -> ~0.015 ms at 1 thread, where a vector down the whole row
 // gathered from 16 rows 6 KB apart. A copy transposed by blocks takes one block per tile: a
-// channel-blocked tensor to a plain one (64 x 56 x 56) 0.131 -> ~0.05 ms, where each vector
+// channel-blocked tensor to a plain one (64 x 56 x 56) 0.131 -> 0.042 ms, where each vector
 // down a row read one lane of every block's 64-byte line.
 void schedule_transposing_copy(Halide::Func f, const std::vector<int64_t>& ext, TransposedCopy t, int width) {
   const std::vector<Halide::Var> args = f.args();
