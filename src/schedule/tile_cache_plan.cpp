@@ -140,19 +140,26 @@ constexpr int64_t kMaxChunkedAccumulatorBytes = 512 * 1024;  // r stays well ins
 // In chunks, slices too large for two in L2 prefetch too: R3D-18's layer4 3x3x3 convs (1.77 MB
 // and 885 KB slices), chunks with the prefetch against the plain order, 1.21-1.47x (chunks alone
 // 1.10-1.31x, the prefetch alone 0.67-1.06x).
-// A prefetching 1x1 conv of one column tile (7 or 8 wide) whose tile's weights exceed L1 takes
-// the chunks of kChunkChannels the multi-column ones take (below): chunks of 8 blocks with the
-// prefetch against the prefetch alone (1 thread, 3-5 rounds, noisy): ResNet-50's 512 -> 2048
-// 1.13x, 1024 -> 2048 stride 2 1.06-1.08x, 2048 -> 512 1.00-1.48x (1.08x at 2 threads),
-// ResNeXt-50's, EfficientNet-B0's and MobileNetV2's with 960-2048 input channels 1.02-1.07x;
-// MobileNetV2's 160 -> 960 (20 KB of tile weights, in L1) 0.90-0.92x, so it keeps its order.
+// A prefetching 1x1 conv of one column tile (7 or 8 wide) whose tile's weights exceed L1 can run
+// in the chunks of kChunkChannels the multi-column ones take (below); the rule takes them on
+// Intel only. Chunks of 8 blocks with the prefetch against the prefetch alone (1 thread, 3-5
+// rounds, noisy), Intel Xeon with 2 MiB of L2: ResNet-50's 512 -> 2048 1.13x, 1024 -> 2048
+// stride 2 1.06-1.08x, 2048 -> 512 1.00-1.48x (1.08x at 2 threads), ResNeXt-50's,
+// EfficientNet-B0's and MobileNetV2's with 960-2048 input channels 1.02-1.07x; MobileNetV2's
+// 160 -> 960 (20 KB of tile weights, in L1) 0.90-0.92x, so it keeps its order. On Zen 5 (1 MiB
+// of L2) the prefetch alone ran faster on 19 of 21 such convs of 9 networks at 1 thread and 18
+// of 21 at 2 (bench_knob_sweep, weights cold, 5 rounds, chunk=0 against chunks of 8): ResNet-50's
+// 1.02-1.03x / 0.99-1.08x, ResNeXt-50's 1.03-1.09x / 1.00-1.03x, Inception-v3's 8 x 8 ones
+// 1.06-1.08x / 1.03-1.07x, DenseNet-121's, EfficientNet-B0's, MobileNetV2's and V3's
+// 1.01-1.14x; GoogLeNet's 832 -> 384 0.96x / 1.05-1.07x (9 rounds; 2-thread runs bimodal).
 constexpr int64_t kMaxChunkedPrefetchPixels = 8 * 8;
 constexpr int64_t kMinChunkedPrefetchSliceBytes = 256 * 1024;
 int64_t tile_weight_bytes(const TileFacts& f, const TilePlan& p) {
   return inner_reduction(f) * f.rvar_ext.back() * p.Vt * f.V * 4;
 }
-// The chunks (of the outermost reduction loop) a prefetching task runs its rows in, 0 for none.
-int prefetch_chunk(const TileFacts& f, const TilePlan& p) {
+// The chunks (of the outermost reduction loop) a prefetching task can run its rows in, 0 for
+// none; the rule takes them where prefetch_chunk says.
+int prefetch_chunk_size(const TileFacts& f, const TilePlan& p) {
   if (output_pixels(f) > kMaxChunkedPrefetchPixels) return 0;
   if (inner_reduction(f) != f.V)
     return task_slice_bytes(f, p) >= kMinChunkedPrefetchSliceBytes && prefetch_fits(f, p, true) ? 1 : 0;
@@ -161,11 +168,16 @@ int prefetch_chunk(const TileFacts& f, const TilePlan& p) {
              ? static_cast<int>(kChunkChannels / f.V)
              : 0;
 }
+// The chunks the rule runs a prefetching task's rows in, 0 for none: a 1x1 conv's on Intel only.
+int prefetch_chunk(const TileFacts& f, const TilePlan& p) {
+  return inner_reduction(f) == f.V && !intel_host() ? 0 : prefetch_chunk_size(f, p);
+}
 
-// Tiles in chunks or streamed keep their own order, but for the chunks prefetch_chunk makes.
+// Tiles in chunks or streamed keep their own order, but for the chunks prefetch_chunk_size makes
+// (the rule's or the chunk knob's).
 bool prefetch_by_rule(const TileFacts& f, const TilePlan& p) {
   const bool own_order = p.k_block == 0 && p.streamed < 0;
-  return (own_order && prefetch_fits(f, p, false)) || (p.k_block > 0 && p.k_block == prefetch_chunk(f, p));
+  return (own_order && prefetch_fits(f, p, false)) || (p.k_block > 0 && p.k_block == prefetch_chunk_size(f, p));
 }
 
 // A blocked 1x1 conv (one input block's lanes inside its outermost reduction loop) whose tile's
@@ -289,8 +301,8 @@ void prefer_block_tasks(const TileFacts& f, TilePlan& p) {
   q.fused = last - lo + 1;
   q.tasks = l.extent;
   q.grain = 1;
-  // As plan_task_prefetch will: in its own order, or in the chunks prefetch_chunk makes.
-  if ((prefetch_fits(f, q, false) && !chunks_columns_by_rule(f, q)) || prefetch_chunk(f, q) > 0) p = q;
+  // As plan_task_prefetch will: in its own order, or in the chunks prefetch_chunk_size makes.
+  if ((prefetch_fits(f, q, false) && !chunks_columns_by_rule(f, q)) || prefetch_chunk_size(f, q) > 0) p = q;
 }
 
 }  // namespace ts
