@@ -61,6 +61,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    peak = bench_util.host_check("before")
     thread_counts = [int(t) for t in args.threads.split(",")]
     rows = []
     raw_ratios = []  # (threads, unrounded ratios) per row, for the geometric means
@@ -102,6 +103,7 @@ def main():
             print(json.dumps(row), flush=True)
         shutil.rmtree(cache, ignore_errors=True)
 
+    peak_after = bench_util.host_check("after")
     # Geometric mean of every ratio over the models, per thread count.
     summary = []
     for threads in thread_counts:
@@ -109,6 +111,7 @@ def main():
         s = {"threads": threads, "models": len(sel)}
         for c in sel[0]:
             s["geomean_" + c] = round(bench_util.geomean(r[c] for r in sel), 3)
+        s["fma_peak_1t_all"] = bench_util.peak_summary(peak, peak_after)
         s["ort_version"] = ort_version
         summary.append(s)
         print("geomean " + json.dumps(s), flush=True)

@@ -90,6 +90,34 @@ def fma_peak_gflops():
     return json.loads(out.strip().splitlines()[-1])
 
 
+# Least ratio of the all-core FMA peak to the one-core peak that counts as every core free: on
+# this shared 2-core host the second core was at times held by another tenant (2 threads:
+# 204-226 GFLOP/s against 203-212 on 1), when every 2-thread timing runs at one core's speed.
+MIN_ALL_CORE_SCALING = 0.8
+
+
+def host_check(label):
+    """fma_peak_gflops() plus "cores_free": whether the all-core peak scales to at least
+    MIN_ALL_CORE_SCALING of the one-core peak times the threads; prints a warning where it does
+    not (multi-thread timings of that stretch then measure contention, not code). Benchmarks call
+    it before and after their runs and record both."""
+    peak = fma_peak_gflops()
+    scaling = peak["gflops_all"] / (peak["gflops_1t"] * peak["threads"])
+    peak["cores_free"] = scaling >= MIN_ALL_CORE_SCALING
+    print(f"{label}: FMA peak {peak['gflops_1t']:.1f} GFLOP/s on 1 thread, {peak['gflops_all']:.1f} on "
+          f"{peak['threads']} ({scaling:.2f} of linear)", flush=True)
+    if not peak["cores_free"]:
+        print(f"WARNING: {label}: the {peak['threads']} cores do not scale (another load holds one): multi-thread "
+              "timings are not comparable", flush=True)
+    return peak
+
+
+def peak_summary(before, after):
+    """The host checks of a run as one summary field: "1t/all before -> 1t/all after"."""
+    return " -> ".join(f"{p['gflops_1t']:.0f}/{p['gflops_all']:.0f}{'' if p['cores_free'] else ' (cores busy)'}"
+                       for p in (before, after))
+
+
 def geomean(values):
     """Geometric mean of positive numbers (the summary of ratios)."""
     values = list(values)

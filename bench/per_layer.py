@@ -43,11 +43,14 @@ def profile(model, threads, iters, db):
     return json.loads(p.stdout.strip().splitlines()[-1])["profile"]
 
 
-def single_node_ms(layer, threads, iters):
-    """tensorsched's fastest whole run of a single-node ONNX file (`run`, min of iters): the same
-    file and statistic as the ORT column, the graph-input and -output conversions included."""
+def single_node_ms(layer, threads, iters, db):
+    """tensorsched's fastest whole run of a single-node ONNX file (`run`, min of iters; with db, its
+    tuned schedules): the same file and statistic as the ORT column, the graph-input and -output
+    conversions included."""
     cmd = [TS, "run", layer, "--iters", str(iters), "--threads", str(threads), "--json", "-q",
            "--cache-dir", os.path.join(bench_util.REPO, "build", "zoo", "cache")]
+    if db:
+        cmd += ["--db", db]
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(p.stdout.strip().splitlines()[-1])["latency_ms"]["min"]
 
@@ -152,8 +155,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(bench_util.REPO, "docs", "bench"))
     a = ap.parse_args()
 
-    peak = bench_util.fma_peak_gflops()
-    print(f"FMA peak: {peak['gflops_1t']:.1f} GFLOP/s on 1 thread, {peak['gflops_all']:.1f} on {peak['threads']}")
+    peak = bench_util.host_check("before")
     rows = []
     tmp = tempfile.mkdtemp(prefix="per_layer_")
     for name in a.models.split(","):
@@ -182,7 +184,7 @@ def main():
                 # inside the network, the minimum is the conservative side.
                 t = bench_util.ort_timing(layer, threads, a.iters)
                 ort_ms, ort_version = t["min_ms"], t["ort_version"]
-                ts_node_ms = single_node_ms(layer, threads, a.iters)
+                ts_node_ms = single_node_ms(layer, threads, a.iters, a.db)
                 in_net = ort_in_network_ms(node_ms, st["nodes"], outputs_of)
                 peak_t = peak["gflops_1t"] * (1 if threads == 1 else min(threads, peak["threads"]))
                 row = {"model": name, "threads": threads, "workload": st["key"], "ops": st["name"], "node": anchor,
@@ -196,6 +198,7 @@ def main():
                        "ort_pct_peak": round(100 * mflop / ort_ms / peak_t, 1)}
                 rows.append(row)
                 print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    peak_after = bench_util.host_check("after")
     summary = []
     for threads in sorted({r["threads"] for r in rows}):
         rs = [r for r in rows if r["threads"] == threads]
@@ -210,6 +213,7 @@ def main():
                         "layers_at_or_above_ort_in_network": sum(v >= 1 for v in in_network),
                         "layers_100mflop_at_75pct_peak": sum(r["tensorsched_pct_peak"] >= 75 for r in rs if r["mflop"] >= 100),
                         "layers_100mflop": sum(r["mflop"] >= 100 for r in rs),
+                        "fma_peak_1t_all": bench_util.peak_summary(peak, peak_after),
                         "ort_version": ort_version})
     for s in summary:
         print(s)

@@ -66,8 +66,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.db_dir, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
-    peak = bench_util.fma_peak_gflops()
-    print("fma peak " + json.dumps(peak), flush=True)
+    peak = bench_util.host_check("before")
     rows, ratios = [], []
     for name in args.models.split(","):
         model = os.path.join(args.zoo, name, "model.onnx")
@@ -99,6 +98,7 @@ def main():
                         "ort_version": ort_version})
             rows.append(row)
             print(json.dumps(row), flush=True)
+    peak_after = bench_util.host_check("after")
     summary = []
     for threads in sorted({t for t, _ in ratios}):
         sel = [r for t, r in ratios if t == threads]
@@ -106,7 +106,7 @@ def main():
         for k in sel[0]:
             s["geomean_" + k] = round(bench_util.geomean(r[k] for r in sel), 3)
         s["min_ort_over_tuned"] = round(min(r["ort_over_tuned"] for r in sel), 3)
-        s["fma_peak_gflops_1t_all"] = f"{peak['gflops_1t']}/{peak['gflops_all']}"
+        s["fma_peak_1t_all"] = bench_util.peak_summary(peak, peak_after)
         summary.append(s)
         print("geomean " + json.dumps(s), flush=True)
     bench_util.write_tables(rows, args.out, args.stem, summary)
