@@ -90,10 +90,10 @@ def single_node_model(model, node_name, path, exact_key=""):
         return False
     types = {v.name: v.type for v in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
     for name, dims in shapes_from_exact_key(node, exact_key).items():
-        # Only where ONNX left the tensor rankless: tensorsched's workload may see it reshaped
-        # (ConvNeXt's MatMuls over [1, 56, 56, 96] run as [3136, 96]).
+        # Not where ONNX inferred another rank: tensorsched's workload may see the tensor
+        # reshaped (ConvNeXt's MatMuls over [1, 56, 56, 96] run as [3136, 96]).
         known = types.get(name)
-        if known is None or not known.tensor_type.HasField("shape"):
+        if known is None or not known.tensor_type.HasField("shape") or len(known.tensor_type.shape.dim) == len(dims):
             types[name] = helper.make_tensor_type_proto(onnx.TensorProto.FLOAT, dims)
     inits = {t.name: t for t in model.graph.initializer}
     inputs, initializers = [], []
