@@ -252,8 +252,13 @@ void add_run_commands(CLI::App& app) {
   sub->add_option("--knobs", *wl_knobs, "With --stmt: the default rule with these knobs, a JSON object such as '{\"chunk\":\"8\"}'");
   auto wl_asm = std::make_shared<bool>(false);
   sub->add_flag("--asm", *wl_asm, "With --stmt: print the assembly instead of the statement");
-  on_command(sub, [wl, wl_json, wl_stmt, wl_knobs, wl_asm] {
-    Graph g = load_model(*wl);
+  auto wl_threads = std::make_shared<int>(0);
+  sub->add_option("--threads", *wl_threads,
+                  "The partition `run --threads N` and `tune --threads N` use (which 3x3 convs run as Winograd "
+                  "depends on the threads; 0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+  on_command(sub, [wl, wl_json, wl_stmt, wl_knobs, wl_asm, wl_threads] {
+    Graph g = load_model(*wl, *wl_threads);
     Partition p = partition_graph(g);
     if (!wl_stmt->empty()) {
       const Workload* w = find_workload(p, *wl_stmt);

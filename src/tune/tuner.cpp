@@ -410,7 +410,9 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   const Partition part = partition_graph(g);
   for (const auto& key : opts.only) {
     if (!find_workload(part, key))
-      throw Error(fmt::format("{}: tune: no workload has key '{}' (`tensorsched workloads` lists them)", g.path, key));
+      throw Error(fmt::format("{}: tune: no workload has key '{}' (`tensorsched workloads --threads N` lists them for "
+                              "the threads tuned with: which 3x3 convs run as Winograd depends on them)",
+                              g.path, key));
   }
   record_model(db, g, part);
   const Schedule def = default_schedule_recipe();

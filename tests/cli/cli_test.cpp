@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -231,6 +232,38 @@ TEST(Cli, WorkloadsStmtPrintsTheDefaultSchedulesLoweredCode) {
   EXPECT_NE(r.out.find("produce output_"), std::string::npos) << r.out;  // the output stage's loop nest
   EXPECT_NE(r.out.find("ramp("), std::string::npos) << r.out;            // vectorized by the default schedule
   expect_one_line_error(run_cli("workloads " + model + " --stmt 0123456789abcdef"), "no workload with key 0123456789abcdef");
+}
+
+// Every workload key of `tensorsched workloads MODEL --threads T --json`.
+std::set<std::string> workload_keys(const std::string& model, int threads) {
+  Result r = run_cli("workloads " + model + " --json -q --threads " + std::to_string(threads));
+  EXPECT_EQ(r.code, 0) << r.out;
+  std::set<std::string> keys;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] == '{') keys.insert(nlohmann::json::parse(line)["key"].get<std::string>());
+  return keys;
+}
+
+// A 64-channel 3x3 conv at 14 x 14 runs as Winograd on 1 thread and directly on 2 (plan_winograd
+// asks more pixels per core): `workloads --threads` lists the partition `run` and `tune` use with
+// those threads, and tune names the option when a key is not in its partition.
+TEST(Cli, WorkloadsListThePartitionOfTheThreads) {
+  const std::string model = test::save_conv_chain("cli_threads_partition.onnx", 16, 64, 64, 14, 14);
+  const std::set<std::string> one = workload_keys(model, 1), two = workload_keys(model, 2);
+  ASSERT_FALSE(one.empty());
+  ASSERT_NE(one, two) << "the Winograd plan did not change with the threads";
+  Result r = run_cli("run " + model + " --threads 1 --iters 1 --profile --json -q");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json run = nlohmann::json::parse(r.out.substr(r.out.rfind("\n{") + 1));
+  for (const auto& step : run["profile"]) EXPECT_TRUE(one.count(step["key"].get<std::string>())) << step.dump();
+  std::string only_two;
+  for (const auto& k : two)
+    if (!one.count(k)) only_two = k;
+  ASSERT_FALSE(only_two.empty());
+  expect_one_line_error(run_cli("tune " + model + " --db " + (test::temp_dir() / "threads_partition.db").string() +
+                                " --trials 1 --threads 1 --workloads " + only_two),
+                        "`tensorsched workloads --threads N` lists them");
 }
 
 TEST(Cli, RunWithTunedSchedulesFromDb) {
