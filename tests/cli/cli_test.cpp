@@ -234,14 +234,20 @@ TEST(Cli, WorkloadsStmtPrintsTheDefaultSchedulesLoweredCode) {
   expect_one_line_error(run_cli("workloads " + model + " --stmt 0123456789abcdef"), "no workload with key 0123456789abcdef");
 }
 
-// Every workload key of `tensorsched workloads MODEL --threads T --json`.
-std::set<std::string> workload_keys(const std::string& model, int threads) {
+// Each workload `tensorsched workloads MODEL --json --threads T` lists (0: all cores).
+std::vector<nlohmann::json> listed_workloads(const std::string& model, int threads = 0) {
   Result r = run_cli("workloads " + model + " --json -q --threads " + std::to_string(threads));
   EXPECT_EQ(r.code, 0) << r.out;
-  std::set<std::string> keys;
+  std::vector<nlohmann::json> out;
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line[0] == '{') keys.insert(nlohmann::json::parse(line)["key"].get<std::string>());
+    if (!line.empty() && line[0] == '{') out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+std::set<std::string> workload_keys(const std::string& model, int threads) {
+  std::set<std::string> keys;
+  for (const auto& w : listed_workloads(model, threads)) keys.insert(w["key"].get<std::string>());
   return keys;
 }
 
@@ -290,14 +296,9 @@ TEST(Cli, RunWithTunedSchedulesFromDb) {
 
 // The key hash of the workload named `name` in `tensorsched workloads MODEL --json`.
 std::string workload_key(const std::string& model, const std::string& name) {
-  Result r = run_cli("workloads " + model + " --json -q");
-  std::istringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] != '{') continue;
-    const nlohmann::json w = nlohmann::json::parse(line);
+  for (const auto& w : listed_workloads(model))
     if (w["name"] == name) return w["key"];
-  }
-  ADD_FAILURE() << "no workload " << name << " in\n" << r.out;
+  ADD_FAILURE() << "no workload " << name << " in " << model;
   return "";
 }
 
