@@ -33,26 +33,27 @@ TS = os.path.join(bench_util.REPO, "build", "tensorsched")
 ANCHORS = ("Conv", "MatMul", "Gemm")
 
 
-def profile(model, threads, iters, db):
-    """tensorsched's per-step profile of the whole network: [{step, key, name, nodes, ms, gflops}]."""
-    cmd = [TS, "run", model, "--iters", str(iters), "--threads", str(threads), "--profile", "--json", "-q",
+def run_json(model, threads, iters, db, *extra):
+    """`tensorsched run MODEL --json` (the zoo's code cache; with db, its tuned schedules): the
+    summary object it prints last."""
+    cmd = [TS, "run", model, "--iters", str(iters), "--threads", str(threads), "--json", "-q", *extra,
            "--cache-dir", os.path.join(bench_util.REPO, "build", "zoo", "cache")]
     if db:
         cmd += ["--db", db]
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return json.loads(p.stdout.strip().splitlines()[-1])["profile"]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def profile(model, threads, iters, db):
+    """tensorsched's per-step profile of the whole network: [{step, key, name, nodes, ms, gflops}]."""
+    return run_json(model, threads, iters, db, "--profile")["profile"]
 
 
 def single_node_ms(layer, threads, iters, db):
     """tensorsched's fastest whole run of a single-node ONNX file (`run`, min of iters; with db, its
     tuned schedules): the same file and statistic as the ORT column, the graph-input and -output
     conversions included."""
-    cmd = [TS, "run", layer, "--iters", str(iters), "--threads", str(threads), "--json", "-q",
-           "--cache-dir", os.path.join(bench_util.REPO, "build", "zoo", "cache")]
-    if db:
-        cmd += ["--db", db]
-    p = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return json.loads(p.stdout.strip().splitlines()[-1])["latency_ms"]["min"]
+    return run_json(layer, threads, iters, db)["latency_ms"]["min"]
 
 
 def exact_keys(model):
