@@ -76,7 +76,7 @@ double padded_tap_fraction(const Geometry& g, size_t i, int64_t out, int64_t in)
     }
   return static_cast<double>(padded) / static_cast<double>(out * g.kernel[i]);
 }
-constexpr double kMinPaddedColumnTaps = 0.04;
+constexpr double kMinPaddedColumnTaps = 0.01;  // see accumulate
 
 // Whether the reduction skips spatial dim i's taps that fall in the padding (see accumulate):
 // dim i has some, and it is not the last dim, or the last one's guards pay (a reduction across
@@ -104,7 +104,11 @@ bool skips_padded_taps(const Geometry& g, size_t i, int64_t cg, int64_t out, int
 // Measured alone (bench_knob_sweep, 1-2 threads) against skipping rows alone: ResNet-50's 3x3
 // convs at 7 x 7 1.07-1.10x, at 14 x 14 1.05x, FCN-ResNet50's dilated 3x3 convs at 28 x 28
 // 1.04-1.05x; Inception-v3's 1x7 convs at 17 x 17 0.89-0.98x, MNASNet's and EfficientNet-B0's
-// depthwise convs 2-6% slower in the network.
+// depthwise convs 2-6% slower in the network. Skipping every padded tap also drops the padded
+// copy of a blocked input (lower_conv), so the share was lowered from 4% to 1%: ResNet-50's 3x3
+// convs at 56 x 56 and 28 x 28 (1.2% and 2.4%) then ran 1.16-1.24x in the network (run
+// --profile, old against new binary, 1-2 threads, Zen 5); VGG-16's at 112 and 224 wide (0.6%,
+// 0.3%) ran 3-6% slower with the guards, and keep their copy.
 LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, const Shape& out_shape,
                    const Geometry& g, int64_t cg, const std::function<Expr(Expr, Expr)>& in_channel,
                    const std::function<Idx(Expr, Expr, const Idx&)>& weight_idx,

@@ -90,12 +90,12 @@ Tensor conv3d_ref(const Tensor& x, const Tensor& w, int p) {
 // A 3x3x3 conv over 2 frames (R3D-18's last stage): two of each output frame's three frame taps
 // and the border rows' row taps fall in the padding, and the reduction skips them (a predicate
 // on frame and row taps); column taps only where the padded ones are a large share (6 columns:
-// 2 / 18, not 30: 2 / 90), as a register tile unrolls them. Channel-blocked (32 channels:
+// 2 / 18, not 70: 2 / 210), as a register tile unrolls them. Channel-blocked (32 channels:
 // NCDHW16c between two convs) and plain, with the result unchanged; a blocked input whose every
 // padded tap is skipped (6 columns) is read as it is, without a padded copy.
 TEST(LowerConv, ThreeDimensionalConvSkipsPaddedTaps) {
   for (const int64_t channels : {3, 32})
-    for (const int64_t width : {6, 30}) {
+    for (const int64_t width : {6, 70}) {
       SCOPED_TRACE(fmt::format("{} channels, width {}", channels, width));
       Tensor x = test::rand_f32({1, channels, 2, 5, width}, 8), w1 = test::rand_f32({channels, channels, 3, 3, 3}, 9);
       Tensor w2 = test::rand_f32({channels, channels, 1, 1, 1}, 10);
