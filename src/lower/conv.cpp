@@ -140,19 +140,14 @@ LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, 
   for (size_t i = 0; i < s; i++)
     xi.push_back(o[2 + i] * static_cast<int>(g.stride[i]) + rk[i] * static_cast<int>(g.dilation[i]));
   for (size_t i = 0; i < s && !input.empty(); i++) {
-    if (!skips_padded_taps(g, i, cg, out_shape[2 + i], input[i])) continue;
     const Expr at = xi[2 + i] - static_cast<int>(g.pad_begin[i]);  // position in X
-    r.where(at >= 0 && at < static_cast<int>(input[i]));
+    const bool skipped = skips_padded_taps(g, i, cg, out_shape[2 + i], input[i]);
+    if (skipped) r.where(at >= 0 && at < static_cast<int>(input[i]));
+    // src is X itself (no padded copy): read at the position in X, clamped into X where taps are
+    // skipped (Halide's bounds inference does not narrow by the `where`; the clamp of a frame's
+    // or a row's position is hoisted out of the tile's loops).
+    if (unpadded_src) xi[2 + i] = skipped ? Halide::clamp(at, 0, static_cast<int>(input[i]) - 1) : at;
   }
-  // src is X itself (no padded copy): its positions are the padded ones less the padding, clamped
-  // into X where taps are skipped (Halide's bounds inference does not narrow by the `where`; the
-  // clamp of a frame's or a row's position is hoisted out of the tile's loops).
-  if (unpadded_src)
-    for (size_t i = 0; i < s; i++) {
-      xi[2 + i] -= static_cast<int>(g.pad_begin[i]);
-      if (skips_padded_taps(g, i, cg, out_shape[2 + i], input[i]))
-        xi[2 + i] = Halide::clamp(xi[2 + i], 0, static_cast<int>(input[i]) - 1);
-    }
 
   const DType acc_type = c.out_info().dtype;
   const Halide::Type t = halide_type(acc_type);
