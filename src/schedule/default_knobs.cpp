@@ -35,10 +35,15 @@ const std::vector<KnobSpec>& knob_specs() {
       {"unroll", &DefaultKnobs::unroll, 0, 4, 4, false},
       {"stream", &DefaultKnobs::stream, 0, 1, 1, false},
       {"chunk", &DefaultKnobs::chunk, 0, 64, 16, false},
-      {"prefetch", &DefaultKnobs::prefetch, 0, 1, 1, false},
+      {"prefetch", &DefaultKnobs::prefetch, 0, 2, 2, false},
       {"row_group", &DefaultKnobs::row_group, 0, 64, 16, false},
   };
   return specs;
+}
+
+std::string describe_prefetch(const TilePlan& p) {
+  if (!p.prefetch_next_task) return "";
+  return p.walk_pages_ahead ? ", the next task's weights prefetched (pages walked two tasks ahead)" : ", the next task's weights prefetched";
 }
 
 std::optional<int> parse_int(const std::string& s) {
@@ -167,7 +172,7 @@ DefaultKnobs DefaultKnobSpace::canonical(const DefaultKnobs& k) const {
   if (c.unroll) c.unroll = p.unrolled_rvars;
   if (c.stream) c.stream = p.streamed >= 0 ? 1 : 0;
   if (c.chunk) c.chunk = p.k_block;
-  if (c.prefetch) c.prefetch = p.prefetch_next_task ? 1 : 0;
+  if (c.prefetch) c.prefetch = p.prefetch_next_task ? (p.walk_pages_ahead ? 2 : 1) : 0;
   if (c.row_group) c.row_group = row_group_of(p);
   if (plans(c) != target) c = k;  // the tiles disagree on what the values mean: keep them as given
   // Drop every knob the plan does not need, until none can go: dropping one may free another
@@ -259,7 +264,7 @@ std::string DefaultKnobSpace::describe() const {
                        "{} fused parallel ({} tasks, grain {}), {} reduction loops unrolled{}{}{}",
                        out.empty() ? "" : "; ", fmt::join(f.ext, ", "), f.blocked ? "blocked" : "plain", f.V, p.U, p.Vt,
                        p.pair_blocks ? " (paired)" : "", p.X, p.outer.size(), p.fused, p.tasks, p.grain, p.unrolled_rvars,
-                       describe_streaming(f, p), p.prefetch_next_task ? ", the next task's weights prefetched" : "",
+                       describe_streaming(f, p), describe_prefetch(p),
                        row_group_of(p) ? fmt::format(", rows in groups of {} inside the block loop", row_group_of(p)) : "");
   }
   return out;

@@ -429,6 +429,7 @@ void request_next_task_weights(Halide::Func o, Halide::Func r, const TileFacts& 
   req.task_bytes = task_slice_bytes(f, p);
   req.buffer_bytes = f.weight_bytes;  // the blocks span the weights (tile_facts' contiguous_block_bytes)
   req.locality = weight_prefetch_locality();
+  req.walk_ahead_tasks = p.walk_pages_ahead ? kWalkAheadTasks : 0;
   request_task_prefetch(o, req);
 }
 

@@ -53,10 +53,17 @@ class TaskPrefetchInserter : public IRMutator {
     return n;
   }
 
+  // One llvm.prefetch of the byte `offset` of the buffer (read, the request's locality; an extern
+  // call Halide's code generator binds to the LLVM intrinsic, inlined).
+  Stmt prefetch_at(const Expr& base, const Expr& offset) const {
+    const Expr address = Call::make(Halide::Handle(), Call::reinterpret, {base + Halide::cast<uint64_t>(offset)}, Call::PureIntrinsic);
+    return Evaluate::make(Call::make(Halide::Int(32), "llvm.prefetch.p0i8", {address, 0, req_.locality, 1}, Call::Extern));
+  }
+
   // The prefetches of chunk c of n of the next task's slice, c the current iteration's position
-  // among all iterations of loops_ (outermost slowest): one llvm.prefetch (read, the request's
-  // locality; an extern call Halide's code generator binds to the LLVM intrinsic, inlined) per
-  // cache line, none for a chunk that starts past the slice.
+  // among all iterations of loops_ (outermost slowest): one per cache line, none for a chunk that
+  // starts past the slice; with walk_ahead_tasks, one more at the same place of the slice that
+  // many tasks further on where that place is among a page's first `chunk` bytes (once a page).
   Stmt prefetches(int64_t n) const {
     const int64_t chunk = ((req_.task_bytes + n - 1) / n + kLineBytes - 1) / kLineBytes * kLineBytes;
     Expr c = Halide::cast<int64_t>(0);
@@ -69,12 +76,12 @@ class TaskPrefetchInserter : public IRMutator {
                                  Call::PureIntrinsic);
     std::vector<Stmt> lines;
     // Lines past the slice's end (less than a chunk) are left in: a prefetch never faults.
-    for (int64_t off = 0; off < chunk; off += kLineBytes) {
-      const Expr at = base + Halide::cast<uint64_t>(begin + Expr(off));
-      const Expr address = Call::make(Halide::Handle(), Call::reinterpret, {at}, Call::PureIntrinsic);
-      lines.push_back(Evaluate::make(Call::make(Halide::Int(32), "llvm.prefetch.p0i8", {address, 0, req_.locality, 1}, Call::Extern)));
-    }
-    return IfThenElse::make(begin < limit, Block::make(lines));
+    for (int64_t off = 0; off < chunk; off += kLineBytes) lines.push_back(prefetch_at(base, begin + Expr(off)));
+    Stmt s = IfThenElse::make(begin < limit, Block::make(lines));
+    if (req_.walk_ahead_tasks <= 0) return s;
+    const Expr far = simplify(begin + Expr(int64_t{req_.walk_ahead_tasks} * req_.task_bytes));
+    const Expr in_page = (base + Halide::cast<uint64_t>(far)) % Expr(uint64_t{kPageBytes});
+    return Block::make(s, IfThenElse::make(far < Expr(req_.buffer_bytes) && in_page < Expr(uint64_t(chunk)), prefetch_at(base, far)));
   }
 
   Stmt visit(const For* op) override {
@@ -143,7 +150,7 @@ class TaskPrefetchPass : public IRMutator {
 std::string TaskPrefetch::to_tag() const {
   const nlohmann::json j = {{"task_loop", task_loop}, {"task_func", task_func},   {"spread_stage", spread_stage},
                             {"buffer", buffer},       {"task_bytes", task_bytes}, {"buffer_bytes", buffer_bytes},
-                            {"locality", locality}};
+                            {"locality", locality},   {"walk_ahead_tasks", walk_ahead_tasks}};
   return kTagPrefix + j.dump();
 }
 
@@ -160,10 +167,11 @@ std::optional<TaskPrefetch> TaskPrefetch::from_tag(const std::string& tag) {
     r.task_bytes = j.at("task_bytes").get<int64_t>();
     r.buffer_bytes = j.at("buffer_bytes").get<int64_t>();
     r.locality = j.at("locality").get<int>();
+    r.walk_ahead_tasks = j.at("walk_ahead_tasks").get<int>();
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }
-  if (r.task_bytes <= 0 || r.buffer_bytes <= 0) return std::nullopt;
+  if (r.task_bytes <= 0 || r.buffer_bytes <= 0 || r.walk_ahead_tasks < 0) return std::nullopt;
   return r;
 }
 

@@ -37,12 +37,29 @@ struct TaskPrefetch {
   int64_t task_bytes = 0;    // bytes of the buffer one task reads, contiguous, task t's at t * task_bytes
   int64_t buffer_bytes = 0;  // bytes of the whole buffer
   int locality = 2;          // llvm.prefetch locality: 3 prefetcht0 (into L1), 2 prefetcht1 (L2); the rule's: weight_prefetch_locality()
+  int walk_ahead_tasks = 0;  // > 0: also one prefetch per 4 KiB page of task t + this many's slice, walking its page tables early (see below)
 
   std::string to_tag() const;
   // The request a tag written by to_tag() holds, nullopt for any other text.
   static std::optional<TaskPrefetch> from_tag(const std::string& tag);
   bool operator==(const TaskPrefetch&) const = default;
 };
+
+// Page walks ahead (walk_ahead_tasks): in a network the weights' page-table entries are as cold
+// as the weights (100 MB of weights evict them from every cache), and in a virtual machine whose
+// host maps its memory in 4 KiB pages every page of a slice costs a two-level walk from memory,
+// huge pages in the guest or not. A line prefetch of the next task's slice that starts a page
+// waits on that walk, and the lines behind it wait too. One more prefetch per page, for the slice
+// two tasks ahead, walks each page before the next task's line prefetches reach it. Measured on
+// the Zen 5 VM, in the network (`run --profile`, knob prefetch=2 against 1, 4-6 rounds
+// alternated): ResNet-50's 1x1 convs at 7 x 7 with 4-8 MB of weights 1.13-1.17x at 1 thread and
+// 1.05-1.12x at 2 (the network 1.03x / 0.98x), but its 14 x 14 ones 0.85-0.96x at 2 threads, the
+// same 8 MB conv inside ResNeXt-50 0.97x at 1 thread, EfficientNet-B4's, R(2+1)D-18's,
+// ViT-B/16's and the Transformer's 0.85-0.98x. So it is a point of the space (the knob), not
+// the rule's choice: whether it pays depends on the network around the workload, which a
+// full-model evaluation sees and a workload measured alone does not.
+inline constexpr int64_t kPageBytes = 4096;
+inline constexpr int kWalkAheadTasks = 2;  // walk_ahead_tasks of the knob's requests (4 ran the same)
 
 // Chunks of at most this many bytes (8 cache lines): a burst of prefetches holds the line-fill
 // buffers, and loads behind them wait. On ResNet-50's 7x7 512-channel conv (1 thread, weights

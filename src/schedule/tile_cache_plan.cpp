@@ -264,8 +264,12 @@ void plan_row_groups(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
   p.outer.insert(block_loop, {OuterKind::PureGroup, rows.dim, group});
 }
 
+// The rule never walks pages ahead (prefetch=2 is the knob's alone): measured in the network it
+// pays on some workloads and costs on others of the same shape (task_prefetch.h).
 void plan_task_prefetch(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {
-  p.prefetch_next_task = tasks_are_block_tiles(f, p) && clamp_knob(k.prefetch, prefetch_by_rule(f, p), 0, 1) != 0;
+  const int prefetch = tasks_are_block_tiles(f, p) ? clamp_knob(k.prefetch, prefetch_by_rule(f, p) ? 1 : 0, 0, 2) : 0;
+  p.prefetch_next_task = prefetch > 0;
+  p.walk_pages_ahead = prefetch == 2;
 }
 
 void plan_streaming(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) {

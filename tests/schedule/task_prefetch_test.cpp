@@ -1,8 +1,8 @@
 // The next task's weights prefetched (schedule/task_prefetch.h) on real lowered convs: the rule
 // asks for it on small-image convs with large weights, the request survives as a tag, the pass
 // puts prefetch lines into each task's reduction loop (a few lines at a time, within the next
-// task's slice; prefetcht0 on AMD, prefetcht1 on Intel), and the prefetching code computes what
-// the plain code computes.
+// task's slice; prefetcht0 on AMD, prefetcht1 on Intel; with prefetch=2 one more per page of the
+// slice two tasks ahead), and the prefetching code computes what the plain code computes.
 #include "schedule/task_prefetch.h"
 
 #include <gtest/gtest.h>
@@ -54,9 +54,13 @@ TEST(TaskPrefetch, RequestsRoundTripThroughTheirTag) {
   r.task_bytes = 589824;
   r.buffer_bytes = 9437184;
   r.locality = 3;
+  r.walk_ahead_tasks = 2;
   const std::optional<TaskPrefetch> back = TaskPrefetch::from_tag(r.to_tag());
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, r);
+  TaskPrefetch backwards = r;
+  backwards.walk_ahead_tasks = -1;
+  EXPECT_FALSE(TaskPrefetch::from_tag(backwards.to_tag()));
   EXPECT_FALSE(TaskPrefetch::from_tag("func_type_and_dim: 1 2 32 1"));       // another tag
   EXPECT_FALSE(TaskPrefetch::from_tag("tensorsched.task_prefetch {"));       // not JSON
   EXPECT_FALSE(TaskPrefetch::from_tag("tensorsched.task_prefetch {\"buffer\":\"in1\"}"));  // fields missing
@@ -105,6 +109,24 @@ TEST(TaskPrefetch, SmallImageConvsWithLargeWeightsPrefetchTheNextTasksSlice) {
   EXPECT_EQ(count(s, intel_host() ? "prefetcht1" : "prefetcht0"), 3u);
   EXPECT_EQ(count(s, intel_host() ? "prefetcht0" : "prefetcht1"), 0u);
   EXPECT_EQ(count(s, "prefetchnta"), 0u);
+
+  // prefetch=2 (never the rule's): one more prefetch per chunk site, of the slice two tasks
+  // further on, taken where that place is among its page's first chunk bytes (once a page).
+  DefaultKnobs walk = on;
+  walk.prefetch = 2;
+  EXPECT_FALSE(plan_tile(f, on).walk_pages_ahead);
+  EXPECT_FALSE(plan_tile(f, {}).walk_pages_ahead);
+  ASSERT_TRUE(plan_tile(f, walk).walk_pages_ahead);
+  LoweredWorkload lw2 = lower_workload(w);
+  apply_default_variant(lw2.outputs, host_code_target(), walk);
+  const std::vector<TaskPrefetch> walk_reqs = task_prefetch_requests(lw2.outputs);
+  ASSERT_EQ(walk_reqs.size(), 1u);
+  EXPECT_EQ(walk_reqs[0].walk_ahead_tasks, kWalkAheadTasks);
+  EXPECT_EQ(reqs[0].walk_ahead_tasks, 0);
+  const std::string walk_stmt = compiled_text(w, walk, false);
+  EXPECT_EQ(count(walk_stmt, "llvm.prefetch.p0i8("), 4u) << walk_stmt;
+  EXPECT_NE(walk_stmt.find("4096"), std::string::npos) << "no page test around the walk's prefetch";
+  EXPECT_EQ(count(compiled_text(w, walk, true), intel_host() ? "prefetcht1" : "prefetcht0"), 4u);
 }
 
 // 256 -> 256 channels, 3x3, on 7 x 7 again: a task's slice (288 KB) is read from L2 once per row
@@ -264,10 +286,12 @@ TEST(TaskPrefetch, PrefetchingAndPlainTilesComputeTheSame) {
   // prefetches are clipped to the weights' end, the last task's are skipped. Each variant must
   // match the Measurer's reference (the rule's code).
   const Workload w = test::conv_relu_workload(test::save_conv_chain("prefetch_run.onnx", 16, 256, 272, 9, 9));
-  DefaultKnobs on, off, one_block, chunked;
+  DefaultKnobs on, off, one_block, chunked, walk;
   on.prefetch = 1;
   on.stream = 0;
   off.prefetch = 0;
+  walk = on;
+  walk.prefetch = 2;  // the walks two tasks ahead run past the weights' end for the last tasks: clipped
   one_block = on;
   one_block.blocks = 1;  // tasks of one block each
   chunked = on;
@@ -276,11 +300,13 @@ TEST(TaskPrefetch, PrefetchingAndPlainTilesComputeTheSame) {
   ASSERT_TRUE(plan_tile(only_tile(w), one_block).prefetch_next_task);
   ASSERT_EQ(plan_tile(only_tile(w), one_block).Vt, 1);
   ASSERT_TRUE(plan_tile(only_tile(w), chunked).prefetch_next_task);
+  ASSERT_TRUE(plan_tile(only_tile(w), walk).walk_pages_ahead);
   ASSERT_EQ(plan_tile(only_tile(w), chunked).k_block, 1);
   Measurer m(w, mo);
   ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
   for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(on), DefaultKnobSpace::recipe(off),
-                                        DefaultKnobSpace::recipe(one_block), DefaultKnobSpace::recipe(chunked)}))
+                                        DefaultKnobSpace::recipe(one_block), DefaultKnobSpace::recipe(chunked),
+                                        DefaultKnobSpace::recipe(walk)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 
   // A 1x1 conv, 640 -> 272 at 7 x 7: chunks of 8 input blocks (5 chunks) with the prefetch, the
