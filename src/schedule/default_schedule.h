@@ -47,7 +47,7 @@ struct DefaultKnobs {
   std::optional<int> unroll;         // "unroll": innermost reduction loops unrolled, 0-4
   std::optional<int> stream;         // "stream": 1 = the reduction's outermost loop outside the tile's rows, the weights' next slice prefetched
   std::optional<int> chunk;          // "chunk": a blocked tile's outermost reduction loop in chunks of this many, column tiles inside (0 = whole), 0-64
-  std::optional<int> prefetch;       // "prefetch": 1 = each parallel task prefetches the next one's weights into L2 (tasks over output blocks), 2 = and walks the pages of the slice two tasks ahead, 0 = neither
+  std::optional<int> prefetch;       // "prefetch": 1 = each parallel task prefetches the next one's weights into L2 (tasks over output blocks), 2 = and walks the pages of the slice three tasks ahead, 0 = neither
   std::optional<int> row_group;      // "row_group": a tile whose rows run outermost runs them in groups of this many inside its block loop (0 = one group of each row), 0-64
   bool operator==(const DefaultKnobs&) const = default;
 

@@ -102,7 +102,7 @@ struct TilePlan {
   int streamed = -1;               // outer loop (index in `outer`) run inside the reduction's outermost loop, -1 = none
   int k_block = 0;                 // the outermost reduction loop split in blocks of this many, streamed loop inside (plain matmul: B's slice staged), 0 = none
   bool prefetch_next_task = false; // the next parallel task's weights prefetched into L2 during this task's reduction (schedule/task_prefetch.h)
-  bool walk_pages_ahead = false;   // with prefetch_next_task: the page tables of the slice two tasks ahead walked too (task_prefetch.h)
+  bool walk_pages_ahead = false;   // with prefetch_next_task: the page tables of the slice three tasks ahead walked too (task_prefetch.h)
   bool operator==(const TilePlan&) const = default;
 };
 

@@ -63,7 +63,8 @@ class TaskPrefetchInserter : public IRMutator {
   // The prefetches of chunk c of n of the next task's slice, c the current iteration's position
   // among all iterations of loops_ (outermost slowest): one per cache line, none for a chunk that
   // starts past the slice; with walk_ahead_tasks, one more at the same place of the slice that
-  // many tasks further on where that place is among a page's first `chunk` bytes (once a page).
+  // many tasks past the next one, where that place is among a page's first `chunk` bytes (once a
+  // page).
   Stmt prefetches(int64_t n) const {
     const int64_t chunk = ((req_.task_bytes + n - 1) / n + kLineBytes - 1) / kLineBytes * kLineBytes;
     Expr c = Halide::cast<int64_t>(0);

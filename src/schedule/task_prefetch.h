@@ -37,7 +37,7 @@ struct TaskPrefetch {
   int64_t task_bytes = 0;    // bytes of the buffer one task reads, contiguous, task t's at t * task_bytes
   int64_t buffer_bytes = 0;  // bytes of the whole buffer
   int locality = 2;          // llvm.prefetch locality: 3 prefetcht0 (into L1), 2 prefetcht1 (L2); the rule's: weight_prefetch_locality()
-  int walk_ahead_tasks = 0;  // > 0: also one prefetch per 4 KiB page of task t + this many's slice, walking its page tables early (see below)
+  int walk_ahead_tasks = 0;  // > 0: also one prefetch per 4 KiB page of the slice this many tasks past the next (task t + 1 + this many), walking its page tables early (see below)
 
   std::string to_tag() const;
   // The request a tag written by to_tag() holds, nullopt for any other text.
@@ -50,7 +50,7 @@ struct TaskPrefetch {
 // host maps its memory in 4 KiB pages every page of a slice costs a two-level walk from memory,
 // huge pages in the guest or not. A line prefetch of the next task's slice that starts a page
 // waits on that walk, and the lines behind it wait too. One more prefetch per page, for the slice
-// two tasks ahead, walks each page before the next task's line prefetches reach it. Measured on
+// three tasks ahead (two past the next), walks each page before the line prefetches reach it. Measured on
 // the Zen 5 VM, in the network (`run --profile`, knob prefetch=2 against 1, 4-6 rounds
 // alternated): ResNet-50's 1x1 convs at 7 x 7 with 4-8 MB of weights 1.13-1.17x at 1 thread and
 // 1.05-1.12x at 2 (the network 1.03x / 0.98x), but its 14 x 14 ones 0.85-1.03x at 2 threads, the

@@ -2,7 +2,7 @@
 // asks for it on small-image convs with large weights, the request survives as a tag, the pass
 // puts prefetch lines into each task's reduction loop (a few lines at a time, within the next
 // task's slice; prefetcht0 on AMD, prefetcht1 on Intel; with prefetch=2 one more per page of the
-// slice two tasks ahead), and the prefetching code computes what the plain code computes.
+// slice three tasks ahead), and the prefetching code computes what the plain code computes.
 #include "schedule/task_prefetch.h"
 
 #include <gtest/gtest.h>
@@ -110,8 +110,8 @@ TEST(TaskPrefetch, SmallImageConvsWithLargeWeightsPrefetchTheNextTasksSlice) {
   EXPECT_EQ(count(s, intel_host() ? "prefetcht0" : "prefetcht1"), 0u);
   EXPECT_EQ(count(s, "prefetchnta"), 0u);
 
-  // prefetch=2 (never the rule's): one more prefetch per chunk site, of the slice two tasks
-  // further on, taken where that place is among its page's first chunk bytes (once a page).
+  // prefetch=2 (never the rule's): one more prefetch per chunk site, of the slice two tasks past
+  // the next one, taken where that place is among its page's first chunk bytes (once a page).
   DefaultKnobs walk = on;
   walk.prefetch = 2;
   EXPECT_FALSE(plan_tile(f, on).walk_pages_ahead);
@@ -125,7 +125,10 @@ TEST(TaskPrefetch, SmallImageConvsWithLargeWeightsPrefetchTheNextTasksSlice) {
   EXPECT_EQ(reqs[0].walk_ahead_tasks, 0);
   const std::string walk_stmt = compiled_text(w, walk, false);
   EXPECT_EQ(count(walk_stmt, "llvm.prefetch.p0i8("), 4u) << walk_stmt;
-  EXPECT_NE(walk_stmt.find("4096"), std::string::npos) << "no page test around the walk's prefetch";
+  // Its guard: the slice's end, and the place's offset in its page below the chunk (192 bytes).
+  EXPECT_NE(walk_stmt.find("% (uint64)4096) < (uint64)192)"), std::string::npos) << walk_stmt;
+  const int64_t walked = (1 + kWalkAheadTasks) * reqs[0].task_bytes;  // task t + 3's slice, from task 0
+  EXPECT_NE(walk_stmt.find("(int64)" + std::to_string(walked) + ")"), std::string::npos) << walk_stmt;
   EXPECT_EQ(count(compiled_text(w, walk, true), intel_host() ? "prefetcht1" : "prefetcht0"), 4u);
 }
 
@@ -291,7 +294,7 @@ TEST(TaskPrefetch, PrefetchingAndPlainTilesComputeTheSame) {
   on.stream = 0;
   off.prefetch = 0;
   walk = on;
-  walk.prefetch = 2;  // the walks two tasks ahead run past the weights' end for the last tasks: clipped
+  walk.prefetch = 2;  // the walks three tasks ahead run past the weights' end for the last tasks: clipped
   one_block = on;
   one_block.blocks = 1;  // tasks of one block each
   chunked = on;
