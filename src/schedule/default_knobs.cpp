@@ -43,7 +43,8 @@ const std::vector<KnobSpec>& knob_specs() {
 
 std::string describe_prefetch(const TilePlan& p) {
   if (!p.prefetch_next_task) return "";
-  return p.walk_pages_ahead ? ", the next task's weights prefetched (pages walked three tasks ahead)" : ", the next task's weights prefetched";
+  return p.walk_pages_ahead ? ", the next task's weights prefetched (pages walked three tasks ahead)"
+                            : ", the next task's weights prefetched";
 }
 
 std::optional<int> parse_int(const std::string& s) {
