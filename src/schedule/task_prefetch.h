@@ -53,11 +53,11 @@ struct TaskPrefetch {
 // three tasks ahead (two past the next), walks each page before the line prefetches reach it.
 // Measured on the Zen 5 VM, in the network (`run --profile`, knob prefetch=2 against 1, 4-6
 // rounds alternated): ResNet-50's 1x1 convs at 7 x 7 with 4-8 MB of weights 1.13-1.17x at 1
-// thread and 1.05-1.14x at 2 (the network 1.03x / 0.98x), but its 14 x 14 ones 0.85-1.03x at 2 threads, the
-// same 8 MB conv inside ResNeXt-50 0.97x at 1 thread, EfficientNet-B4's, R(2+1)D-18's,
-// ViT-B/16's and the Transformer's 0.85-1.02x. So it is a point of the space (the knob), not
-// the rule's choice: whether it pays depends on the network around the workload, which a
-// full-model evaluation sees and a workload measured alone does not.
+// thread and 1.05-1.14x at 2 (the network 1.03x / 0.98x), but its 14 x 14 ones 0.85-1.03x at 2
+// threads, the same 8 MB conv inside ResNeXt-50 0.97x at 1 thread, EfficientNet-B4's,
+// R(2+1)D-18's, ViT-B/16's and the Transformer's 0.85-1.02x. So it is a point of the space (the
+// knob), not the rule's choice: whether it pays depends on the network around the workload,
+// which a full-model evaluation sees and a workload measured alone does not.
 inline constexpr int64_t kPageBytes = 4096;
 inline constexpr int kWalkAheadTasks = 2;  // walk_ahead_tasks of the knob's requests (4 ran the same)
 
