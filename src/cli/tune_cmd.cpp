@@ -47,6 +47,7 @@ struct TuneArgs {
   std::vector<std::string> reuse_from;  // donor records databases: tuning reuse instead of search
   std::string donor = "auto";       // reuse: a donor model, auto or all
   int full_evals = 10;              // reuse: full-model evaluations after the standalone phase
+  int network_evals = 6;            // per thread count, network variants timed in the whole model
 };
 
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -83,6 +84,22 @@ MeasureOptions measure_options(const TuneArgs& a) {
   m.threads = a.threads;
   m.cache_root = a.cache_dir;
   return m;
+}
+
+// The in-network trials (tune/network_refine.h): the workload's steps per inference in the model
+// as it runs now and with the variant, timed alternately.
+void print_network_trials(const std::vector<NetworkTrial>& trials) {
+  if (trials.empty()) return;
+  std::cout << fmt::format("{:<16} {:<24} {:>7} {:<16} {:>11} {:>11} {:>13}  {}\n", "in the network", "name", "threads",
+                           "variant", "steps ms", "variant ms", "model ms", "");
+  for (const auto& t : trials)
+    std::cout << fmt::format("{:<16} {:<24} {:>7} {:<16} {:>11} {:>11} {:>13}  {}\n", t.key_hash, t.name.substr(0, 24),
+                             t.threads, t.variant, t.error.empty() ? ms(t.base_s) : "-",
+                             t.error.empty() ? ms(t.variant_s) : "-",
+                             t.error.empty() ? ms(t.base_model_s) + "/" + ms(t.variant_model_s) : "-",
+                             !t.error.empty() ? "not timed: " + t.error
+                             : t.kept         ? "kept: run uses it"
+                                              : "discarded");
 }
 
 // `tune --reuse-from`: the donors' schedules re-fitted, measured alone, then in the whole model
@@ -157,6 +174,7 @@ int tune_command(const TuneArgs& a) {
   o.e2e_threads = a.threads;
   o.e2e_iters = a.e2e_iters;
   o.confirm_threads = a.confirm_threads;
+  o.network_evals = a.network_evals;
   o.scheduler = a.scheduler;
   o.slot_seconds = a.slot;
   o.only.insert(a.workloads.begin(), a.workloads.end());
@@ -221,6 +239,7 @@ int tune_command(const TuneArgs& a) {
   std::cout << fmt::format("{}: policy {}, scheduler {}, measured {} schedules in {}; {} of {} workloads beat the "
                            "default (re-measured against it, interleaved)\n", g.path, s.policy, s.scheduler,
                            s.measured_now, duration(s.seconds), s.tuned_workloads, s.tasks.size());
+  print_network_trials(s.network);
   if (s.curve.size() > 1)
     std::cout << fmt::format("estimated model latency (sum of count x best): {} ms -> {} ms over {} slots; the "
                              "scheduler took {:.2f} s ({:.1f}%)\n",
@@ -263,6 +282,11 @@ void add_tune_command(CLI::App& app) {
                   "(default: 1)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
+  sub->add_option("--network-evals", a->network_evals,
+                  "After the winners' confirmation, per thread count: the heaviest workloads whose default has a "
+                  "variant a standalone measurement cannot judge (prefetch=2: page walks ahead) timed with it in the "
+                  "whole model, kept where their steps got faster (0 = none)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   sub->add_option("--e2e-iters", a->e2e_iters, "End-to-end runs of each model version in the summary (0 = skip)");
   sub->add_option("--cache-dir", a->cache_dir, "Code cache root");
   sub->add_flag("--allow-foreign-records", a->allow_foreign,
@@ -300,7 +324,7 @@ void add_tune_command(CLI::App& app) {
     static const std::set<std::string> search_only = {
         "--trials", "--time",      "--policy",  "--scheduler", "--slot",   "--seed",      "--workloads",
         "--sampling", "--transfer", "--allow-foreign-records", "--cost-model", "--plan-size", "--epsilon",
-        "--lambda",  "--alpha",     "--sa-chains", "--sa-steps"};
+        "--lambda",  "--alpha",     "--sa-chains", "--sa-steps", "--network-evals"};
     for (const CLI::Option* o : sub->get_options()) {
       if (o->count() == 0) continue;
       const std::string name = o->get_name();

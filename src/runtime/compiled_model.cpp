@@ -369,7 +369,8 @@ std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inpu
 }
 
 std::vector<double> time_alternately(const std::vector<CompiledModel*>& models,
-                                     const std::map<std::string, Tensor>& inputs, int iters, int warmup) {
+                                     const std::map<std::string, Tensor>& inputs, int iters, int warmup,
+                                     const std::function<void(size_t, double)>& after_run) {
   const size_t n = models.size();
   std::vector<std::vector<double>> times(n);
   for (int round = 0; round < warmup + iters; round++)
@@ -377,7 +378,9 @@ std::vector<double> time_alternately(const std::vector<CompiledModel*>& models,
       const size_t i = (k + static_cast<size_t>(round)) % n;
       const auto t0 = std::chrono::steady_clock::now();
       models[i]->run(inputs);
-      if (round >= warmup) times[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (round < warmup) continue;
+      times[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (after_run) after_run(i, times[i].back());
     }
   std::vector<double> medians;
   for (const auto& t : times) medians.push_back(time_stats(t).median);

@@ -3,6 +3,7 @@
 // pipeline (AOT, cached on disk by workload key, schedule, target and tensorsched version),
 // chained at run time over buffers allocated once. A workload runs a tuned Schedule when one is
 // given for its exact key, else the default schedule.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -73,7 +74,10 @@ class CompiledModel {
 // Median seconds of each of `models` over `iters` inferences on `inputs`, after `warmup` untimed
 // ones: the models take turns, starting one later each round, so that drift on the machine (a
 // shared core, the other core's load) hits all of them alike and their ratio means something.
+// `after_run(i, seconds)`, when given, is called after each timed run of models[i] (whose
+// step_seconds() then hold that run's steps).
 std::vector<double> time_alternately(const std::vector<CompiledModel*>& models,
-                                     const std::map<std::string, Tensor>& inputs, int iters, int warmup = 2);
+                                     const std::map<std::string, Tensor>& inputs, int iters, int warmup = 2,
+                                     const std::function<void(size_t, double)>& after_run = {});
 
 }  // namespace ts

@@ -249,6 +249,28 @@ std::optional<DefaultKnobs> DefaultKnobSpace::knobs_of(const Schedule& s) {
   return DefaultKnobs::from_params(s.autoscheduler->params);
 }
 
+std::optional<DefaultKnobs> DefaultKnobSpace::network_variant() const {
+  if (winograd_ || tiles_.empty()) return std::nullopt;
+  DefaultKnobs walk;
+  walk.prefetch = 2;
+  const std::vector<TilePlan> rule = plans({}), walked = plans(walk);
+  bool any = false;
+  for (size_t i = 0; i < rule.size(); i++) {
+    TilePlan expected = rule[i];
+    expected.walk_pages_ahead = expected.prefetch_next_task;  // a tile the rule does not prefetch must stay so
+    if (!(walked[i] == expected)) return std::nullopt;
+    any = any || expected.walk_pages_ahead;
+  }
+  if (!any) return std::nullopt;
+  return canonical(walk);
+}
+
+int64_t DefaultKnobSpace::weight_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& f : tiles_) bytes += f.weight_bytes;
+  return bytes;
+}
+
 std::string DefaultKnobSpace::describe() const {
   if (winograd_) {
     const WinogradTile t = winograd_plan({});

@@ -16,6 +16,7 @@
 // that change the plan, at the values the plan uses, so a variant has one hash.
 #include <Halide.h>
 
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -49,6 +50,14 @@ class DefaultKnobSpace {
   static std::optional<DefaultKnobs> knobs_of(const Schedule& s);
   // One line: the tiles' facts and the rule's plan.
   std::string describe() const;
+  // The rule with knobs whose effect a workload measured alone cannot show, canonical, or nullopt:
+  // today prefetch=2 where the rule prefetches the next task's weights and the walk ahead is all
+  // that changes. Its page walks pay only where the network around the workload left the
+  // page-table entries cold (task_prefetch.h), so only a run of the whole model decides it
+  // (tune/network_refine.h).
+  std::optional<DefaultKnobs> network_variant() const;
+  // Bytes of weights the tiles read (TileFacts::weight_bytes, summed): what a page walk covers.
+  int64_t weight_bytes() const;
 
  private:
   std::vector<TilePlan> plans(const DefaultKnobs& k) const;

@@ -102,7 +102,7 @@ std::vector<std::pair<double, double>> tuning_curve(const WorkloadRow& r) {
   std::vector<std::pair<double, double>> pts;
   double best = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < r.records.size(); i++) {
-    if (r.records[i].valid() && r.records[i].policy != kConfirmPolicy) best = std::min(best, r.records[i].median);
+    if (r.records[i].valid() && !is_confirmation_policy(r.records[i].policy)) best = std::min(best, r.records[i].median);
     if (std::isfinite(best)) pts.push_back({static_cast<double>(i + 1), best * 1e3});
   }
   return pts;
@@ -114,7 +114,7 @@ std::vector<std::pair<double, double>> model_curve(const std::vector<WorkloadRow
   std::vector<std::tuple<int64_t, size_t, double>> events;  // time, workload, median
   for (size_t w = 0; w < rows.size(); w++)
     for (const auto& rec : rows[w].records)
-      if (rec.valid() && rec.policy != kConfirmPolicy) events.emplace_back(rec.timestamp_us, w, rec.median);
+      if (rec.valid() && !is_confirmation_policy(rec.policy)) events.emplace_back(rec.timestamp_us, w, rec.median);
   std::sort(events.begin(), events.end());
   std::vector<double> best(rows.size(), std::numeric_limits<double>::infinity());
   std::vector<std::pair<double, double>> pts;

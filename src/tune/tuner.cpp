@@ -1,6 +1,7 @@
 #include "tune/tuner.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -118,7 +119,8 @@ nlohmann::json summary_json(const TuneSummary& s) {
           {"e2e_default_ms", s.e2e_default_s * 1e3},
           {"e2e_tuned_ms", s.e2e_tuned_s * 1e3},
           {"speedup", s.e2e_tuned_s > 0 ? s.e2e_default_s / s.e2e_tuned_s : 0},
-          {"stopped", s.stopped}};
+          {"stopped", s.stopped},
+          {"network", network_trials_json(s.network)}};
 }
 
 std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key, int threads) {
@@ -129,8 +131,9 @@ std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::
   std::optional<Record> pending;
   std::optional<Confirmation> last, last_any;
   for (const auto& r : db.records(exact_key)) {  // oldest first
-    if (r.policy != kConfirmPolicy) continue;
-    if (!pending) {
+    if (!is_confirmation_policy(r.policy)) continue;
+    if (!pending || pending->policy != r.policy) {  // a pair is of one kind
+      pending.reset();
       if (r.schedule_hash == def) pending = r;
       continue;
     }
@@ -297,6 +300,26 @@ void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const Search
 
 // End to end, in this process and run: default schedules vs the best record per workload, run
 // alternately so that both see the same machine state.
+// The workloads whose default has a variant only the whole model can judge (network_refine.h).
+std::vector<NetworkCandidate> network_candidates(const std::vector<Task>& tasks) {
+  std::vector<NetworkCandidate> out;
+  for (const Task& t : tasks) {
+    if (!t.summary.error.empty() || !t.default_knobs) continue;
+    if (std::optional<DefaultKnobs> k = t.default_knobs->network_variant())
+      out.push_back({t.w, DefaultKnobSpace::recipe(*k), static_cast<double>(t.count) * t.default_knobs->weight_bytes()});
+  }
+  return out;
+}
+
+NetworkRefineOptions network_options(const TuneOptions& opts) {
+  NetworkRefineOptions n;
+  n.evals = opts.network_evals;
+  n.threads = confirm_thread_counts(opts);
+  n.cache_root = opts.measure.cache_root;
+  n.stop = opts.stop;
+  return n;
+}
+
 void measure_end_to_end(const Graph& g, const Partition& part, const RecordsDB& db, const TuneOptions& opts,
                         TuneSummary& sum) {
   CompileOptions dopts, topts;
@@ -439,7 +462,12 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   // iterations) at the default's latency, plus loading their cached code.
   double initial_latency = 0;
   for (const Task& t : tasks) initial_latency += t.count * t.default_s;
-  const double e2e_reserve = opts.e2e_iters > 0 ? 2.0 * (opts.e2e_iters + 2) * initial_latency + 1.0 : 0.0;
+  // So are the in-network trials before it.
+  const std::vector<NetworkCandidate> network = opts.network_evals > 0 ? network_candidates(tasks) : std::vector<NetworkCandidate>{};
+  const NetworkRefineOptions network_opts = network_options(opts);
+  const double e2e_reserve = (opts.e2e_iters > 0 ? 2.0 * (opts.e2e_iters + 2) * initial_latency + 1.0 : 0.0) +
+                             network_refine_reserve(network.size(), network_opts, initial_latency,
+                                                    effective_threads(opts.measure.threads));
 
   SchedulerOptions so;
   so.trials_per_task = opts.trials;
@@ -502,6 +530,11 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   sum.seconds = seconds_since(t0);
   sum.stopped = stopped();
   summarize_tasks(tasks, db, policy, def, opts, sum);
+  if (!network.empty() && !sum.stopped) {
+    sum.network = refine_in_network(g, db, network, network_opts,
+                                    [](const std::string& line) { spdlog::info("tune in the network: {}", line); });
+    sum.stopped = stopped();
+  }
   if (opts.e2e_iters > 0 && !sum.stopped) measure_end_to_end(g, part, db, opts, sum);
   return sum;
 }
@@ -518,7 +551,7 @@ std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string&
     // Failures rank below every valid schedule of their workload (a rank loss compares within one).
     // A winner's re-measurement (policy "confirm") would count its schedule twice.
     for (const auto& r : records)
-      if (r.features_version == kFeaturesVersion && !r.features.empty() && r.policy != kConfirmPolicy)
+      if (r.features_version == kFeaturesVersion && !r.features.empty() && !is_confirmation_policy(r.policy))
         out.push_back({w.key_hash, r.features, r.valid() ? r.median : 2 * worst});
   }
   return out;

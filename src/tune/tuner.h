@@ -13,7 +13,9 @@
 // each), the others hand out slots (slot_seconds / slot_trials). The default schedule of every
 // task is measured first (and recorded once, with policy "default"): it is the reference outputs
 // are checked against and the baseline of the summary. After the loop every task's winner is
-// re-measured against its default (confirm_rounds).
+// re-measured against its default (confirm_rounds), then, for what a standalone measurement cannot
+// show, the network variants of the workloads with the most weight pages are timed in the whole
+// model (network_evals, tune/network_refine.h).
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -30,6 +32,7 @@
 #include "measure/measurer.h"
 #include "schedule/schedule_space.h"
 #include "search/search_policy.h"
+#include "tune/network_refine.h"
 #include "tune/records_db.h"
 #include "tune/task.h"
 #include "tune/task_scheduler.h"
@@ -48,6 +51,7 @@ struct TuneOptions {
   std::set<std::string> only;     // key hashes of the workloads to tune (empty = all)
   Sampling sampling = Sampling::Sketch;  // how the spaces draw schedules (random proposals, SA chains, mutations)
   int confirm_rounds = 3;         // re-measurement rounds of each task's winner against the default (0 = none)
+  int network_evals = 6;          // after them, per thread count: workloads whose network variant is timed in the whole model (tune/network_refine.h; 0 = none)
   int confirm_candidates = 3;     // the task's fastest records re-measured so (the best of them there is kept)
   std::vector<int> confirm_threads;  // thread counts they are re-measured at besides the tuning's (empty: 1)
   std::string scheduler = "sequential";  // the TaskScheduler (task_scheduler.h: scheduler_names())
@@ -83,12 +87,13 @@ struct TuneSummary {
   };
   std::vector<LatencyPoint> curve;  // after the defaults, then after every slot
   double scheduler_seconds = 0;   // time the task scheduler itself took (choosing and observing)
+  std::vector<NetworkTrial> network;  // the in-network refinement's trials (TuneOptions::network_evals)
 };
 
 // The summary as the `tune --json` output and Python's tensorsched.tune return it (docs/cli.md):
 // {"policy", "scheduler", "tasks": [...], "measured_now", "seconds", "tuned_workloads",
 // "e2e_default_ms", "e2e_tuned_ms", "speedup", "stopped", "scheduler_seconds",
-// "curve": [[seconds, estimated model latency ms], ...]}.
+// "curve": [[seconds, estimated model latency ms], ...], "network": network_trials_json}.
 nlohmann::json summary_json(const TuneSummary& s);
 
 // The name a model is recorded under: its file's stem, or its folder's name for "model.onnx"
@@ -122,11 +127,19 @@ namespace ts {
 // so a rank loss places them last.
 std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string& exclude_key);
 
-// The latest re-measurement of a workload's winner against its default (records of policy
-// kConfirmPolicy): the default's record and the candidate's, or nothing when none was made.
+// The latest re-measurement of a workload's winner against its default (a pair of records of
+// policy kConfirmPolicy or kNetworkConfirmPolicy): the default's record and the candidate's, or
+// nothing when none was made.
 // With threads > 0 the latest measured with that many threads where there is one (a schedule's
 // rank changes with them), else the latest of any.
 inline constexpr const char* kConfirmPolicy = "confirm";
+// The same pair measured as steps of the whole model (tune/network_refine.h): the times are the
+// workload's steps per inference there, not a standalone measurement.
+inline constexpr const char* kNetworkConfirmPolicy = "confirm-network";
+// A re-measurement against the default (either kind): it decides, and it repeats schedules on purpose.
+inline bool is_confirmation_policy(const std::string& policy) {
+  return policy == kConfirmPolicy || policy == kNetworkConfirmPolicy;
+}
 // How much faster than the default a re-measured candidate must be, by its median and by its
 // fastest run. Wins below it are not told apart from noise: of ResNet-50's 14 winners (from 600 s
 // of tuning) used with any win, 10 gained 0.1-3% by the fastest run, and the tuned model ran

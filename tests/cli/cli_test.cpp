@@ -272,6 +272,33 @@ TEST(Cli, WorkloadsListThePartitionOfTheThreads) {
                         "`tensorsched workloads --threads N` lists them");
 }
 
+// `tune --network-evals N` times the network variant of the conv with the most weight pages in
+// the whole model after the confirmations (tune/network_refine.h), prints the trial and puts it
+// in the JSON; it is refused with --reuse-from, whose options it does not belong to.
+TEST(Cli, TuneTimesNetworkVariantsInTheModel) {
+  const std::string model = test::save_conv_chain("cli_network.onnx", 64, 2048, 512, 7, 7, 1);
+  const std::string db = (test::temp_dir() / "cli_network.db").string();
+  std::filesystem::remove(db);
+  const std::string tune = "tune " + model + " --db " + db + " --trials 1 --threads 1 --repeats 2 --e2e-iters 0";
+  Result r = run_cli(tune + " --network-evals 1 --json -q");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  if (j["network"].empty()) GTEST_SKIP() << "the rule prefetches none of these convs on this host";
+  ASSERT_EQ(j["network"].size(), 1u) << j["network"].dump();
+  EXPECT_EQ(j["network"][0]["variant"], R"({"prefetch":"2"})");
+  EXPECT_EQ(j["network"][0]["threads"], 1);
+  EXPECT_EQ(j["network"][0]["error"], "");
+  Result text = run_cli(tune + " --network-evals 1");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("in the network"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(j["network"][0]["key"].get<std::string>()), std::string::npos) << text.out;
+  Result none = run_cli(tune + " --network-evals 0 --json -q");
+  ASSERT_EQ(none.code, 0) << none.out;
+  EXPECT_TRUE(nlohmann::json::parse(none.out.substr(none.out.find('{')))["network"].empty());
+  expect_one_line_error(run_cli("tune " + model + " --db " + db + " --reuse-from " + db + " --network-evals 1"),
+                        "--network-evals does not apply");
+}
+
 TEST(Cli, RunWithTunedSchedulesFromDb) {
   const std::string model = test::save_matmul_relu_model();
   const Workload w = test::matmul_relu_workload();

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
 #include <set>
 
 #include "measure/measurer.h"
@@ -106,6 +108,28 @@ TEST(DefaultKnobSpace, PipelinesWithoutATileHaveNoKnobs) {
   EXPECT_TRUE(space.empty());
   std::mt19937_64 rng(1);
   EXPECT_EQ(space.draw(rng), DefaultKnobs{});
+}
+
+// The variant only a whole model can judge: page walks ahead where the rule prefetches the next
+// task's weights (a 2048 -> 512 1x1 conv at 7 x 7, 4 MB of weights: ResNet-50's), and nothing
+// where it does not (a 32-channel conv, whose weights fit in L1).
+TEST(DefaultKnobSpace, NetworkVariantWalksPagesWhereTheRulePrefetchesOnly) {
+  const Workload big = test::conv_relu_workload(test::save_conv_chain("network_variant_big.onnx", 64, 2048, 512, 7, 7, 1));
+  const TileFacts f = test::only_tile(big);
+  const TilePlan rule = plan_tile(f, {});
+  const std::optional<DefaultKnobs> v = knob_space(big).network_variant();
+  if (rule.prefetch_next_task) {
+    ASSERT_TRUE(v.has_value());
+    EXPECT_EQ(v->params(), (std::map<std::string, std::string>{{"prefetch", "2"}}));
+    TilePlan walked = rule;
+    walked.walk_pages_ahead = true;
+    EXPECT_EQ(plan_tile(f, *v), walked) << "the walk is all the variant changes";
+  } else {
+    EXPECT_FALSE(v.has_value()) << "prefetch=2 would make a tile prefetch that the rule does not";
+  }
+  const Workload small = test::conv_relu_workload(test::save_conv_chain("network_variant_small.onnx", 16, 32, 32, 14, 14));
+  ASSERT_FALSE(plan_tile(test::only_tile(small), {}).prefetch_next_task);
+  EXPECT_FALSE(knob_space(small).network_variant().has_value());
 }
 
 // Variants of a blocked conv and of a plain matmul compile and match the rule's output.

@@ -1,0 +1,91 @@
+#pragma once
+// In-network refinement: knob variants whose effect a workload measured alone cannot show, timed
+// as steps of the whole model.
+//
+// Why: the Measurer times a workload alone, its weights evicted before each run but its page
+// tables warm (CLFLUSH touches every page). In a network the page-table entries of a step's
+// weights are as cold as the weights, and ResNet-50's 7 x 7 1x1 convs ran 15-25% slower there
+// than alone. The prefetch=2 knob walks the pages of a prefetching task's slice ahead
+// (task_prefetch.h): 1.13-1.15x on those convs in ResNet-50 at 1 thread, but 0.85-1.0x on convs
+// of the same shapes in other networks, and no difference alone. So the rule never takes it, a
+// standalone measurement cannot pick it, and only the model around the workload can decide.
+//
+// How: per thread count, the model compiled with what `run --db --threads N` runs now (the base)
+// and the same model with one workload's variant (DefaultKnobSpace::network_variant) run in
+// turns (time_alternately: one inference each, alternately); the workload's steps are timed in
+// every run (their sum per inference). The variant is kept when it beat the base by
+// kConfirmMargin by its median and by its fastest run, like a standalone confirmation, and it
+// then stays in the base for the next workload. Only workloads that run the default (or the
+// variant, decided at another thread count) are tried: a tuned winner keeps its standalone
+// confirmation. Those with the most weight pages per
+// inference first (what a walk can save grows with them, not with the step's time: ResNet-50's
+// 7 x 7 convs gained 1.13-1.15x, its 14 x 14 ones with a quarter of the weights per step, six
+// times the count, 0.85-1.03x).
+// Each trial is recorded as a confirmation pair of policy kNetworkConfirmPolicy (tuner.h: the
+// default's in-network times, then the variant's, with the thread count), which
+// latest_confirmation reads like any other: `run --db` and `compile --db` run what it decided.
+// Outputs of the trial model must equal the base's before a time is trusted.
+// The models are compiled from the tuned graph (its passes planned for the tuning's thread
+// count); the variants change prefetching only, so their workloads' exact keys are the same at
+// every thread count.
+#include <atomic>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/workload.h"
+#include "schedule/schedule.h"
+#include "tune/records_db.h"
+
+namespace ts {
+
+// A workload the refinement may try, with its variant.
+struct NetworkCandidate {
+  const Workload* w = nullptr;  // the workload (owned by the partition)
+  Schedule variant;             // the rule with the variant's knobs (DefaultKnobSpace::recipe)
+  double walked_bytes = 0;      // count x its weights' bytes: the pages it walks per inference, what it can save (the most first)
+};
+
+struct NetworkRefineOptions {
+  int evals = 6;                // candidates tried per thread count (0 = none)
+  int iters = 30;               // timed inferences of each model per trial (alternating)
+  std::vector<int> threads;     // thread counts, each decided on its own (`run --threads N` reads its own)
+  std::string cache_root;       // code cache root ("" = default)
+  const std::atomic<bool>* stop = nullptr;  // when it turns true: stop, recording nothing more
+};
+
+// One trial: a workload's variant against the base model, at one thread count.
+struct NetworkTrial {
+  std::string key_hash;         // workload key hash
+  std::string name;             // workload name
+  std::string variant;          // the variant's knobs as JSON (e.g. {"prefetch":"2"})
+  int threads = 0;              // Halide threads of both models
+  double base_s = 0;            // the workload's steps per inference in the base model (median)
+  double variant_s = 0;         // the same with the variant (median)
+  double base_min_s = 0;        // fastest of the base's
+  double variant_min_s = 0;     // fastest of the variant's
+  double base_model_s = 0;      // the base model's latency (median of the same runs)
+  double variant_model_s = 0;   // the trial model's
+  bool kept = false;            // faster by kConfirmMargin by median and fastest run: run uses it
+  std::string error;            // why the trial could not be timed ("" if it was)
+};
+
+// Progress: one line per trial.
+using NetworkProgress = std::function<void(const std::string& line)>;
+
+// Tries the candidates as described at the top, recording each trial in `db`.
+std::vector<NetworkTrial> refine_in_network(const Graph& g, RecordsDB& db, std::vector<NetworkCandidate> candidates,
+                                            const NetworkRefineOptions& opts, const NetworkProgress& say = {});
+
+// Seconds the refinement may take at most: per thread count and candidate tried, two models
+// compiled and loaded and (iters + warm-ups) x 2 inferences of `model_s` (slower by tuned / n on
+// n threads).
+double network_refine_reserve(size_t candidates, const NetworkRefineOptions& opts, double model_s, int tuned_threads);
+
+// [{"key", "name", "variant", "threads", "base_ms", "variant_ms", "base_min_ms", "variant_min_ms",
+// "base_model_ms", "variant_model_ms", "kept", "error"}] (docs/cli.md).
+nlohmann::json network_trials_json(const std::vector<NetworkTrial>& trials);
+
+}  // namespace ts
