@@ -74,7 +74,8 @@ def main():
         convs = convs[: a.workloads]
     keys = [c["key"] for c in convs]
     names = {c["key"]: c["name"] for c in convs}
-    common = ["--trials", str(a.trials), "--seed", str(a.seed), "--e2e-iters", "0", "--json", "--plan-size", str(a.plan_size),
+    common = ["--trials", str(a.trials), "--seed", str(a.seed), "--e2e-iters", "0", "--network-evals", "0", "--json",
+              "--plan-size", str(a.plan_size),
               "--sa-steps", str(a.sa_steps)]
     dbs = {p: os.path.join(work, p + ".db") for p in ["random", "gbt-sa"]}
     for p in ["random", "gbt-sa"]:

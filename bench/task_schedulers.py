@@ -43,7 +43,7 @@ from bench_util import repo_relative  # noqa: E402
 def tune(binary, model, scheduler, seed, seconds, policy):
     with tempfile.TemporaryDirectory(prefix="ts_sched_") as tmp:
         cmd = [binary, "tune", model, "--db", os.path.join(tmp, "r.db"), "--time", str(seconds), "--scheduler",
-               scheduler, "--seed", str(seed), "--policy", policy, "--e2e-iters", "0", "--json", "-q",
+               scheduler, "--seed", str(seed), "--policy", policy, "--e2e-iters", "0", "--network-evals", "0", "--json", "-q",
                "--cache-dir", os.path.join(tmp, "cache")]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         return json.loads(out[out.index("{"):])

@@ -68,8 +68,9 @@ def main():
             trials = args.trials if policy in ("random", "gbt-sa") else args.halide_trials
             budget = ["--time", str(args.time)] if args.time > 0 else ["--trials", str(trials)]
             t0 = time.time()
+            # --network-evals 0: the policies' own finds, compared under the same budget.
             j = run_json([args.binary, "tune", model, "--db", db, "--policy", policy, "--e2e-iters", "0",
-                          "--cache-dir", cache, "--json"] + budget)
+                          "--network-evals", "0", "--cache-dir", cache, "--json"] + budget)
             tuned[policy] = {"db": db, "tune_s": time.time() - t0, "measured": j["measured_now"],
                              "beat_default": j["tuned_workloads"], "tasks": len(j["tasks"])}
             print(f"{name} {policy}: tuned in {tuned[policy]['tune_s']:.0f} s, {j['measured_now']} measured, "

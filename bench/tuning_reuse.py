@@ -58,7 +58,7 @@ def tune_donor(args, model):
         os.remove(tmp)
     with tempfile.TemporaryDirectory(prefix="ts_reuse_") as cache:
         r = run_json([args.binary, "tune", model_path(args.zoo, model), "--db", tmp, "--time", str(args.donor_time),
-                      "--policy", "random", "--e2e-iters", "0", "--json", "-q", "--cache-dir", cache])
+                      "--policy", "random", "--e2e-iters", "0", "--network-evals", "0", "--json", "-q", "--cache-dir", cache])
     os.replace(tmp, db)
     print(f"donor {model}: {r['tuned_workloads']} workloads tuned in {r['seconds']:.0f} s", flush=True)
     return db
@@ -99,7 +99,7 @@ def reuse_target(args, model, donors):
 def scratch_target(args, model, policy, seconds):
     with tempfile.TemporaryDirectory(prefix="ts_scratch_") as tmp:
         r = run_json([args.binary, "tune", model_path(args.zoo, model), "--db", os.path.join(tmp, "r.db"),
-                      "--time", str(max(10, round(seconds))), "--policy", policy, "--json", "-q",
+                      "--time", str(max(10, round(seconds))), "--policy", policy, "--network-evals", "0", "--json", "-q",
                       "--cache-dir", os.path.join(tmp, "cache")])
     print(f"scratch {model} {policy} {seconds:.0f} s: {r['speedup']:.3f}x", flush=True)
     return {k: r[k] for k in ("speedup", "e2e_default_ms", "e2e_tuned_ms", "seconds", "tuned_workloads")}

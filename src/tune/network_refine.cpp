@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "measure/time_stats.h"
+#include "measure/workload_code.h"
 #include "runtime/compiled_model.h"
 #include "tune/tuner.h"
 
@@ -54,36 +57,46 @@ std::vector<RunTimes> time_steps(const std::vector<CompiledModel*>& models, cons
   return out;
 }
 
-// Why the trial model cannot be timed against the base: its variant did not compile, or its
-// outputs differ from the base's; "" when it can.
+// Why the trial model cannot be timed against the base: its variant did not compile (the
+// default runs instead), its outputs differ from the base's, or it has no step of the workload;
+// "" when it can.
 std::string check_trial(const Graph& g, CompiledModel& base, CompiledModel& trial, const NetworkCandidate& c,
                         const std::map<std::string, Tensor>& inputs) {
-  if (!trial.stats().warnings.empty()) return "the variant did not compile: " + trial.stats().warnings.front();
+  const Partition& p = trial.partition();
+  const auto w = std::find_if(p.workloads.begin(), p.workloads.end(),
+                              [&](const Workload& x) { return x.exact_key == c.w->exact_key; });
+  if (w == p.workloads.end() || steps_of(trial, c.w->exact_key).empty()) return "the model has no step of this workload";
+  if (trial.schedule_hashes()[static_cast<size_t>(w - p.workloads.begin())] != c.variant.hash())
+    return "the variant did not compile (the default ran instead)";
   const std::vector<Tensor> want = base.run(inputs), got = trial.run(inputs);
   for (size_t k = 0; k < want.size(); k++) {
     // A variant changes prefetching only: the same arithmetic, so the same values.
     const Comparison cmp = compare_tensors(got[k], want[k], 1e-6, 0);
     if (!cmp.ok) return fmt::format("output '{}' differs from the base model's: {}", g.outputs[k], cmp.message);
   }
-  return steps_of(trial, c.w->exact_key).empty() ? "the model has no step of this workload" : "";
+  return "";
 }
 
-Record record_of(const NetworkCandidate& c, const Schedule& s, const std::vector<double>& times, int threads) {
+// A record of the workload's steps in the network: per inference their sum over `steps` steps,
+// recorded as a step's mean (the unit of every other record: one call of the workload).
+Record record_of(const NetworkCandidate& c, const Schedule& s, const std::vector<double>& sums, size_t steps, int threads) {
   MeasureResult m;
-  m.times = times;
+  for (double t : sums) m.times.push_back(t / static_cast<double>(std::max<size_t>(1, steps)));
   m.threads = threads;
   Record r = make_record(*c.w, s, m, kNetworkConfirmPolicy);
-  const TimeStats st = time_stats(times);
+  const TimeStats st = time_stats(m.times);
   r.median = st.median;  // as RecordsDB::add computes them, for the decision below
   r.min = st.min;
   return r;
 }
 
+bool stopped(const NetworkRefineOptions& opts) { return opts.stop && opts.stop->load(); }
+
 // One candidate against `base` (which runs `schedules`) at `threads`; a kept variant becomes the
-// base.
+// base. `ran` turns true once a model has run (Halide's pool then holds the trial's count).
 NetworkTrial try_candidate(const Graph& g, RecordsDB& db, const NetworkCandidate& c, int threads,
                            std::map<std::string, Schedule>& schedules, std::unique_ptr<CompiledModel>& base,
-                           const std::map<std::string, Tensor>& inputs, const NetworkRefineOptions& opts) {
+                           const std::map<std::string, Tensor>& inputs, const NetworkRefineOptions& opts, bool& ran) {
   NetworkTrial t;
   t.key_hash = c.w->key_hash();
   t.name = c.w->name;
@@ -92,26 +105,28 @@ NetworkTrial try_candidate(const Graph& g, RecordsDB& db, const NetworkCandidate
   std::map<std::string, Schedule> with = schedules;
   with[c.w->exact_key] = c.variant;
   std::unique_ptr<CompiledModel> trial;
+  std::vector<RunTimes> rt;
+  const char* stage = "the model as it runs";
   try {
     if (!base) base = compile_with(g, schedules, opts, threads);
+    stage = "the model with the variant";
     trial = compile_with(g, with, opts, threads);
+    ran = true;
     t.error = check_trial(g, *base, *trial, c, inputs);
+    if (t.error.empty() && !stopped(opts)) rt = time_steps({base.get(), trial.get()}, c.w->exact_key, inputs, opts.iters);
   } catch (const Error& e) {
-    t.error = e.what();
+    t.error = fmt::format("{}: {}", stage, e.what());
   }
+  if (t.error.empty() && stopped(opts)) t.error = "stopped";
   if (!t.error.empty()) return t;
-  const std::vector<RunTimes> rt = time_steps({base.get(), trial.get()}, c.w->exact_key, inputs, opts.iters);
-  if (opts.stop && opts.stop->load()) {
-    t.error = "stopped";
-    return t;
-  }
-  const Record d = record_of(c, default_schedule_recipe(), rt[0].steps, threads);
-  const Record v = record_of(c, c.variant, rt[1].steps, threads);
+  const size_t steps = steps_of(*trial, c.w->exact_key).size();
+  const Record d = record_of(c, default_schedule_recipe(), rt[0].steps, steps, threads);
+  const Record v = record_of(c, c.variant, rt[1].steps, steps, threads);
   db.add({d, v});  // one transaction, the default's first: a confirmation pair (tuner.h)
-  t.base_s = d.median;
-  t.variant_s = v.median;
-  t.base_min_s = d.min;
-  t.variant_min_s = v.min;
+  t.base_s = time_stats(rt[0].steps).median;
+  t.variant_s = time_stats(rt[1].steps).median;
+  t.base_min_s = time_stats(rt[0].steps).min;
+  t.variant_min_s = time_stats(rt[1].steps).min;
   t.base_model_s = time_stats(rt[0].model).median;
   t.variant_model_s = time_stats(rt[1].model).median;
   t.kept = Confirmation{d, v}.faster();
@@ -122,45 +137,55 @@ NetworkTrial try_candidate(const Graph& g, RecordsDB& db, const NetworkCandidate
   return t;
 }
 
+std::string trial_line(const NetworkTrial& t) {
+  if (!t.error.empty()) return fmt::format("{} {} {} on {} threads: not timed: {}", t.key_hash, t.name, t.variant, t.threads, t.error);
+  return fmt::format("{} {} {} on {} threads: {:.3f} ms in the network against {:.3f} ms (fastest {:.3f} / {:.3f}); "
+                     "model {:.3f} / {:.3f} ms: {}",
+                     t.key_hash, t.name, t.variant, t.threads, t.variant_s * 1e3, t.base_s * 1e3, t.variant_min_s * 1e3,
+                     t.base_min_s * 1e3, t.variant_model_s * 1e3, t.base_model_s * 1e3, t.kept ? "kept" : "discarded");
+}
+
 }  // namespace
 
 std::vector<NetworkTrial> refine_in_network(const Graph& g, RecordsDB& db, std::vector<NetworkCandidate> candidates,
                                             const NetworkRefineOptions& opts, const NetworkProgress& say) {
   std::vector<NetworkTrial> out;
   if (opts.evals <= 0 || candidates.empty()) return out;
+  const auto t0 = std::chrono::steady_clock::now();
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const NetworkCandidate& a, const NetworkCandidate& b) { return a.walked_bytes > b.walked_bytes; });
   const Partition part = partition_graph(g);
   const std::map<std::string, Tensor> inputs = random_inputs(g, 1);
+  bool ran = false;
   for (int threads : opts.threads) {
     std::vector<std::string> warnings;  // best_schedules' own (skipped records); `run --db` reports them
     std::map<std::string, Schedule> schedules = best_schedules(part, db, warnings, threads);
     std::unique_ptr<CompiledModel> base;  // compiled for the first trial
     int tried = 0;
     for (const NetworkCandidate& c : candidates) {
-      if (tried >= opts.evals || (opts.stop && opts.stop->load())) break;
-      // A tuned winner keeps its standalone confirmation. The variant itself may run already,
-      // decided at another thread count (latest_confirmation falls back to any): this count
-      // decides anew, against the default.
+      if (tried >= opts.evals || stopped(opts) || (opts.seconds > 0 && seconds_since(t0) >= opts.seconds)) break;
+      // A tuned winner keeps its standalone confirmation. The variant may run already by an
+      // earlier decision of the model (at another thread count: latest_confirmation falls back to
+      // any; or by an earlier run): this count decides anew, against the default.
       const auto used = schedules.find(c.w->exact_key);
+      std::optional<Schedule> decided;
       if (used != schedules.end()) {
-        if (used->second.hash() != c.variant.hash()) continue;
+        const std::optional<Record> r = used_record(db, c.w->exact_key, threads);
+        if (!r || r->policy != kNetworkConfirmPolicy || used->second.hash() != c.variant.hash()) continue;
+        decided = used->second;
         schedules.erase(used);
         base.reset();
       }
       tried++;
-      out.push_back(try_candidate(g, db, c, threads, schedules, base, inputs, opts));
-      const NetworkTrial& t = out.back();
-      if (!say) continue;
-      if (!t.error.empty())
-        say(fmt::format("{} {} {} on {} threads: not timed: {}", t.key_hash, t.name, t.variant, threads, t.error));
-      else
-        say(fmt::format("{} {} {} on {} threads: {:.3f} ms in the network against {:.3f} ms (fastest {:.3f} / {:.3f}); "
-                        "model {:.3f} / {:.3f} ms: {}",
-                        t.key_hash, t.name, t.variant, threads, t.variant_s * 1e3, t.base_s * 1e3, t.variant_min_s * 1e3,
-                        t.base_min_s * 1e3, t.variant_model_s * 1e3, t.base_model_s * 1e3, t.kept ? "kept" : "discarded"));
+      out.push_back(try_candidate(g, db, c, threads, schedules, base, inputs, opts, ran));
+      if (decided && !out.back().error.empty()) {  // nothing recorded: the earlier decision still runs
+        schedules[c.w->exact_key] = *decided;
+        base.reset();
+      }
+      if (say) say(trial_line(out.back()));
     }
   }
+  if (ran) set_halide_threads(0);  // the pool is process-wide: back to its default count
   return out;
 }
 

@@ -16,13 +16,14 @@
 // every run (their sum per inference). The variant is kept when it beat the base by
 // kConfirmMargin by its median and by its fastest run, like a standalone confirmation, and it
 // then stays in the base for the next workload. Only workloads that run the default (or the
-// variant, decided at another thread count) are tried: a tuned winner keeps its standalone
+// variant by an earlier decision of the model) are tried: a tuned winner keeps its standalone
 // confirmation. Those with the most weight pages per
 // inference first (what a walk can save grows with them, not with the step's time: ResNet-50's
 // 7 x 7 convs gained 1.13-1.15x, its 14 x 14 ones with a quarter of the weights per step, six
 // times the count, 0.85-1.03x).
-// Each trial is recorded as a confirmation pair of policy kNetworkConfirmPolicy (tuner.h: the
-// default's in-network times, then the variant's, with the thread count), which
+// Each trial is recorded as a confirmation pair of policy kNetworkConfirmPolicy (records_db.h:
+// the default's in-network times, then the variant's, a step's mean per inference, with the
+// thread count), which
 // latest_confirmation reads like any other: `run --db` and `compile --db` run what it decided.
 // Outputs of the trial model must equal the base's before a time is trusted.
 // The models are compiled from the tuned graph (its passes planned for the tuning's thread
@@ -52,6 +53,7 @@ struct NetworkRefineOptions {
   int evals = 6;                // candidates tried per thread count (0 = none)
   int iters = 30;               // timed inferences of each model per trial (alternating)
   std::vector<int> threads;     // thread counts, each decided on its own (`run --threads N` reads its own)
+  double seconds = 0;           // no trial starts past this many seconds from the start (0 = no limit)
   std::string cache_root;       // code cache root ("" = default)
   const std::atomic<bool>* stop = nullptr;  // when it turns true: stop, recording nothing more
 };
@@ -62,7 +64,7 @@ struct NetworkTrial {
   std::string name;             // workload name
   std::string variant;          // the variant's knobs as JSON (e.g. {"prefetch":"2"})
   int threads = 0;              // Halide threads of both models
-  double base_s = 0;            // the workload's steps per inference in the base model (median)
+  double base_s = 0;            // the workload's steps per inference in the base model, summed (median; records hold a step's mean)
   double variant_s = 0;         // the same with the variant (median)
   double base_min_s = 0;        // fastest of the base's
   double variant_min_s = 0;     // fastest of the variant's
@@ -75,7 +77,8 @@ struct NetworkTrial {
 // Progress: one line per trial.
 using NetworkProgress = std::function<void(const std::string& line)>;
 
-// Tries the candidates as described at the top, recording each trial in `db`.
+// Tries the candidates as described at the top, recording each trial in `db`. Leaves Halide's
+// process-wide thread pool at its default count when it ran anything.
 std::vector<NetworkTrial> refine_in_network(const Graph& g, RecordsDB& db, std::vector<NetworkCandidate> candidates,
                                             const NetworkRefineOptions& opts, const NetworkProgress& say = {});
 

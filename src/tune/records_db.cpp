@@ -603,8 +603,9 @@ std::vector<Record> RecordsDB::best(const std::string& exact_key, size_t n, int 
   if (n == 0) return out;
   // Stops reading at the n-th distinct schedule (the tuner asks for the best after every batch).
   const std::string at_threads = threads > 0 ? fmt::format("AND m.threads IN (0, {}) ", threads) : "";
-  each("WHERE m.workload_key = ?1 AND m.error_kind = '' AND m.median IS NOT NULL " + at_threads + "ORDER BY m.median, m.id",
-       {exact_key},
+  each("WHERE m.workload_key = ?1 AND m.error_kind = '' AND m.median IS NOT NULL AND m.policy != ?2 " + at_threads +
+           "ORDER BY m.median, m.id",
+       {exact_key, kNetworkConfirmPolicy},
        [&](Record r) {
          if (seen.insert(r.schedule_hash).second) out.push_back(std::move(r));
          return out.size() < n;

@@ -45,6 +45,11 @@ struct ModelWorkload {
 };
 
 // One measurement of one schedule of one workload.
+// Records of this policy hold a workload's time measured as steps of its whole model (a step's
+// mean there, tune/network_refine.h), not alone: a pair of them decides like a standalone
+// re-measurement (tune/tuner.h), but best() skips them and nothing learns from them.
+inline constexpr const char* kNetworkConfirmPolicy = "confirm-network";
+
 struct Record {
   int64_t id = 0;                   // row id in the database; set by queries, ignored by add()
   WorkloadEntry workload;           // the workload measured
@@ -120,6 +125,7 @@ class RecordsDB {
 
   // The n fastest valid records of a workload by median time, one per schedule hash; with
   // threads > 0 only those measured with that many threads (or not recorded: older records).
+  // Times measured in the network (kNetworkConfirmPolicy) are not among them.
   std::vector<Record> best(const std::string& exact_key, size_t n, int threads = 0) const;
   // Every record of a workload (errors included), oldest first.
   std::vector<Record> records(const std::string& exact_key) const;

@@ -179,9 +179,9 @@ void measure_standalone(Task& t, std::vector<Candidate>& cands, RecordsDB& db, c
       records.push_back(make_record(*t.w, batch[k], results[k], kReusePolicy, t.features.get()));
     db.add(records);
   }
-  std::map<std::string, double> best;  // hash -> fastest valid median of this machine
+  std::map<std::string, double> best;  // hash -> fastest valid median of this machine, alone
   for (const auto& r : db.records(t.w->exact_key))
-    if (r.valid() && (!best.count(r.schedule_hash) || r.median < best[r.schedule_hash])) best[r.schedule_hash] = r.median;
+    if (r.valid() && r.policy != kNetworkConfirmPolicy && (!best.count(r.schedule_hash) || r.median < best[r.schedule_hash])) best[r.schedule_hash] = r.median;
   for (auto& c : cands) {
     if (auto it = best.find(c.hash); it != best.end()) c.standalone_s = it->second;
     if (c.standalone_s > 0 && !c.earlier) {
@@ -316,7 +316,9 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
 // Makes the full phase's choices what run and compile use (tune/tuner.h, confirm_schedule): each
 // chosen schedule is re-measured against the default, interleaved; where the default was kept
 // while run would use another schedule (a reuse record fastest alone, an earlier winner the full
-// phase weighed), that decision is recorded as the default re-measured against itself.
+// phase weighed), that decision is recorded as the default re-measured against itself; but not
+// where the model itself decided (tune/network_refine.h): alone, that variant measures the same
+// as the default, and a standalone pair would undo the decision.
 void confirm_choices(std::vector<Task>& tasks, const std::vector<std::vector<Candidate>>& cands,
                      const std::vector<int>& choice, RecordsDB& db, const ReuseOptions& opts, ReuseSummary& sum,
                      const ReuseProgress& say) {
@@ -325,7 +327,9 @@ void confirm_choices(std::vector<Task>& tasks, const std::vector<std::vector<Can
     if (cands[i].empty() || !tasks[i].summary.error.empty()) continue;
     Schedule winner = default_schedule_recipe();
     if (choice[i] >= 0) winner = cands[i][static_cast<size_t>(choice[i])].schedule;
-    else if (!used_record(db, tasks[i].w->exact_key, threads)) continue;  // the default runs already
+    else if (const auto used = used_record(db, tasks[i].w->exact_key, threads);
+             !used || used->policy == kNetworkConfirmPolicy)
+      continue;  // the default runs already, or what the whole model chose
     if (!confirm_schedule(tasks[i], db, winner, opts.confirm_rounds, opts.stop)) continue;
     auto c = latest_confirmation(db, tasks[i].w->exact_key, threads);
     sum.workloads[i].confirmed = c && c->faster();

@@ -184,11 +184,13 @@ double model_latency(const std::vector<Task>& tasks) {
 // A task per workload, with its default measured (and recorded once, with policy "default"): the
 // reference of every check, the baseline of the summary and the weight of a time budget.
 
-// Teaches a learning policy every earlier measurement of the task (any run, any policy).
+// Teaches a learning policy every earlier measurement of the task (any run, any policy), but
+// times measured in the network: they are not the standalone times it learns.
 void teach(SearchPolicy& policy, const SearchTask& st, const RecordsDB& db) {
   std::vector<Schedule> seen;
   std::vector<MeasureResult> seen_results;
   for (const auto& r : db.records(st.workload->exact_key)) {
+    if (r.policy == kNetworkConfirmPolicy) continue;
     try {
       seen.push_back(Schedule::from_json(r.schedule_json));
     } catch (const Error&) {
@@ -298,8 +300,6 @@ void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const Search
   }
 }
 
-// End to end, in this process and run: default schedules vs the best record per workload, run
-// alternately so that both see the same machine state.
 // The workloads whose default has a variant only the whole model can judge (network_refine.h).
 std::vector<NetworkCandidate> network_candidates(const std::vector<Task>& tasks) {
   std::vector<NetworkCandidate> out;
@@ -320,6 +320,8 @@ NetworkRefineOptions network_options(const TuneOptions& opts) {
   return n;
 }
 
+// End to end, in this process and run: default schedules vs the best record per workload, run
+// alternately so that both see the same machine state.
 void measure_end_to_end(const Graph& g, const Partition& part, const RecordsDB& db, const TuneOptions& opts,
                         TuneSummary& sum) {
   CompileOptions dopts, topts;
@@ -327,10 +329,9 @@ void measure_end_to_end(const Graph& g, const Partition& part, const RecordsDB& 
   std::vector<std::string> warnings;
   topts.schedules = best_schedules(part, db, warnings, effective_threads(opts.e2e_threads));
   CompiledModel dm(g, dopts), tm(g, topts);
-  if (opts.e2e_threads > 0) {
-    dm.set_threads(opts.e2e_threads);
-    tm.set_threads(opts.e2e_threads);
-  }
+  // Halide's pool is process-wide: set for this comparison whatever ran before.
+  dm.set_threads(effective_threads(opts.e2e_threads));
+  tm.set_threads(effective_threads(opts.e2e_threads));
   const std::vector<double> t = time_alternately({&dm, &tm}, random_inputs(g, 1), opts.e2e_iters);
   sum.e2e_default_s = t[0];
   sum.e2e_tuned_s = t[1];
@@ -464,10 +465,13 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   for (const Task& t : tasks) initial_latency += t.count * t.default_s;
   // So are the in-network trials before it.
   const std::vector<NetworkCandidate> network = opts.network_evals > 0 ? network_candidates(tasks) : std::vector<NetworkCandidate>{};
-  const NetworkRefineOptions network_opts = network_options(opts);
-  const double e2e_reserve = (opts.e2e_iters > 0 ? 2.0 * (opts.e2e_iters + 2) * initial_latency + 1.0 : 0.0) +
-                             network_refine_reserve(network.size(), network_opts, initial_latency,
-                                                    effective_threads(opts.measure.threads));
+  // At most a fifth of a time budget: no trial starts past it (the first ones have the most pages).
+  NetworkRefineOptions network_opts = network_options(opts);
+  if (opts.trials <= 0)
+    network_opts.seconds = std::min(0.2 * opts.seconds, network_refine_reserve(network.size(), network_opts, initial_latency,
+                                                                               effective_threads(opts.measure.threads)));
+  const double e2e_reserve =
+      (opts.e2e_iters > 0 ? 2.0 * (opts.e2e_iters + 2) * initial_latency + 1.0 : 0.0) + network_opts.seconds;
 
   SchedulerOptions so;
   so.trials_per_task = opts.trials;

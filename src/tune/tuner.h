@@ -133,9 +133,7 @@ std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string&
 // With threads > 0 the latest measured with that many threads where there is one (a schedule's
 // rank changes with them), else the latest of any.
 inline constexpr const char* kConfirmPolicy = "confirm";
-// The same pair measured as steps of the whole model (tune/network_refine.h): the times are the
-// workload's steps per inference there, not a standalone measurement.
-inline constexpr const char* kNetworkConfirmPolicy = "confirm-network";
+// The same pair measured as steps of the whole model: kNetworkConfirmPolicy (records_db.h).
 // A re-measurement against the default (either kind): it decides, and it repeats schedules on purpose.
 inline bool is_confirmation_policy(const std::string& policy) {
   return policy == kConfirmPolicy || policy == kNetworkConfirmPolicy;

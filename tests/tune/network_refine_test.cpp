@@ -90,26 +90,53 @@ TEST(NetworkRefine, ATrialIsTimedInTheModelAndRecordedAsAConfirmationPair) {
     EXPECT_EQ(r.threads, 1);
     EXPECT_EQ(r.times.size(), 3u);  // iters
   }
-  EXPECT_DOUBLE_EQ(pair[0].median, t.base_s);
-  EXPECT_DOUBLE_EQ(pair[1].median, t.variant_s);
+  // Records hold a step's mean (the unit of a standalone record); the trial, their sum per inference.
+  EXPECT_DOUBLE_EQ(pair[0].median * c->w->count, t.base_s);
+  EXPECT_DOUBLE_EQ(pair[1].median * c->w->count, t.variant_s);
+  const std::vector<Record> best = db.best(c->w->exact_key, 10);
+  EXPECT_TRUE(std::none_of(best.begin(), best.end(), [](const Record& r) { return r.policy == kNetworkConfirmPolicy; }))
+      << "best() holds standalone times only";
   const auto conf = latest_confirmation(db, c->w->exact_key, 1);
   ASSERT_TRUE(conf.has_value());
   EXPECT_EQ(conf->faster(), t.kept);
   std::vector<std::string> warnings;
   EXPECT_EQ(best_schedules(part, db, warnings, 1).count(c->w->exact_key), t.kept ? 1u : 0u);
+}
 
-  // On 2 threads the decision of 1 runs (no pair of 2: the latest of any) until 2 decides anew,
-  // against the default: the same workload is tried first, and its pair of 2 threads decides there.
+// Decisions written by hand: the model's decision on 1 thread runs on 2 as well (no pair of 2)
+// until 2 decides anew, against the default; a standalone winner is never tried.
+TEST(NetworkRefine, EachThreadCountDecidesAnewAndATunedWinnerIsKept) {
+  const Graph g = chain_model();
+  const Partition part = partition_graph(g);
+  std::vector<NetworkCandidate> cands = candidates_of(part);
+  if (cands.empty()) GTEST_SKIP() << "the rule prefetches none of these convs on this host (no variant to time)";
+  std::sort(cands.begin(), cands.end(), [](const auto& a, const auto& b) { return a.walked_bytes > b.walked_bytes; });
+  const Workload& w = *cands[0].w;
+  RecordsDB db(fresh_db("network_threads.db"));
+  auto pair = [&](const char* policy, const Schedule& s, double cand_s, int threads) {
+    Record d = test::measured_record(w, default_schedule_recipe(), 1e-3), c = test::measured_record(w, s, cand_s);
+    d.policy = c.policy = policy;
+    d.threads = c.threads = threads;
+    db.add({d, c});
+  };
+  pair(kNetworkConfirmPolicy, cands[0].variant, 0.8e-3, 1);
+  std::vector<std::string> warnings;
+  ASSERT_EQ(best_schedules(part, db, warnings, 2).at(w.exact_key).hash(), cands[0].variant.hash());
   const std::vector<NetworkTrial> two = refine_in_network(g, db, cands, quick(2));
   ASSERT_EQ(two.size(), 1u);
-  EXPECT_EQ(two[0].key_hash, t.key_hash);
+  EXPECT_EQ(two[0].key_hash, w.key_hash()) << "tried anew on 2 threads";
   ASSERT_EQ(two[0].error, "");
-  const auto conf2 = latest_confirmation(db, c->w->exact_key, 2);
+  const auto conf2 = latest_confirmation(db, w.exact_key, 2);
   ASSERT_TRUE(conf2.has_value());
   EXPECT_EQ(conf2->candidate.threads, 2);
   EXPECT_EQ(conf2->faster(), two[0].kept);
-  EXPECT_EQ(best_schedules(part, db, warnings, 2).count(c->w->exact_key), two[0].kept ? 1u : 0u);
-  EXPECT_EQ(best_schedules(part, db, warnings, 1).count(c->w->exact_key), t.kept ? 1u : 0u) << "1 thread's stands";
+  EXPECT_EQ(best_schedules(part, db, warnings, 1).at(w.exact_key).hash(), cands[0].variant.hash()) << "1 thread's stands";
+
+  // A standalone winner on 2 threads (a tuned knob set): the model keeps it, the workload is not tried.
+  DefaultKnobs tuned;
+  tuned.prefetch = 0;
+  pair(kConfirmPolicy, DefaultKnobSpace::recipe(tuned), 0.8e-3, 2);
+  for (const auto& t : refine_in_network(g, db, cands, quick(2))) EXPECT_NE(t.key_hash, w.key_hash());
 }
 
 // The decision, made deterministic: pairs written by hand with chosen times.
@@ -169,7 +196,13 @@ TEST(NetworkRefine, TuneModelTimesTheNetworkVariantWithTheMostPagesAfterItsConfi
   o.confirm_rounds = 1;
   o.network_evals = 1;
   const TuneSummary s = tune_model(g, db, policy, o);
-  ASSERT_EQ(s.network.size(), 1u);  // one thread count (the tuning's, which is 1), one evaluation
+  ASSERT_LE(s.network.size(), 1u);  // one thread count (the tuning's, which is 1), one evaluation
+  const std::optional<Record> used = used_record(db, most.w->exact_key, 1);
+  if (used && used->policy == kConfirmPolicy) {  // a trial of the search beat the default alone: it stays
+    for (const auto& t : s.network) EXPECT_NE(t.key_hash, most.w->key_hash());
+    return;
+  }
+  ASSERT_EQ(s.network.size(), 1u);
   EXPECT_EQ(s.network[0].key_hash, most.w->key_hash()) << "the most weight pages first";
   EXPECT_EQ(s.network[0].threads, 1);
   EXPECT_EQ(s.network[0].error, "");

@@ -193,7 +193,7 @@ py::object compile_py(const std::string& model, const std::string& out_dir, cons
 
 py::object tune_py(const std::string& model, const std::string& db_path, std::optional<double> seconds,
                    std::optional<int> trials, const std::string& policy_name, const std::string& cache_dir,
-                   uint64_t seed, const std::string& layout, const std::string& scheduler) {
+                   uint64_t seed, const std::string& layout, const std::string& scheduler, int network_evals) {
   if (seconds.has_value() == trials.has_value()) throw Error("tune: give exactly one budget, seconds= or trials=");
   TuneSummary s;
   {
@@ -206,6 +206,7 @@ py::object tune_py(const std::string& model, const std::string& db_path, std::op
     o.trials = trials.value_or(0);
     o.seed = seed;
     o.scheduler = scheduler;
+    o.network_evals = network_evals;
     o.measure.cache_root = cache_dir;
     s = tune_model(g, db, *policy, o);
   }
@@ -241,7 +242,9 @@ PYBIND11_MODULE(tensorsched, m) {
         "returns the manifest with the paths written");
   m.def("tune", &tune_py, py::arg("model"), py::arg("db"), py::arg("seconds") = py::none(),
         py::arg("trials") = py::none(), py::arg("policy") = "random", py::arg("cache_dir") = "", py::arg("seed") = 0,
-        py::arg("layout") = "blocked", py::arg("scheduler") = "sequential",
+        py::arg("layout") = "blocked", py::arg("scheduler") = "sequential", py::arg("network_evals") = TuneOptions{}.network_evals,
         "Tune every workload of an ONNX model, recording into the database `db`, with a task scheduler "
-        "(sequential, round-robin, linear, gradient, dynatune); returns the summary (with the model-latency curve)");
+        "(sequential, round-robin, linear, gradient, dynatune), then time network variants in the whole model "
+        "(network_evals per thread count, 0 = none); returns the summary (with the model-latency curve and "
+        "'network', the in-network trials)");
 }
