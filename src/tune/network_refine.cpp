@@ -109,9 +109,10 @@ NetworkTrial try_candidate(const Graph& g, RecordsDB& db, const NetworkCandidate
   const char* stage = "the model as it runs";
   try {
     if (!base) base = compile_with(g, schedules, opts, threads);
+    ran = true;  // compile_with set the pool's count
     stage = "the model with the variant";
     trial = compile_with(g, with, opts, threads);
-    ran = true;
+    stage = "running both";
     t.error = check_trial(g, *base, *trial, c, inputs);
     if (t.error.empty() && !stopped(opts)) rt = time_steps({base.get(), trial.get()}, c.w->exact_key, inputs, opts.iters);
   } catch (const Error& e) {
