@@ -124,10 +124,11 @@ NetworkTrial try_candidate(const Graph& g, RecordsDB& db, const NetworkCandidate
   const Record d = record_of(c, default_schedule_recipe(), rt[0].steps, steps, threads);
   const Record v = record_of(c, c.variant, rt[1].steps, steps, threads);
   db.add({d, v});  // one transaction, the default's first: a confirmation pair (tuner.h)
-  t.base_s = time_stats(rt[0].steps).median;
-  t.variant_s = time_stats(rt[1].steps).median;
-  t.base_min_s = time_stats(rt[0].steps).min;
-  t.variant_min_s = time_stats(rt[1].steps).min;
+  const TimeStats base_st = time_stats(rt[0].steps), variant_st = time_stats(rt[1].steps);
+  t.base_s = base_st.median;
+  t.variant_s = variant_st.median;
+  t.base_min_s = base_st.min;
+  t.variant_min_s = variant_st.min;
   t.base_model_s = time_stats(rt[0].model).median;
   t.variant_model_s = time_stats(rt[1].model).median;
   t.kept = Confirmation{d, v}.faster();

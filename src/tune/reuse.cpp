@@ -181,7 +181,8 @@ void measure_standalone(Task& t, std::vector<Candidate>& cands, RecordsDB& db, c
   }
   std::map<std::string, double> best;  // hash -> fastest valid median of this machine, alone
   for (const auto& r : db.records(t.w->exact_key))
-    if (r.valid() && r.policy != kNetworkConfirmPolicy && (!best.count(r.schedule_hash) || r.median < best[r.schedule_hash])) best[r.schedule_hash] = r.median;
+    if (r.valid() && r.policy != kNetworkConfirmPolicy && (!best.count(r.schedule_hash) || r.median < best[r.schedule_hash]))
+      best[r.schedule_hash] = r.median;
   for (auto& c : cands) {
     if (auto it = best.find(c.hash); it != best.end()) c.standalone_s = it->second;
     if (c.standalone_s > 0 && !c.earlier) {
