@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "measure/time_stats.h"
 #include "measure/workload_code.h"
@@ -17,43 +18,12 @@ namespace ts {
 
 namespace {
 
-// Per timed inference of one model: its latency and the sum of the workload's steps.
-struct RunTimes {
-  std::vector<double> model;  // seconds of each inference
-  std::vector<double> steps;  // seconds of the workload's steps in it
-};
-
-std::unique_ptr<CompiledModel> compile_with(const Graph& g, const std::map<std::string, Schedule>& schedules,
-                                            const NetworkRefineOptions& opts, int threads) {
-  CompileOptions co;
-  co.cache_root = opts.cache_root;
-  co.schedules = schedules;
-  auto m = std::make_unique<CompiledModel>(g, co);
-  m->set_threads(threads);
-  return m;
-}
-
-// The steps of `m` that run the workload `exact_key`.
-std::vector<size_t> steps_of(const CompiledModel& m, const std::string& exact_key) {
+// The steps of `m` that run one of the workloads `exact_keys`.
+std::vector<size_t> steps_of(const CompiledModel& m, const std::set<std::string>& exact_keys) {
   std::vector<size_t> out;
   const Partition& p = m.partition();
   for (size_t i = 0; i < p.steps.size(); i++)
-    if (p.workloads[p.steps[i].workload].exact_key == exact_key) out.push_back(i);
-  return out;
-}
-
-// The models run in turns (time_alternately), the workload's steps summed per inference.
-std::vector<RunTimes> time_steps(const std::vector<CompiledModel*>& models, const std::string& exact_key,
-                                 const std::map<std::string, Tensor>& inputs, int iters) {
-  std::vector<std::vector<size_t>> steps;
-  for (const CompiledModel* m : models) steps.push_back(steps_of(*m, exact_key));
-  std::vector<RunTimes> out(models.size());
-  time_alternately(models, inputs, iters, 2, [&](size_t i, double seconds) {
-    double sum = 0;
-    for (size_t k : steps[i]) sum += models[i]->step_seconds()[k];
-    out[i].model.push_back(seconds);
-    out[i].steps.push_back(sum);
-  });
+    if (exact_keys.count(p.workloads[p.steps[i].workload].exact_key)) out.push_back(i);
   return out;
 }
 
@@ -65,7 +35,7 @@ std::string check_trial(const Graph& g, CompiledModel& base, CompiledModel& tria
   const Partition& p = trial.partition();
   const auto w = std::find_if(p.workloads.begin(), p.workloads.end(),
                               [&](const Workload& x) { return x.exact_key == c.w->exact_key; });
-  if (w == p.workloads.end() || steps_of(trial, c.w->exact_key).empty()) return "the model has no step of this workload";
+  if (w == p.workloads.end() || steps_of(trial, {c.w->exact_key}).empty()) return "the model has no step of this workload";
   if (trial.schedule_hashes()[static_cast<size_t>(w - p.workloads.begin())] != c.variant.hash())
     return "the variant did not compile (the default ran instead)";
   const std::vector<Tensor> want = base.run(inputs), got = trial.run(inputs);
@@ -75,19 +45,6 @@ std::string check_trial(const Graph& g, CompiledModel& base, CompiledModel& tria
     if (!cmp.ok) return fmt::format("output '{}' differs from the base model's: {}", g.outputs[k], cmp.message);
   }
   return "";
-}
-
-// A record of the workload's steps in the network: per inference their sum over `steps` steps,
-// recorded as a step's mean (the unit of every other record: one call of the workload).
-Record record_of(const NetworkCandidate& c, const Schedule& s, const std::vector<double>& sums, size_t steps, int threads) {
-  MeasureResult m;
-  for (double t : sums) m.times.push_back(t / static_cast<double>(std::max<size_t>(1, steps)));
-  m.threads = threads;
-  Record r = make_record(*c.w, s, m, kNetworkConfirmPolicy);
-  const TimeStats st = time_stats(m.times);
-  r.median = st.median;  // as RecordsDB::add computes them, for the decision below
-  r.min = st.min;
-  return r;
 }
 
 bool stopped(const NetworkRefineOptions& opts) { return opts.stop && opts.stop->load(); }
@@ -105,24 +62,24 @@ NetworkTrial try_candidate(const Graph& g, RecordsDB& db, const NetworkCandidate
   std::map<std::string, Schedule> with = schedules;
   with[c.w->exact_key] = c.variant;
   std::unique_ptr<CompiledModel> trial;
-  std::vector<RunTimes> rt;
+  std::vector<StepTimes> rt;
   const char* stage = "the model as it runs";
   try {
-    if (!base) base = compile_with(g, schedules, opts, threads);
-    ran = true;  // compile_with set the pool's count
+    if (!base) base = compile_model_with(g, schedules, opts.cache_root, threads);
+    ran = true;  // compile_model_with set the pool's count
     stage = "the model with the variant";
-    trial = compile_with(g, with, opts, threads);
+    trial = compile_model_with(g, with, opts.cache_root, threads);
     stage = "running both";
     t.error = check_trial(g, *base, *trial, c, inputs);
-    if (t.error.empty() && !stopped(opts)) rt = time_steps({base.get(), trial.get()}, c.w->exact_key, inputs, opts.iters);
+    if (t.error.empty() && !stopped(opts))
+      rt = time_steps_in_models({base.get(), trial.get()}, {c.w->exact_key}, inputs, opts.iters);
   } catch (const Error& e) {
     t.error = fmt::format("{}: {}", stage, e.what());
   }
   if (t.error.empty() && stopped(opts)) t.error = "stopped";
   if (!t.error.empty()) return t;
-  const size_t steps = steps_of(*trial, c.w->exact_key).size();
-  const Record d = record_of(c, default_schedule_recipe(), rt[0].steps, steps, threads);
-  const Record v = record_of(c, c.variant, rt[1].steps, steps, threads);
+  const Record d = network_record(*c.w, default_schedule_recipe(), rt[0], threads);
+  const Record v = network_record(*c.w, c.variant, rt[1], threads);
   db.add({d, v});  // one transaction, the default's first: a confirmation pair (tuner.h)
   const TimeStats base_st = time_stats(rt[0].steps), variant_st = time_stats(rt[1].steps);
   t.base_s = base_st.median;
@@ -131,7 +88,7 @@ NetworkTrial try_candidate(const Graph& g, RecordsDB& db, const NetworkCandidate
   t.variant_min_s = variant_st.min;
   t.base_model_s = time_stats(rt[0].model).median;
   t.variant_model_s = time_stats(rt[1].model).median;
-  t.kept = Confirmation{d, v}.faster();
+  t.kept = steps_faster(rt[0], rt[1]);
   if (t.kept) {
     schedules = std::move(with);
     base = std::move(trial);
@@ -148,6 +105,60 @@ std::string trial_line(const NetworkTrial& t) {
 }
 
 }  // namespace
+
+std::unique_ptr<CompiledModel> compile_model_with(const Graph& g, const std::map<std::string, Schedule>& schedules,
+                                                  const std::string& cache_root, int threads) {
+  CompileOptions co;
+  co.cache_root = cache_root;
+  co.schedules = schedules;
+  auto m = std::make_unique<CompiledModel>(g, co);
+  if (threads > 0) m->set_threads(threads);
+  return m;
+}
+
+std::vector<StepTimes> time_steps_in_models(const std::vector<CompiledModel*>& models,
+                                            const std::set<std::string>& exact_keys,
+                                            const std::map<std::string, Tensor>& inputs, int iters) {
+  std::vector<CompiledModel*> distinct;
+  std::vector<size_t> index;  // models[i] is distinct[index[i]]
+  for (CompiledModel* m : models) {
+    auto it = std::find(distinct.begin(), distinct.end(), m);
+    index.push_back(static_cast<size_t>(it - distinct.begin()));
+    if (it == distinct.end()) distinct.push_back(m);
+  }
+  std::vector<std::vector<size_t>> steps;
+  std::vector<StepTimes> times(distinct.size());
+  for (size_t i = 0; i < distinct.size(); i++) {
+    steps.push_back(steps_of(*distinct[i], exact_keys));
+    times[i].step_count = steps.back().size();
+  }
+  time_alternately(distinct, inputs, iters, 2, [&](size_t i, double seconds) {
+    double sum = 0;
+    for (size_t k : steps[i]) sum += distinct[i]->step_seconds()[k];
+    times[i].model.push_back(seconds);
+    times[i].steps.push_back(sum);
+  });
+  std::vector<StepTimes> out;
+  for (size_t i : index) out.push_back(times[i]);
+  return out;
+}
+
+bool steps_faster(const StepTimes& base, const StepTimes& trial) {
+  if (base.steps.empty() || trial.steps.empty() || base.step_count == 0 || trial.step_count == 0) return false;
+  const TimeStats b = time_stats(base.steps), t = time_stats(trial.steps);
+  return faster_by_margin(b.median, b.min, t.median, t.min);
+}
+
+Record network_record(const Workload& w, const Schedule& s, const StepTimes& t, int threads) {
+  MeasureResult m;
+  for (double x : t.steps) m.times.push_back(x / static_cast<double>(std::max<size_t>(1, t.step_count)));
+  m.threads = threads;
+  Record r = make_record(w, s, m, kNetworkConfirmPolicy);
+  const TimeStats st = time_stats(m.times);
+  r.median = st.median;  // as RecordsDB::add computes them
+  r.min = st.min;
+  return r;
+}
 
 std::vector<NetworkTrial> refine_in_network(const Graph& g, RecordsDB& db, std::vector<NetworkCandidate> candidates,
                                             const NetworkRefineOptions& opts, const NetworkProgress& say) {

@@ -31,16 +31,49 @@
 // every thread count.
 #include <atomic>
 #include <functional>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
 #include "graph/workload.h"
+#include "runtime/compiled_model.h"
 #include "schedule/schedule.h"
 #include "tune/records_db.h"
 
 namespace ts {
+
+// Timing in the network, shared with tuning reuse's full evaluations (tune/reuse.h).
+
+// The model compiled with `schedules` (by exact key; the others run the default), on `threads`
+// Halide threads (0 = the pool's count as it is).
+std::unique_ptr<CompiledModel> compile_model_with(const Graph& g, const std::map<std::string, Schedule>& schedules,
+                                                  const std::string& cache_root, int threads);
+
+// Per timed inference of one model: its latency and the sum of some workloads' steps in it.
+struct StepTimes {
+  std::vector<double> model;  // seconds of each inference
+  std::vector<double> steps;  // seconds of the workloads' steps in it, summed
+  size_t step_count = 0;      // how many steps those are per inference
+};
+
+// The models run in turns (time_alternately: one inference each, alternately, `iters` timed),
+// the steps of the workloads `exact_keys` summed per inference. A model may appear twice: it is
+// timed once per round and both entries get its times.
+std::vector<StepTimes> time_steps_in_models(const std::vector<CompiledModel*>& models,
+                                            const std::set<std::string>& exact_keys,
+                                            const std::map<std::string, Tensor>& inputs, int iters);
+
+// `trial` beat `base` by kConfirmMargin (tuner.h) by the median and by the fastest of their steps.
+bool steps_faster(const StepTimes& base, const StepTimes& trial);
+
+// A record of workload `w` running `s` in the network (policy kNetworkConfirmPolicy): per
+// inference its steps' sum over their count, a step's mean (the unit of every other record: one
+// call of the workload). A pair of them, the default's first, is a confirmation (tuner.h).
+Record network_record(const Workload& w, const Schedule& s, const StepTimes& t, int threads);
 
 // A workload the refinement may try, with its variant.
 struct NetworkCandidate {

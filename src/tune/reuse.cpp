@@ -18,6 +18,7 @@
 #include "runtime/compiled_model.h"
 #include "schedule/autoscheduler.h"
 #include "schedule/refit.h"
+#include "tune/network_refine.h"
 #include "tune/tuner.h"
 
 namespace ts {
@@ -66,15 +67,22 @@ std::vector<ReuseClass> classes_of(const std::vector<Task>& tasks) {
   return out;
 }
 
+// Whether the donor's model itself kept a variant of this workload's default: its latest
+// confirmation, at any thread count, is an in-network pair the variant won (network_refine.h).
+bool decided_in_network(const Donor& d, const WorkloadEntry& w) {
+  const std::optional<Confirmation> c = latest_confirmation(*d.db, w.exact_key);
+  return c && c->candidate.policy == kNetworkConfirmPolicy && c->faster();
+}
+
 // W_Tc counts the donor's workloads of class c that tuning made faster than their default (every
-// tuned workload has a valid record: its default's).
+// tuned workload has a valid record: its default's), alone or in its network.
 DonorScore score(const Donor& d, const std::vector<ReuseClass>& classes) {
   DonorScore s{d.model, d.db->path(), {}, 0, false};
   const std::string def = default_schedule_recipe().hash();
   std::map<std::string, int> tuned;  // class key -> such workloads
   for (const auto& w : d.workloads) {
     auto best = d.db->best(w.exact_key, 1);
-    if (!best.empty() && best[0].schedule_hash != def) tuned[w.class_key]++;
+    if ((!best.empty() && best[0].schedule_hash != def) || decided_in_network(d, w)) tuned[w.class_key]++;
   }
   for (const auto& c : classes) {
     const int n = tuned.count(c.class_key) ? tuned.at(c.class_key) : 0;
@@ -109,13 +117,16 @@ void choose(std::vector<DonorScore>& scores, const std::string& which, const std
 struct Candidate {
   Schedule schedule;
   std::string hash;
-  double standalone_s = 0;  // valid median (0 when it failed or is not measured)
+  double standalone_s = 0;  // valid median (0 when it failed or is not measured; the default's for in_network)
   bool earlier = false;     // what the target ran before (an earlier tune or reuse), not re-fitted
+  bool in_network = false;  // the default's network variant, which a donor's model kept: only the target's model can judge it
 };
 
 // Re-fits the chosen donors' schedules of w's class to task t (their `per_workload` fastest each);
 // counts what could not be carried. What the target runs already (`current`, from an earlier tune
 // or reuse) comes first, so that the full phase weighs the donors against it, not against nothing.
+// Where a donor's model kept the network variant of a workload of the class (network_refine.h),
+// the target's own variant is a candidate too: the knob, not the donor's sizes, is what carries.
 std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>& donors,
                                         const std::vector<DonorScore>& scores, int per_workload,
                                         const std::optional<Schedule>& current, ReuseWorkload& out) {
@@ -126,12 +137,14 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
     seen.insert(current->hash());
     cands.push_back({*current, current->hash(), 0, true});
   }
+  bool network_decided = false;  // by a chosen donor, on a workload of this class
   for (const auto& d : donors) {
     const bool chosen = std::any_of(scores.begin(), scores.end(),
                                     [&](const DonorScore& s) { return s.chosen && s.model == d.model && s.db == d.db->path(); });
     if (!chosen) continue;
     for (const auto& w : d.workloads) {
       if (w.class_key != t.w->class_key) continue;
+      network_decided = network_decided || decided_in_network(d, w);
       // Only what tuning earned is carried: records faster than the donor workload's own default
       // (best() is fastest first, so its default ends the list). Random trials that never beat
       // their default made up most of what an earlier version carried, and cost minutes. One record
@@ -159,6 +172,12 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
       }
     }
   }
+  if (network_decided && t.default_knobs)
+    if (const std::optional<DefaultKnobs> k = t.default_knobs->network_variant()) {
+      Schedule v = DefaultKnobSpace::recipe(*k);
+      const std::string h = v.hash();
+      if (seen.insert(h).second) cands.push_back({std::move(v), h, t.default_s, false, true});
+    }
   return cands;
 }
 
@@ -167,7 +186,7 @@ void measure_standalone(Task& t, std::vector<Candidate>& cands, RecordsDB& db, c
                         ReuseWorkload& out) {
   std::vector<Schedule> batch;
   for (const auto& c : cands)
-    if (!db.has(t.w->exact_key, c.hash)) batch.push_back(c.schedule);
+    if (!c.in_network && !db.has(t.w->exact_key, c.hash)) batch.push_back(c.schedule);
   if (!batch.empty()) {
     const auto results = t.measurer->measure_batch(batch);
     if (stop && stop->load()) {  // its workers were interrupted too: not measurements
@@ -184,6 +203,7 @@ void measure_standalone(Task& t, std::vector<Candidate>& cands, RecordsDB& db, c
     if (r.valid() && r.policy != kNetworkConfirmPolicy && (!best.count(r.schedule_hash) || r.median < best[r.schedule_hash]))
       best[r.schedule_hash] = r.median;
   for (auto& c : cands) {
+    if (c.in_network) continue;  // alone it runs as the default does
     if (auto it = best.find(c.hash); it != best.end()) c.standalone_s = it->second;
     if (c.standalone_s > 0 && !c.earlier) {
       out.measured++;
@@ -192,17 +212,6 @@ void measure_standalone(Task& t, std::vector<Candidate>& cands, RecordsDB& db, c
   }
   std::erase_if(cands, [](const Candidate& c) { return c.standalone_s <= 0; });
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.standalone_s < b.standalone_s; });
-}
-
-// The model compiled with `schedules` (by exact key; others run the default).
-std::shared_ptr<CompiledModel> compile_model_with(const Graph& g, const std::map<std::string, Schedule>& schedules,
-                                                  const ReuseOptions& opts) {
-  CompileOptions co;
-  co.cache_root = opts.measure.cache_root;
-  co.schedules = schedules;
-  auto m = std::make_shared<CompiledModel>(g, co);
-  if (opts.e2e_threads > 0) m->set_threads(opts.e2e_threads);
-  return m;
 }
 
 // Evaluations per workload: `total` split by each one's share of the model time (largest
@@ -227,61 +236,82 @@ std::vector<int> allocate(int total, const std::vector<double>& time, const std:
   return n;
 }
 
-// The full phase (see the top of reuse.h): evaluation 0 with the standalone choices, then the
-// allocated evaluations, a workload's next alternative each, kept when the model got faster.
-// Every evaluation times the default model, the best so far and the trial alternately in the
-// same rounds (time_alternately): whole-model times drift by 10-20% on shared cores, more than
-// most changes are worth. Returns per workload the index of its chosen candidate, -1 for the default.
-std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, const std::vector<std::vector<Candidate>>& cands,
-                            const ReuseOptions& opts, Clock::time_point t0, ReuseSummary& sum, const ReuseProgress& say) {
-  const size_t n = tasks.size();
-  std::map<std::string, Schedule> chosen;  // by exact key
-  std::vector<int> choice(n, -1);          // index into cands[i]; -1 = the default
-  for (size_t i = 0; i < n; i++)
-    if (tasks[i].summary.error.empty() && !cands[i].empty() && cands[i][0].standalone_s < tasks[i].default_s) {
-      choice[i] = 0;
-      chosen[tasks[i].w->exact_key] = cands[i][0].schedule;
-    }
-  const auto inputs = random_inputs(g, 1);
-  const int iters = std::max(1, opts.e2e_iters);
-  const std::shared_ptr<CompiledModel> def = compile_model_with(g, {}, opts);
-  std::shared_ptr<CompiledModel> best = chosen.empty() ? def : compile_model_with(g, chosen, opts);
-  // The default, the best so far and the trial, each model timed once per round when two are the same.
-  auto time_models = [&](const std::vector<CompiledModel*>& models) {
-    std::vector<CompiledModel*> distinct;
-    for (CompiledModel* m : models)
-      if (std::find(distinct.begin(), distinct.end(), m) == distinct.end()) distinct.push_back(m);
-    const std::vector<double> d = time_alternately(distinct, inputs, iters);
-    std::vector<double> out;
-    for (CompiledModel* m : models) out.push_back(d[static_cast<size_t>(std::find(distinct.begin(), distinct.end(), m) - distinct.begin())]);
-    return out;
-  };
-  std::vector<double> t = time_models({def.get(), best.get()});
-  sum.default_latency_s = t[0];
-  const bool kept0 = !chosen.empty() && t[1] < t[0];
-  if (!kept0) {  // the standalone choices do not make the model faster: start from the default
-    chosen.clear();
-    std::fill(choice.begin(), choice.end(), -1);
-    best = def;
-  }
-  double best_s = kept0 ? t[1] : t[0];
-  sum.evaluations.push_back({0, seconds_since(t0), t[1], best_s, t[0], "", kept0});
-  if (say) say("full", fmt::format("evaluation 0 (standalone choices): {:.3f} ms, default {:.3f} ms", t[1] * 1e3, t[0] * 1e3));
+double median_of(const std::vector<double>& v) { return v.empty() ? 0 : time_stats(v).median; }
 
-  // Per workload its alternatives to the choice, by standalone time, then the default; and its
-  // share of the model's time, which splits the evaluations.
-  std::vector<std::vector<int>> alternatives(n);
-  std::vector<double> time(n, 0);
-  std::vector<int> counts(n, 0);
-  for (size_t i = 0; i < n; i++) {
+// Whether the model compiled workload `exact_key` with the schedule `hash` (a schedule that does
+// not compile runs the default instead).
+bool runs_schedule(const CompiledModel& m, const std::string& exact_key, const std::string& hash) {
+  const Partition& p = m.partition();
+  for (size_t k = 0; k < p.workloads.size(); k++)
+    if (p.workloads[k].exact_key == exact_key) return m.schedule_hashes()[k] == hash;
+  return false;
+}
+
+// Per workload its alternatives to its choice (indices into its candidates, by standalone time;
+// -1, the default, last where it has a choice), and its share of the model's time, which splits
+// the evaluations.
+void alternatives_of(const std::vector<Task>& tasks, const std::vector<std::vector<Candidate>>& cands,
+                     const std::vector<int>& choice, std::vector<std::vector<int>>& alternatives, std::vector<double>& time) {
+  alternatives.assign(tasks.size(), {});
+  time.assign(tasks.size(), 0);
+  for (size_t i = 0; i < tasks.size(); i++) {
     if (!tasks[i].summary.error.empty()) continue;
     time[i] = tasks[i].count * (choice[i] >= 0 ? cands[i][static_cast<size_t>(choice[i])].standalone_s : tasks[i].default_s);
     for (int k = 0; k < static_cast<int>(cands[i].size()); k++)
       if (k != choice[i] && cands[i][static_cast<size_t>(k)].standalone_s < tasks[i].default_s * 1.25)
         alternatives[i].push_back(k);  // much slower alone is not worth a whole-model run
     if (choice[i] >= 0) alternatives[i].push_back(-1);
-    counts[i] = static_cast<int>(alternatives[i].size());
   }
+}
+
+// The full phase (see the top of reuse.h): evaluation 0 with the standalone choices, then the
+// allocated evaluations, a workload's next alternative each. Every evaluation times the default
+// model, the best so far and the trial alternately in the same rounds (time_steps_in_models),
+// and a change is kept when the steps of the workloads it changed got faster by kConfirmMargin,
+// by their median and their fastest run, in the model: whole-model times drift by 10-20% on
+// shared cores and the other steps add their noise, more than most changes are worth. A network
+// variant's trial against the default is recorded as the pair that decides (network_refine.h).
+// Returns per workload the index of its chosen candidate, -1 for the default.
+std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, const std::vector<std::vector<Candidate>>& cands,
+                            RecordsDB& db, const ReuseOptions& opts, Clock::time_point t0, ReuseSummary& sum,
+                            const ReuseProgress& say) {
+  const size_t n = tasks.size();
+  const int threads = effective_threads(opts.e2e_threads);
+  std::map<std::string, Schedule> chosen;  // by exact key
+  std::set<std::string> changed;           // what evaluation 0 changes
+  std::vector<int> choice(n, -1);          // index into cands[i]; -1 = the default
+  for (size_t i = 0; i < n; i++)
+    if (tasks[i].summary.error.empty() && !cands[i].empty() && !cands[i][0].in_network &&
+        cands[i][0].standalone_s < tasks[i].default_s) {
+      choice[i] = 0;
+      chosen[tasks[i].w->exact_key] = cands[i][0].schedule;
+      changed.insert(tasks[i].w->exact_key);
+    }
+  const auto inputs = random_inputs(g, 1);
+  const int iters = std::max(1, opts.e2e_iters);
+  const std::shared_ptr<CompiledModel> def = compile_model_with(g, {}, opts.measure.cache_root, opts.e2e_threads);
+  std::shared_ptr<CompiledModel> best = chosen.empty() ? def : compile_model_with(g, chosen, opts.measure.cache_root, opts.e2e_threads);
+  std::vector<StepTimes> t = time_steps_in_models({def.get(), best.get()}, changed, inputs, iters);
+  sum.default_latency_s = median_of(t[0].model);
+  const bool kept0 = !chosen.empty() && steps_faster(t[0], t[1]);
+  if (!kept0) {  // the standalone choices do not make the model faster: start from the default
+    chosen.clear();
+    std::fill(choice.begin(), choice.end(), -1);
+    best = def;
+  }
+  sum.evaluations.push_back({0, seconds_since(t0), median_of(t[1].model), median_of(t[kept0 ? 1 : 0].model),
+                             sum.default_latency_s, "", kept0, median_of(t[1].steps), median_of(t[0].steps)});
+  if (say)
+    say("full", fmt::format("evaluation 0 (standalone choices): {:.3f} ms, default {:.3f} ms; changed steps {:.3f} ms "
+                            "against {:.3f} ms ({})", sum.evaluations[0].latency_s * 1e3, sum.default_latency_s * 1e3,
+                            sum.evaluations[0].steps_s * 1e3, sum.evaluations[0].best_steps_s * 1e3,
+                            kept0 ? "kept" : "discarded"));
+
+  std::vector<std::vector<int>> alternatives;
+  std::vector<double> time;
+  alternatives_of(tasks, cands, choice, alternatives, time);
+  std::vector<int> counts(n, 0);
+  for (size_t i = 0; i < n; i++) counts[i] = static_cast<int>(alternatives[i].size());
   const std::vector<int> budget = allocate(opts.full_evals, time, counts);
   std::vector<size_t> by_time(n);
   for (size_t i = 0; i < n; i++) by_time[i] = i;
@@ -291,23 +321,34 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
     for (size_t i : by_time) {
       if (tried[i] >= budget[i] || done >= opts.full_evals || (opts.stop && opts.stop->load())) continue;
       const int alt = alternatives[i][static_cast<size_t>(tried[i]++)];
+      const Candidate* c = alt >= 0 ? &cands[i][static_cast<size_t>(alt)] : nullptr;
+      if (c && c->in_network && choice[i] >= 0) continue;  // its record pairs it with the default only
+      const std::string& key = tasks[i].w->exact_key;
       std::map<std::string, Schedule> trial = chosen;
-      if (alt < 0) trial.erase(tasks[i].w->exact_key);
-      else trial[tasks[i].w->exact_key] = cands[i][static_cast<size_t>(alt)].schedule;
-      const std::shared_ptr<CompiledModel> m = compile_model_with(g, trial, opts);
-      t = time_models({def.get(), best.get(), m.get()});
-      const bool kept = t[2] < t[1];
+      if (c) trial[key] = c->schedule;
+      else trial.erase(key);
+      const std::shared_ptr<CompiledModel> m = compile_model_with(g, trial, opts.measure.cache_root, opts.e2e_threads);
+      t = time_steps_in_models({def.get(), best.get(), m.get()}, {key}, inputs, iters);
+      const bool compiled = !c || runs_schedule(*m, key, c->hash);
+      const bool kept = compiled && steps_faster(t[1], t[2]);
+      if (c && c->in_network && compiled)  // the best ran the default here: the pair that decides
+        db.add({network_record(*tasks[i].w, default_schedule_recipe(), t[1], threads),
+                network_record(*tasks[i].w, c->schedule, t[2], threads)});
       if (kept) {
         chosen = std::move(trial);
         choice[i] = alt;
         best = m;
       }
-      best_s = std::min(t[1], t[2]);
-      sum.evaluations.push_back({++done, seconds_since(t0), t[2], best_s, t[0], tasks[i].w->name, kept});
+      sum.evaluations.push_back({++done, seconds_since(t0), median_of(t[2].model), median_of(t[kept ? 2 : 1].model),
+                                 median_of(t[0].model), tasks[i].w->name, kept, median_of(t[2].steps),
+                                 median_of(t[1].steps)});
       if (say)
-        say("full", fmt::format("evaluation {}: {} {}: {:.3f} ms against {:.3f} ms ({}), default {:.3f} ms", done,
-                                tasks[i].w->name, alt < 0 ? "default" : cands[i][static_cast<size_t>(alt)].hash,
-                                t[2] * 1e3, t[1] * 1e3, kept ? "kept" : "discarded", t[0] * 1e3));
+        say("full", fmt::format("evaluation {}: {} {}{}: steps {:.3f} ms against {:.3f} ms ({}); model {:.3f} ms, "
+                                "default {:.3f} ms", done, tasks[i].w->name, c ? c->hash : "default",
+                                c && c->in_network ? " (network variant)" : "", sum.evaluations.back().steps_s * 1e3,
+                                sum.evaluations.back().best_steps_s * 1e3,
+                                kept ? "kept" : compiled ? "discarded" : "did not compile", sum.evaluations.back().latency_s * 1e3,
+                                sum.evaluations.back().default_s * 1e3));
     }
   }
   for (size_t i = 0; i < n; i++) sum.workloads[i].chosen = choice[i] >= 0 ? cands[i][static_cast<size_t>(choice[i])].hash : "";
@@ -327,6 +368,12 @@ void confirm_choices(std::vector<Task>& tasks, const std::vector<std::vector<Can
   for (size_t i = 0; i < tasks.size() && !(opts.stop && opts.stop->load()); i++) {
     if (cands[i].empty() || !tasks[i].summary.error.empty()) continue;
     Schedule winner = default_schedule_recipe();
+    if (choice[i] >= 0 && cands[i][static_cast<size_t>(choice[i])].in_network) {
+      // The full phase recorded it, at the model's thread count.
+      auto c = latest_confirmation(db, tasks[i].w->exact_key, effective_threads(opts.e2e_threads));
+      sum.workloads[i].confirmed = c && c->faster();
+      continue;
+    }
     if (choice[i] >= 0) winner = cands[i][static_cast<size_t>(choice[i])].schedule;
     else if (const auto used = used_record(db, tasks[i].w->exact_key, threads);
              !used || used->policy == kNetworkConfirmPolicy)
@@ -398,7 +445,7 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
   }
   sum.standalone_seconds = seconds_since(t0);
   if (!stopped()) {
-    const std::vector<int> choice = full_phase(g, tasks, cands, opts, t0, sum, progress);
+    const std::vector<int> choice = full_phase(g, tasks, cands, db, opts, t0, sum, progress);
     confirm_choices(tasks, cands, choice, db, opts, sum, progress);
   }
   sum.stopped = stopped();
@@ -423,7 +470,7 @@ nlohmann::json reuse_json(const ReuseSummary& s) {
   for (const auto& e : s.evaluations)
     evals.push_back({{"index", e.index}, {"seconds", e.seconds}, {"latency_ms", e.latency_s * 1e3},
                      {"best_ms", e.best_s * 1e3}, {"default_ms", e.default_s * 1e3}, {"workload", e.workload},
-                     {"kept", e.kept}});
+                     {"kept", e.kept}, {"steps_ms", e.steps_s * 1e3}, {"best_steps_ms", e.best_steps_s * 1e3}});
   return {{"model", s.model}, {"classes", classes}, {"donors", donors}, {"workloads", workloads},
           {"default_ms", s.default_latency_s * 1e3}, {"evaluations", evals},
           {"standalone_seconds", s.standalone_seconds}, {"seconds", s.seconds}, {"stopped", s.stopped}};

@@ -14,17 +14,22 @@
 //     its class that beat that donor workload's default (what its tuning earned) are re-fitted
 //     to it (schedule/refit.h; what cannot be carried is counted) and measured alone like any
 //     candidate, recorded with policy "reuse". What the workload runs already (an earlier winner
-//     in `db`) is a candidate too.
+//     in `db`) is a candidate too. Where a donor's model kept the network variant of a workload
+//     of the class (tune/network_refine.h: a knob only the network can judge), the target's own
+//     variant is a candidate that skips this phase.
 //  4. Full phase. The model is compiled with each workload's fastest standalone schedule (where
-//     it beats the default) and timed against the default model: full evaluation 0 (kept only
-//     when faster). Then `full_evals` more evaluations, allocated to workloads by their share of
-//     the model's time (a softmax over log times, i.e. proportional), each trying a workload's
-//     next most promising schedule in the whole model, timed alternately with the best so far
-//     and the default, and keeping it only if the model got faster. Compiled code is cached per workload and
-//     schedule, so an evaluation compiles only the workload that changed.
-//  5. Confirmation. Each choice is re-measured against the default, interleaved, and recorded as
-//     tune records its winners (tuner.h, confirm_schedule), so `run --db` and `compile --db` run
-//     what the full phase chose (where the re-measurement confirms it).
+//     it beats the default) and timed against the default model: full evaluation 0. Then
+//     `full_evals` more evaluations, allocated to workloads by their share of the model's time
+//     (a softmax over log times, i.e. proportional), each trying a workload's next most promising
+//     schedule in the whole model, timed alternately with the best so far and the default. A
+//     change is kept only when the steps it changed ran faster in the model by kConfirmMargin,
+//     by their median and their fastest run (a model's latency carries every other step's noise).
+//     Compiled code is cached per workload and schedule, so an evaluation compiles only the
+//     workload that changed. A network variant's trial is recorded as an in-network pair.
+//  5. Confirmation. Each standalone choice is re-measured against the default, interleaved, and
+//     recorded as tune records its winners (tuner.h, confirm_schedule), so `run --db` and
+//     `compile --db` run what the full phase chose (where the re-measurement confirms it); a
+//     network variant's in-network pair decides for it.
 // Donor databases are only read; their records of other machines and builds are used too (the
 // schedules are re-measured here before anything trusts them).
 #include <atomic>
@@ -94,7 +99,9 @@ struct FullEvaluation {
   double best_s = 0;          // the best model latency after it (the same rounds)
   double default_s = 0;       // the default model's latency (the same rounds)
   std::string workload;       // the workload whose schedule changed ("" for evaluation 0)
-  bool kept = false;          // the change made the model faster and was kept
+  bool kept = false;          // the changed steps got faster in the model (kConfirmMargin) and the change was kept
+  double steps_s = 0;         // the changed workloads' steps per inference in the trial (median)
+  double best_steps_s = 0;    // the same steps in the best model before it (the same rounds)
 };
 
 struct ReuseSummary {

@@ -143,6 +143,9 @@ inline bool is_confirmation_policy(const std::string& policy) {
 // of tuning) used with any win, 10 gained 0.1-3% by the fastest run, and the tuned model ran
 // 3.5% slower than its default at 1 and 2 threads.
 inline constexpr double kConfirmMargin = 1.02;
+inline bool faster_by_margin(double base_median, double base_min, double median, double min) {
+  return median * kConfirmMargin <= base_median && min * kConfirmMargin <= base_min;
+}
 struct Confirmation {
   Record default_record;
   Record candidate;
@@ -153,8 +156,7 @@ struct Confirmation {
   // default.
   bool faster() const {
     return candidate.valid() && default_record.valid() && candidate.schedule_hash != default_record.schedule_hash &&
-           candidate.median * kConfirmMargin <= default_record.median &&
-           candidate.min * kConfirmMargin <= default_record.min;
+           faster_by_margin(default_record.median, default_record.min, candidate.median, candidate.min);
   }
 };
 std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key, int threads = 0);

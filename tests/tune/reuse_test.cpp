@@ -9,8 +9,13 @@
 #include <filesystem>
 #include <map>
 
+#include "api/compile_model.h"
+#include "measure/workload_compiler.h"
+#include "schedule/default_knobs.h"
 #include "search/random_search.h"
 #include "support/onnx_builder.h"
+#include "support/small_workloads.h"
+#include "tune/network_refine.h"
 #include "tune/tuner.h"
 
 namespace ts {
@@ -134,11 +139,15 @@ TEST(Reuse, CarriesADonorsSchedulesToAModelOfOtherSizes) {
   ASSERT_GE(s.evaluations.size(), 1u);
   EXPECT_LE(s.evaluations.size(), 3u);
   for (size_t k = 0; k < s.evaluations.size(); k++) {
-    EXPECT_EQ(s.evaluations[k].index, static_cast<int>(k));
-    EXPECT_GT(s.evaluations[k].latency_s, 0);
-    EXPECT_GT(s.evaluations[k].default_s, 0);
-    EXPECT_LE(s.evaluations[k].best_s, s.evaluations[k].latency_s);  // kept only when faster
-    if (s.evaluations[k].kept) EXPECT_EQ(s.evaluations[k].best_s, s.evaluations[k].latency_s);
+    const FullEvaluation& e = s.evaluations[k];
+    EXPECT_EQ(e.index, static_cast<int>(k));
+    EXPECT_GT(e.latency_s, 0);
+    EXPECT_GT(e.default_s, 0);
+    if (e.kept) {  // kept only when the changed steps ran faster in the model, by the margin
+      EXPECT_EQ(e.best_s, e.latency_s);
+      EXPECT_LE(e.steps_s * kConfirmMargin, e.best_steps_s);
+    }
+    if (k > 0) EXPECT_GT(e.best_steps_s, 0) << "one workload's steps are timed in both models";
   }
   EXPECT_EQ(phases.front(), "standalone");
   EXPECT_NE(std::find(phases.begin(), phases.end(), "full"), phases.end());
@@ -168,6 +177,77 @@ TEST(Reuse, CarriesADonorsSchedulesToAModelOfOtherSizes) {
   const int before = count_reuse();
   reuse_tune(target, db, quick({donor}, 0));
   EXPECT_EQ(count_reuse(), before);
+}
+
+// A donor's model kept the network variant of its 2048 -> 512 1x1 conv (a pair written by hand,
+// as tune's network phase records it): the target's conv of the class, of other sizes, tries its
+// own variant in its model, and the trial, timed there, is the pair that decides what runs.
+TEST(Reuse, TriesTheNetworkVariantADonorsModelKeptAndRecordsTheTrialAsThePairThatDecides) {
+  LoadOptions lo;
+  lo.threads = 1;
+  auto chain = [&](const std::string& name, int64_t in, int64_t mid) {
+    std::filesystem::create_directories(test::temp_dir() / name);
+    return load_model(test::save_conv_chain(name + "/model.onnx", in, mid, 512, 7, 7, 1), lo);
+  };
+  auto variant_of = [](const Workload& w) {
+    return DefaultKnobSpace(lower_workload(w).outputs, host_code_target()).network_variant();
+  };
+  const Graph donor_g = chain("walk_donor", 64, 2048), target_g = chain("walk_target", 32, 1024);
+  const Partition donor_part = partition_graph(donor_g), target_part = partition_graph(target_g);
+  const Workload* donor_w = nullptr;
+  const Workload* target_w = nullptr;
+  for (const auto& w : donor_part.workloads)
+    if (w.name == "Conv+Relu" && variant_of(w)) donor_w = &w;
+  for (const auto& w : target_part.workloads)
+    if (w.name == "Conv+Relu" && variant_of(w)) target_w = &w;
+  if (!donor_w || !target_w) GTEST_SKIP() << "the rule prefetches none of these convs on this host (no variant)";
+  ASSERT_EQ(donor_w->class_key, target_w->class_key);
+  ASSERT_NE(donor_w->exact_key, target_w->exact_key);
+
+  const std::string donor = (test::temp_dir() / "walk_donor.db").string();
+  std::filesystem::remove(donor);
+  {
+    RecordsDB d(donor);
+    record_model(d, donor_g, donor_part);
+    Record def = test::measured_record(*donor_w, default_schedule_recipe(), 1.0e-3);
+    Record walk = test::measured_record(*donor_w, DefaultKnobSpace::recipe(*variant_of(*donor_w)), 0.85e-3);
+    def.policy = walk.policy = kNetworkConfirmPolicy;
+    def.threads = walk.threads = 1;
+    d.add({def, walk});
+  }
+  const std::string target = (test::temp_dir() / "walk_target.db").string();
+  std::filesystem::remove(target);
+  RecordsDB db(target);
+  ReuseOptions o = quick({donor}, 4);
+  o.e2e_threads = 1;
+  o.measure.threads = 1;
+  const ReuseSummary s = reuse_tune(target_g, db, o);
+  ASSERT_EQ(s.donors.size(), 1u);
+  EXPECT_TRUE(s.donors[0].chosen) << "the model's decision is what the donor earned";
+  EXPECT_GT(s.donors[0].score, 0);
+  const auto w = std::find_if(s.workloads.begin(), s.workloads.end(),
+                              [&](const ReuseWorkload& x) { return x.key_hash == target_w->key_hash(); });
+  ASSERT_NE(w, s.workloads.end());
+  EXPECT_EQ(w->measured, 0) << "alone the variant measures as its default: not measured";
+  const auto e = std::find_if(s.evaluations.begin(), s.evaluations.end(),
+                              [&](const FullEvaluation& x) { return x.workload == target_w->name; });
+  ASSERT_NE(e, s.evaluations.end()) << "the variant was tried in the model";
+  EXPECT_GT(e->steps_s, 0);
+  std::vector<Record> pair;
+  for (const auto& r : db.records(target_w->exact_key))
+    if (r.policy == kNetworkConfirmPolicy) pair.push_back(r);
+  ASSERT_EQ(pair.size(), 2u);
+  const std::string variant = DefaultKnobSpace::recipe(*variant_of(*target_w)).hash();
+  EXPECT_EQ(pair[0].schedule_hash, default_schedule_recipe().hash());
+  EXPECT_EQ(pair[1].schedule_hash, variant);
+  EXPECT_EQ(pair[1].threads, 1);
+  const auto conf = latest_confirmation(db, target_w->exact_key, 1);
+  ASSERT_TRUE(conf.has_value());
+  EXPECT_EQ(conf->faster(), e->kept);
+  EXPECT_EQ(w->chosen, e->kept ? variant : "");
+  EXPECT_EQ(w->confirmed, e->kept);
+  std::vector<std::string> warnings;
+  EXPECT_EQ(best_schedules(target_part, db, warnings, 1).count(target_w->exact_key), e->kept ? 1u : 0u);
 }
 
 TEST(Reuse, NamesTheDonorsWhenTheOneAskedForIsMissingAndNeverReusesItself) {
