@@ -3,23 +3,29 @@
 schedules other models earned, against tuning it from scratch for the same time.
 
 1. Donors: every model is tuned from scratch for --donor-time seconds (random search) into its own
-   records database, WORK/donors/MODEL.db (kept between runs: an existing one is reused).
+   records database, WORK/donors/MODEL.db (kept between runs: an existing one is reused). Or
+   --donor-dbs names databases tuned beforehand (e.g. the zoo's, by `tune --time 600`): every
+   target then reuses all of them (a model is never its own donor), and targets may be models no
+   database holds (held-out networks).
 2. Reuse: each model in turn is the target, with every *other* model's database as a donor
    (`tensorsched tune MODEL --reuse-from ... --donor auto --full-evals N --json`), a fresh records
    database and a fresh code cache (its compiles count). From the run's JSON: the untuned model's
    latency, the best latency after 0, 5, 10 and 20 full evaluations and the seconds each took
    since the start (the standalone phase included), and the donor the heuristic picked.
-3. From scratch: the same target tuned from zero for the seconds reuse took to finish its 10th
-   full evaluation (or its last), with each --scratch policy, a fresh database and cache
-   (`tune --time S --json`): its end-to-end speed-up over the default as `tune` measures it
-   (default and tuned models timed alternately in one process).
+   At its end reuse times the default model against the model `run --db` then runs (its
+   confirmed choices), alternately, as `tune` ends a search: its "speedup".
+3. From scratch: the same target tuned from zero for the seconds the whole reuse run took, with
+   each --scratch policy, a fresh database and cache (`tune --time S --json`): its end-to-end
+   speed-up over the default as `tune` measures it (default and tuned models timed alternately in
+   one process), against reuse's own.
 
 Speed-ups are untuned / tuned from the same run. Writes OUT/STEM.json, OUT/STEM.md and
 OUT/STEM.png (speed-up against full evaluations per model; reuse and scratch at equal time).
 Run nothing else meanwhile: 2 shared cores are noisy.
 
   /usr/bin/python3 bench/tuning_reuse.py [--models resnet18,resnet50,...] [--donor-time 120]
-      [--full-evals 20] [--scratch random] [--work build/reuse] [--keep] [--out docs/bench]
+      [--donor-dbs A.db,B.db,...] [--full-evals 20] [--scratch random,gbt-sa] [--work build/reuse]
+      [--keep] [--out docs/bench]
 """
 import argparse
 import json
@@ -115,6 +121,8 @@ def rows_of(results, scratch):
         for k in CHECKPOINTS:
             s, t = cp.get(k, (None, None))
             row[f"reuse_{k}"] = "-" if s is None else f"{s:.3f}x ({t:.0f} s)"
+        if r["reuse"].get("speedup"):
+            row["reuse_run_db"] = f"{r['reuse']['speedup']:.3f}x ({r['reuse']['seconds']:.0f} s)"
         for p in scratch:
             s = r.get("scratch", {}).get(p)
             row[f"{p}_same_time"] = "-" if s is None else f"{s['speedup']:.3f}x ({s['seconds']:.0f} s)"
@@ -124,10 +132,14 @@ def rows_of(results, scratch):
 
 def markdown(rows, args):
     cols = list(rows[0]) if rows else []
-    lines = [f"Donors tuned {args.donor_time:.0f} s each (random); reuse: every other model's database as a donor, "
+    donors = (f"Donors: {', '.join(os.path.basename(d) for d in args.donor_db_list)} (tuned beforehand)"
+              if args.donor_db_list else f"Donors tuned {args.donor_time:.0f} s each (random)")
+    lines = [f"{donors}; reuse: every other model's database as a donor, "
              f"--donor {args.donor}, up to {args.full_evals} full evaluations; speed-ups are untuned / best model "
-             "latency of the same evaluation's rounds, with the seconds since the start of the run. From scratch: "
-             "the same target tuned for the seconds reuse took to its 10th full evaluation.", "",
+             "latency of the same evaluation's rounds, with the seconds since the start of the run; reuse_run_db: "
+             "the default model against what `run --db` runs after reuse, timed alternately at its end (the whole "
+             "run's seconds). From scratch: the same target tuned for the seconds the whole reuse run took, its "
+             "end-to-end speed-up measured the same way.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
     return "\n".join(lines) + "\n"
@@ -151,8 +163,8 @@ def plot(results, scratch, path):
     axes[0].legend(fontsize=8)
     models = list(results)
     width = 0.8 / (1 + len(scratch))
-    cp = [at_checkpoints(results[m]["reuse"]).get(10, (0, 0))[0] for m in models]
-    axes[1].bar([i for i in range(len(models))], cp, width, label="reuse, 10 full evaluations")
+    cp = [results[m]["reuse"].get("speedup", 0) for m in models]
+    axes[1].bar([i for i in range(len(models))], cp, width, label="reuse, as run --db runs it")
     for j, p in enumerate(scratch):
         vals = [results[m].get("scratch", {}).get(p, {}).get("speedup", 0) for m in models]
         axes[1].bar([i + (j + 1) * width for i in range(len(models))], vals, width, label=f"{p} from scratch")
@@ -185,6 +197,7 @@ def main():
     ap.add_argument("--zoo", default=os.path.join(REPO, "build", "zoo"))
     ap.add_argument("--models", default=PAPER_MODELS)
     ap.add_argument("--donor-time", type=float, default=120, help="seconds of from-scratch tuning per donor")
+    ap.add_argument("--donor-dbs", default="", help="comma-separated databases tuned beforehand: no donor is tuned")
     ap.add_argument("--donor", default="auto", help="auto (the heuristic's best), all, or a model")
     ap.add_argument("--full-evals", type=int, default=20)
     ap.add_argument("--scratch", default="random", help="comma-separated policies tuned from scratch")
@@ -194,13 +207,17 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the targets of an earlier OUT/STEM.json")
     args = ap.parse_args()
     args.scratch_list = [p for p in args.scratch.split(",") if p]
+    args.donor_db_list = [os.path.abspath(d) for d in args.donor_dbs.split(",") if d]
     models = [m for m in args.models.split(",") if m]
     missing = [m for m in models if not os.path.exists(model_path(args.zoo, m))]
     if missing:
         subprocess.run(["/usr/bin/python3", os.path.join(REPO, "tools", "export_models.py"), "--out", args.zoo,
                         "--graph-only-dir", os.path.join(args.zoo, "graph-only"), "--models", ",".join(missing)],
                        check=True)
-    donors = {m: tune_donor(args, m) for m in models}
+    if args.donor_db_list:
+        donors = {os.path.splitext(os.path.basename(d))[0]: d for d in args.donor_db_list}
+    else:
+        donors = {m: tune_donor(args, m) for m in models}
     json_path = os.path.join(args.out, args.stem + ".json")
     results = {}
     if args.keep and os.path.exists(json_path):
@@ -211,7 +228,7 @@ def main():
         if "reuse" not in r:
             r["reuse"] = reuse_target(args, model, [db for m, db in donors.items() if m != model])
             save(results, args)
-        seconds = at_checkpoints(r["reuse"]).get(10, (0, 0))[1]
+        seconds = r["reuse"]["seconds"]
         for p in args.scratch_list:
             if p not in r.setdefault("scratch", {}):
                 r["scratch"][p] = scratch_target(args, model, p, seconds)

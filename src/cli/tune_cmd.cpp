@@ -147,6 +147,9 @@ int reuse_command(const TuneArgs& a) {
                              g.path, duration(s.standalone_seconds), s.evaluations.size() - 1, ms(last.default_s),
                              ms(last.best_s), last.default_s / last.best_s, duration(s.seconds));
   }
+  if (s.e2e_reused_s > 0)
+    std::cout << fmt::format("end to end, as run --db runs it ({} runs each, alternately): {} ms -> {} ms ({:.3f}x)\n",
+                             a.e2e_iters, ms(s.e2e_default_s), ms(s.e2e_reused_s), s.e2e_default_s / s.e2e_reused_s);
   return s.stopped ? 130 : 0;
 }
 

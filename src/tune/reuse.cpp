@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "graph/error.h"
 #include "measure/time_stats.h"
@@ -448,6 +449,9 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
     const std::vector<int> choice = full_phase(g, tasks, cands, db, opts, t0, sum, progress);
     confirm_choices(tasks, cands, choice, db, opts, sum, progress);
   }
+  if (!stopped())
+    std::tie(sum.e2e_default_s, sum.e2e_reused_s) = end_to_end(g, part, db, opts.measure.cache_root,
+                                                                effective_threads(opts.e2e_threads), std::max(1, opts.e2e_iters));
   sum.stopped = stopped();
   sum.seconds = seconds_since(t0);
   return sum;
@@ -473,6 +477,8 @@ nlohmann::json reuse_json(const ReuseSummary& s) {
                      {"kept", e.kept}, {"steps_ms", e.steps_s * 1e3}, {"best_steps_ms", e.best_steps_s * 1e3}});
   return {{"model", s.model}, {"classes", classes}, {"donors", donors}, {"workloads", workloads},
           {"default_ms", s.default_latency_s * 1e3}, {"evaluations", evals},
+          {"e2e_default_ms", s.e2e_default_s * 1e3}, {"e2e_reused_ms", s.e2e_reused_s * 1e3},
+          {"speedup", s.e2e_reused_s > 0 ? s.e2e_default_s / s.e2e_reused_s : 0.0},
           {"standalone_seconds", s.standalone_seconds}, {"seconds", s.seconds}, {"stopped", s.stopped}};
 }
 

@@ -30,6 +30,8 @@
 //     recorded as tune records its winners (tuner.h, confirm_schedule), so `run --db` and
 //     `compile --db` run what the full phase chose (where the re-measurement confirms it); a
 //     network variant's in-network pair decides for it.
+//  6. End to end. The default model and the model `run --db` now runs, timed alternately
+//     (`e2e_iters` runs each), as `tune` ends: what the user gets, in the unit a search reports.
 // Donor databases are only read; their records of other machines and builds are used too (the
 // schedules are re-measured here before anything trusts them).
 #include <atomic>
@@ -111,6 +113,8 @@ struct ReuseSummary {
   std::vector<ReuseWorkload> workloads; // in the model's workload order
   double default_latency_s = 0;         // the model with default schedules (median, evaluation 0)
   std::vector<FullEvaluation> evaluations;  // in order
+  double e2e_default_s = 0;             // after the confirmations: the default model's latency (median), timed
+  double e2e_reused_s = 0;              //   alternately with the model `run --db` runs now (0 when stopped)
   double standalone_seconds = 0;        // the standalone phase's wall time
   double seconds = 0;                   // the whole run's wall time
   bool stopped = false;                 // ReuseOptions::stop ended it early
@@ -123,8 +127,8 @@ using ReuseProgress = std::function<void(const std::string& phase, const std::st
 // when a donor database cannot be opened or a named donor is in none of them.
 ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts, const ReuseProgress& progress = {});
 
-// {"model", "classes", "donors", "workloads", "default_ms", "evaluations", "standalone_seconds",
-// "seconds", "stopped"} (docs/cli.md).
+// {"model", "classes", "donors", "workloads", "default_ms", "evaluations", "e2e_default_ms",
+// "e2e_reused_ms", "speedup", "standalone_seconds", "seconds", "stopped"} (docs/cli.md).
 nlohmann::json reuse_json(const ReuseSummary& s);
 // The donor table (the paper's Table 2-3): one row per donor, one column per class.
 std::string donor_table(const ReuseSummary& s);

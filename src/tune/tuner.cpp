@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "analysis/pipeline_view.h"
 #include "features/features.h"
@@ -320,23 +321,6 @@ NetworkRefineOptions network_options(const TuneOptions& opts) {
   return n;
 }
 
-// End to end, in this process and run: default schedules vs the best record per workload, run
-// alternately so that both see the same machine state.
-void measure_end_to_end(const Graph& g, const Partition& part, const RecordsDB& db, const TuneOptions& opts,
-                        TuneSummary& sum) {
-  CompileOptions dopts, topts;
-  dopts.cache_root = topts.cache_root = opts.measure.cache_root;
-  std::vector<std::string> warnings;
-  topts.schedules = best_schedules(part, db, warnings, effective_threads(opts.e2e_threads));
-  CompiledModel dm(g, dopts), tm(g, topts);
-  // Halide's pool is process-wide: set for this comparison whatever ran before.
-  dm.set_threads(effective_threads(opts.e2e_threads));
-  tm.set_threads(effective_threads(opts.e2e_threads));
-  const std::vector<double> t = time_alternately({&dm, &tm}, random_inputs(g, 1), opts.e2e_iters);
-  sum.e2e_default_s = t[0];
-  sum.e2e_tuned_s = t[1];
-}
-
 }  // namespace
 
 Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m, const std::string& policy,
@@ -539,7 +523,9 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
                                     [](const std::string& line) { spdlog::info("tune in the network: {}", line); });
     sum.stopped = stopped();
   }
-  if (opts.e2e_iters > 0 && !sum.stopped) measure_end_to_end(g, part, db, opts, sum);
+  if (opts.e2e_iters > 0 && !sum.stopped)
+    std::tie(sum.e2e_default_s, sum.e2e_tuned_s) =
+        end_to_end(g, part, db, opts.measure.cache_root, effective_threads(opts.e2e_threads), opts.e2e_iters);
   return sum;
 }
 
@@ -559,6 +545,20 @@ std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string&
         out.push_back({w.key_hash, r.features, r.valid() ? r.median : 2 * worst});
   }
   return out;
+}
+
+std::pair<double, double> end_to_end(const Graph& g, const Partition& part, const RecordsDB& db,
+                                     const std::string& cache_root, int threads, int iters) {
+  CompileOptions dopts, topts;
+  dopts.cache_root = topts.cache_root = cache_root;
+  std::vector<std::string> warnings;
+  topts.schedules = best_schedules(part, db, warnings, threads);
+  CompiledModel dm(g, dopts), tm(g, topts);
+  // Halide's pool is process-wide: set for this comparison whatever ran before.
+  dm.set_threads(threads);
+  tm.set_threads(threads);
+  const std::vector<double> t = time_alternately({&dm, &tm}, random_inputs(g, 1), iters);
+  return {t[0], t[1]};
 }
 
 std::optional<Record> used_record(const RecordsDB& db, const std::string& exact_key, int threads) {

@@ -175,4 +175,8 @@ std::map<std::string, Schedule> best_schedules(const Partition& part, const Reco
                                                int threads = 0);
 // The record whose schedule best_schedules picks for one workload; nothing when it runs the default.
 std::optional<Record> used_record(const RecordsDB& db, const std::string& exact_key, int threads = 0);
+// The model with default schedules and as `run --db --threads N` runs it (best_schedules), run
+// alternately in this process, `iters` timed runs each: their median latencies {default, tuned}.
+std::pair<double, double> end_to_end(const Graph& g, const Partition& part, const RecordsDB& db,
+                                     const std::string& cache_root, int threads, int iters);
 }  // namespace ts

@@ -166,6 +166,10 @@ TEST(Reuse, CarriesADonorsSchedulesToAModelOfOtherSizes) {
   }
   EXPECT_NE(donor_table(s).find("donor_net"), std::string::npos);
   EXPECT_EQ(reuse_json(s)["evaluations"].size(), s.evaluations.size());
+  // At its end, the default against what run --db runs now, as tune ends a search.
+  EXPECT_GT(s.e2e_default_s, 0);
+  EXPECT_GT(s.e2e_reused_s, 0);
+  EXPECT_DOUBLE_EQ(reuse_json(s)["speedup"].get<double>(), s.e2e_default_s / s.e2e_reused_s);
 
   // A rerun measures no carried schedule again (only its choices against the default).
   auto count_reuse = [&] {
