@@ -121,8 +121,8 @@ def rows_of(results, scratch):
         for k in CHECKPOINTS:
             s, t = cp.get(k, (None, None))
             row[f"reuse_{k}"] = "-" if s is None else f"{s:.3f}x ({t:.0f} s)"
-        if r["reuse"].get("speedup"):
-            row["reuse_run_db"] = f"{r['reuse']['speedup']:.3f}x ({r['reuse']['seconds']:.0f} s)"
+        row["reuse_run_db"] = (f"{r['reuse']['speedup']:.3f}x ({r['reuse']['seconds']:.0f} s)"
+                               if r["reuse"].get("speedup") else "-")
         for p in scratch:
             s = r.get("scratch", {}).get(p)
             row[f"{p}_same_time"] = "-" if s is None else f"{s['speedup']:.3f}x ({s['seconds']:.0f} s)"

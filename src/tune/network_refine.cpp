@@ -32,12 +32,8 @@ std::vector<size_t> steps_of(const CompiledModel& m, const std::set<std::string>
 // "" when it can.
 std::string check_trial(const Graph& g, CompiledModel& base, CompiledModel& trial, const NetworkCandidate& c,
                         const std::map<std::string, Tensor>& inputs) {
-  const Partition& p = trial.partition();
-  const auto w = std::find_if(p.workloads.begin(), p.workloads.end(),
-                              [&](const Workload& x) { return x.exact_key == c.w->exact_key; });
-  if (w == p.workloads.end() || steps_of(trial, {c.w->exact_key}).empty()) return "the model has no step of this workload";
-  if (trial.schedule_hashes()[static_cast<size_t>(w - p.workloads.begin())] != c.variant.hash())
-    return "the variant did not compile (the default ran instead)";
+  if (steps_of(trial, {c.w->exact_key}).empty()) return "the model has no step of this workload";
+  if (!runs_schedule(trial, c.w->exact_key, c.variant.hash())) return "the variant did not compile (the default ran instead)";
   const std::vector<Tensor> want = base.run(inputs), got = trial.run(inputs);
   for (size_t k = 0; k < want.size(); k++) {
     // A variant changes prefetching only: the same arithmetic, so the same values.
@@ -78,9 +74,7 @@ NetworkTrial try_candidate(const Graph& g, RecordsDB& db, const NetworkCandidate
   }
   if (t.error.empty() && stopped(opts)) t.error = "stopped";
   if (!t.error.empty()) return t;
-  const Record d = network_record(*c.w, default_schedule_recipe(), rt[0], threads);
-  const Record v = network_record(*c.w, c.variant, rt[1], threads);
-  db.add({d, v});  // one transaction, the default's first: a confirmation pair (tuner.h)
+  record_network_pair(db, *c.w, c.variant, rt[0], rt[1], threads);
   const TimeStats base_st = time_stats(rt[0].steps), variant_st = time_stats(rt[1].steps);
   t.base_s = base_st.median;
   t.variant_s = variant_st.median;
@@ -158,6 +152,20 @@ Record network_record(const Workload& w, const Schedule& s, const StepTimes& t, 
   r.median = st.median;  // as RecordsDB::add computes them
   r.min = st.min;
   return r;
+}
+
+void record_network_pair(RecordsDB& db, const Workload& w, const Schedule& variant, const StepTimes& default_times,
+                         const StepTimes& variant_times, int threads) {
+  // One transaction, the default's first: a confirmation pair (tuner.h).
+  db.add({network_record(w, default_schedule_recipe(), default_times, threads),
+          network_record(w, variant, variant_times, threads)});
+}
+
+bool runs_schedule(const CompiledModel& m, const std::string& exact_key, const std::string& hash) {
+  const Partition& p = m.partition();
+  for (size_t k = 0; k < p.workloads.size(); k++)
+    if (p.workloads[k].exact_key == exact_key) return m.schedule_hashes()[k] == hash;
+  return false;
 }
 
 std::vector<NetworkTrial> refine_in_network(const Graph& g, RecordsDB& db, std::vector<NetworkCandidate> candidates,

@@ -75,6 +75,15 @@ bool steps_faster(const StepTimes& base, const StepTimes& trial);
 // call of the workload). A pair of them, the default's first, is a confirmation (tuner.h).
 Record network_record(const Workload& w, const Schedule& s, const StepTimes& t, int threads);
 
+// Records the default's and `variant`'s steps of `w` in the network as one pair, the default's
+// first: the confirmation that decides what `run --db --threads N` runs.
+void record_network_pair(RecordsDB& db, const Workload& w, const Schedule& variant, const StepTimes& default_times,
+                         const StepTimes& variant_times, int threads);
+
+// Whether model `m` compiled workload `exact_key` with the schedule `hash` (a schedule that does
+// not compile runs the default instead).
+bool runs_schedule(const CompiledModel& m, const std::string& exact_key, const std::string& hash);
+
 // A workload the refinement may try, with its variant.
 struct NetworkCandidate {
   const Workload* w = nullptr;  // the workload (owned by the partition)

@@ -69,21 +69,22 @@ std::vector<ReuseClass> classes_of(const std::vector<Task>& tasks) {
 }
 
 // Whether the donor's model itself kept a variant of this workload's default: its latest
-// confirmation, at any thread count, is an in-network pair the variant won (network_refine.h).
-bool decided_in_network(const Donor& d, const WorkloadEntry& w) {
-  const std::optional<Confirmation> c = latest_confirmation(*d.db, w.exact_key);
+// confirmation at `threads` (or, where it has none of that count, at any) is an in-network pair
+// the variant won (network_refine.h).
+bool decided_in_network(const Donor& d, const WorkloadEntry& w, int threads) {
+  const std::optional<Confirmation> c = latest_confirmation(*d.db, w.exact_key, threads);
   return c && c->candidate.policy == kNetworkConfirmPolicy && c->faster();
 }
 
 // W_Tc counts the donor's workloads of class c that tuning made faster than their default (every
 // tuned workload has a valid record: its default's), alone or in its network.
-DonorScore score(const Donor& d, const std::vector<ReuseClass>& classes) {
+DonorScore score(const Donor& d, const std::vector<ReuseClass>& classes, int threads) {
   DonorScore s{d.model, d.db->path(), {}, 0, false};
   const std::string def = default_schedule_recipe().hash();
   std::map<std::string, int> tuned;  // class key -> such workloads
   for (const auto& w : d.workloads) {
     auto best = d.db->best(w.exact_key, 1);
-    if ((!best.empty() && best[0].schedule_hash != def) || decided_in_network(d, w)) tuned[w.class_key]++;
+    if ((!best.empty() && best[0].schedule_hash != def) || decided_in_network(d, w, threads)) tuned[w.class_key]++;
   }
   for (const auto& c : classes) {
     const int n = tuned.count(c.class_key) ? tuned.at(c.class_key) : 0;
@@ -123,20 +124,28 @@ struct Candidate {
   bool in_network = false;  // the default's network variant, which a donor's model kept: only the target's model can judge it
 };
 
+// What a target workload runs already (an earlier tune or reuse), and whether its model decided it.
+struct Current {
+  Schedule schedule;
+  bool in_network = false;  // a network variant kept by a pair timed in the model (alone it is the default)
+};
+
 // Re-fits the chosen donors' schedules of w's class to task t (their `per_workload` fastest each);
-// counts what could not be carried. What the target runs already (`current`, from an earlier tune
-// or reuse) comes first, so that the full phase weighs the donors against it, not against nothing.
-// Where a donor's model kept the network variant of a workload of the class (network_refine.h),
-// the target's own variant is a candidate too: the knob, not the donor's sizes, is what carries.
+// counts what could not be carried. What the target runs already (`current`) comes first, so that
+// the full phase weighs the donors against it, not against nothing.
+// Where a donor's model kept the network variant of a workload of the class (network_refine.h,
+// at `threads`), the target's own variant is a candidate too: the knob, not the donor's sizes, is
+// what carries.
 std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>& donors,
-                                        const std::vector<DonorScore>& scores, int per_workload,
-                                        const std::optional<Schedule>& current, ReuseWorkload& out) {
+                                        const std::vector<DonorScore>& scores, int per_workload, int threads,
+                                        const std::optional<Current>& current, ReuseWorkload& out) {
   const std::vector<Halide::Func> outputs = lower_workload(*t.w).outputs;
   std::vector<Candidate> cands;
   std::set<std::string> seen;
   if (current) {
-    seen.insert(current->hash());
-    cands.push_back({*current, current->hash(), 0, true});
+    const std::string h = current->schedule.hash();
+    seen.insert(h);
+    cands.push_back({current->schedule, h, current->in_network ? t.default_s : 0, true, current->in_network});
   }
   bool network_decided = false;  // by a chosen donor, on a workload of this class
   for (const auto& d : donors) {
@@ -145,7 +154,7 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
     if (!chosen) continue;
     for (const auto& w : d.workloads) {
       if (w.class_key != t.w->class_key) continue;
-      network_decided = network_decided || decided_in_network(d, w);
+      network_decided = network_decided || decided_in_network(d, w, threads);
       // Only what tuning earned is carried: records faster than the donor workload's own default
       // (best() is fastest first, so its default ends the list). Random trials that never beat
       // their default made up most of what an earlier version carried, and cost minutes. One record
@@ -239,15 +248,6 @@ std::vector<int> allocate(int total, const std::vector<double>& time, const std:
 
 double median_of(const std::vector<double>& v) { return v.empty() ? 0 : time_stats(v).median; }
 
-// Whether the model compiled workload `exact_key` with the schedule `hash` (a schedule that does
-// not compile runs the default instead).
-bool runs_schedule(const CompiledModel& m, const std::string& exact_key, const std::string& hash) {
-  const Partition& p = m.partition();
-  for (size_t k = 0; k < p.workloads.size(); k++)
-    if (p.workloads[k].exact_key == exact_key) return m.schedule_hashes()[k] == hash;
-  return false;
-}
-
 // Per workload its alternatives to its choice (indices into its candidates, by standalone time;
 // -1, the default, last where it has a choice), and its share of the model's time, which splits
 // the evaluations.
@@ -258,9 +258,11 @@ void alternatives_of(const std::vector<Task>& tasks, const std::vector<std::vect
   for (size_t i = 0; i < tasks.size(); i++) {
     if (!tasks[i].summary.error.empty()) continue;
     time[i] = tasks[i].count * (choice[i] >= 0 ? cands[i][static_cast<size_t>(choice[i])].standalone_s : tasks[i].default_s);
-    for (int k = 0; k < static_cast<int>(cands[i].size()); k++)
-      if (k != choice[i] && cands[i][static_cast<size_t>(k)].standalone_s < tasks[i].default_s * 1.25)
-        alternatives[i].push_back(k);  // much slower alone is not worth a whole-model run
+    for (int k = 0; k < static_cast<int>(cands[i].size()); k++) {
+      const Candidate& c = cands[i][static_cast<size_t>(k)];
+      if (k == choice[i] || (c.in_network && choice[i] >= 0)) continue;  // a network variant is timed against the default only
+      if (c.standalone_s < tasks[i].default_s * 1.25) alternatives[i].push_back(k);  // much slower alone is not worth a whole-model run
+    }
     if (choice[i] >= 0) alternatives[i].push_back(-1);
   }
 }
@@ -290,8 +292,14 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
     }
   const auto inputs = random_inputs(g, 1);
   const int iters = std::max(1, opts.e2e_iters);
-  const std::shared_ptr<CompiledModel> def = compile_model_with(g, {}, opts.measure.cache_root, opts.e2e_threads);
-  std::shared_ptr<CompiledModel> best = chosen.empty() ? def : compile_model_with(g, chosen, opts.measure.cache_root, opts.e2e_threads);
+  const std::shared_ptr<CompiledModel> def = compile_model_with(g, {}, opts.measure.cache_root, threads);
+  std::shared_ptr<CompiledModel> best = chosen.empty() ? def : compile_model_with(g, chosen, opts.measure.cache_root, threads);
+  for (size_t i = 0; i < n; i++)  // a choice that did not compile runs the default in the model: not a choice
+    if (choice[i] >= 0 && !runs_schedule(*best, tasks[i].w->exact_key, cands[i][0].hash)) {
+      chosen.erase(tasks[i].w->exact_key);
+      changed.erase(tasks[i].w->exact_key);
+      choice[i] = -1;
+    }
   std::vector<StepTimes> t = time_steps_in_models({def.get(), best.get()}, changed, inputs, iters);
   sum.default_latency_s = median_of(t[0].model);
   const bool kept0 = !chosen.empty() && steps_faster(t[0], t[1]);
@@ -321,6 +329,9 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
   for (int done = 0, round = 0; done < opts.full_evals && round < opts.full_evals; round++) {
     for (size_t i : by_time) {
       if (tried[i] >= budget[i] || done >= opts.full_evals || (opts.stop && opts.stop->load())) continue;
+      // A network variant kept stays: it was timed against the default, and a standalone choice
+      // after it would be confirmed alone, where the variant's gain does not show.
+      if (choice[i] >= 0 && cands[i][static_cast<size_t>(choice[i])].in_network) continue;
       const int alt = alternatives[i][static_cast<size_t>(tried[i]++)];
       const Candidate* c = alt >= 0 ? &cands[i][static_cast<size_t>(alt)] : nullptr;
       if (c && c->in_network && choice[i] >= 0) continue;  // its record pairs it with the default only
@@ -328,13 +339,12 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
       std::map<std::string, Schedule> trial = chosen;
       if (c) trial[key] = c->schedule;
       else trial.erase(key);
-      const std::shared_ptr<CompiledModel> m = compile_model_with(g, trial, opts.measure.cache_root, opts.e2e_threads);
+      const std::shared_ptr<CompiledModel> m = compile_model_with(g, trial, opts.measure.cache_root, threads);
       t = time_steps_in_models({def.get(), best.get(), m.get()}, {key}, inputs, iters);
       const bool compiled = !c || runs_schedule(*m, key, c->hash);
       const bool kept = compiled && steps_faster(t[1], t[2]);
       if (c && c->in_network && compiled)  // the best ran the default here: the pair that decides
-        db.add({network_record(*tasks[i].w, default_schedule_recipe(), t[1], threads),
-                network_record(*tasks[i].w, c->schedule, t[2], threads)});
+        record_network_pair(db, *tasks[i].w, c->schedule, t[1], t[2], threads);
       if (kept) {
         chosen = std::move(trial);
         choice[i] = alt;
@@ -342,7 +352,7 @@ std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, cons
       }
       sum.evaluations.push_back({++done, seconds_since(t0), median_of(t[2].model), median_of(t[kept ? 2 : 1].model),
                                  median_of(t[0].model), tasks[i].w->name, kept, median_of(t[2].steps),
-                                 median_of(t[1].steps)});
+                                 median_of(t[1].steps), c && c->in_network});
       if (say)
         say("full", fmt::format("evaluation {}: {} {}{}: steps {:.3f} ms against {:.3f} ms ({}); model {:.3f} ms, "
                                 "default {:.3f} ms", done, tasks[i].w->name, c ? c->hash : "default",
@@ -373,12 +383,18 @@ void confirm_choices(std::vector<Task>& tasks, const std::vector<std::vector<Can
       // The full phase recorded it, at the model's thread count.
       auto c = latest_confirmation(db, tasks[i].w->exact_key, effective_threads(opts.e2e_threads));
       sum.workloads[i].confirmed = c && c->faster();
+      if (say) say("confirm", fmt::format("{}: {} kept in the model (its pair decides)", tasks[i].w->name, sum.workloads[i].chosen));
       continue;
     }
-    if (choice[i] >= 0) winner = cands[i][static_cast<size_t>(choice[i])].schedule;
-    else if (const auto used = used_record(db, tasks[i].w->exact_key, threads);
-             !used || used->policy == kNetworkConfirmPolicy)
-      continue;  // the default runs already, or what the whole model chose
+    if (choice[i] >= 0) {
+      winner = cands[i][static_cast<size_t>(choice[i])].schedule;
+    } else if (const auto used = used_record(db, tasks[i].w->exact_key, threads); !used) {
+      continue;  // the default runs already
+    } else if (used->policy == kNetworkConfirmPolicy) {  // what the whole model chose earlier stays
+      sum.workloads[i].chosen = used->schedule_hash;
+      sum.workloads[i].confirmed = true;
+      continue;
+    }
     if (!confirm_schedule(tasks[i], db, winner, opts.confirm_rounds, opts.stop)) continue;
     auto c = latest_confirmation(db, tasks[i].w->exact_key, threads);
     sum.workloads[i].confirmed = c && c->faster();
@@ -408,9 +424,11 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
   to.measure = opts.measure;
   to.stop = opts.stop;
   std::vector<Task> tasks = make_tasks(part, db, kReusePolicy, to);
+  const int model_threads = effective_threads(opts.e2e_threads);  // the full phase's models'
+  const int measure_threads = effective_threads(opts.measure.threads);
   sum.classes = classes_of(tasks);
   for (const auto& d : donors) {
-    sum.donors.push_back(score(d, sum.classes));
+    sum.donors.push_back(score(d, sum.classes, model_threads));
     if (sum.donors.back().score == 0 && d.model != sum.model)
       spdlog::warn("{}: model {} has no tuned workload of a class {} holds (a database written before class keys "
                    "became operation sequences matches nothing: tune that model again)",
@@ -418,7 +436,7 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
   }
   choose(sum.donors, opts.donor, sum.model);
   std::vector<std::string> warnings;  // records of the target that no longer parse: not candidates
-  const std::map<std::string, Schedule> current = best_schedules(part, db, warnings, effective_threads(opts.measure.threads));
+  const std::map<std::string, Schedule> current = best_schedules(part, db, warnings, measure_threads);
 
   std::vector<std::vector<Candidate>> cands(tasks.size());
   for (size_t i = 0; i < tasks.size(); i++) {
@@ -432,9 +450,12 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
       if (c.class_key == t.w->class_key) rw.class_label = c.label;
     rw.error = t.summary.error;
     if (rw.error.empty() && !stopped()) {
-      auto it = current.find(t.w->exact_key);
-      cands[i] = refit_candidates(t, donors, sum.donors, opts.per_donor_workload,
-                                  it == current.end() ? std::nullopt : std::optional<Schedule>(it->second), rw);
+      std::optional<Current> now;
+      if (auto it = current.find(t.w->exact_key); it != current.end()) {
+        const std::optional<Record> used = used_record(db, t.w->exact_key, measure_threads);
+        now = Current{it->second, used && used->policy == kNetworkConfirmPolicy};
+      }
+      cands[i] = refit_candidates(t, donors, sum.donors, opts.per_donor_workload, model_threads, now, rw);
       measure_standalone(t, cands[i], db, opts.stop, rw);
     }
     if (progress)
@@ -474,7 +495,8 @@ nlohmann::json reuse_json(const ReuseSummary& s) {
   for (const auto& e : s.evaluations)
     evals.push_back({{"index", e.index}, {"seconds", e.seconds}, {"latency_ms", e.latency_s * 1e3},
                      {"best_ms", e.best_s * 1e3}, {"default_ms", e.default_s * 1e3}, {"workload", e.workload},
-                     {"kept", e.kept}, {"steps_ms", e.steps_s * 1e3}, {"best_steps_ms", e.best_steps_s * 1e3}});
+                     {"kept", e.kept}, {"steps_ms", e.steps_s * 1e3}, {"best_steps_ms", e.best_steps_s * 1e3},
+                     {"network_variant", e.network_variant}});
   return {{"model", s.model}, {"classes", classes}, {"donors", donors}, {"workloads", workloads},
           {"default_ms", s.default_latency_s * 1e3}, {"evaluations", evals},
           {"e2e_default_ms", s.e2e_default_s * 1e3}, {"e2e_reused_ms", s.e2e_reused_s * 1e3},

@@ -52,8 +52,8 @@ struct ReuseOptions {
   std::string donor = "auto";           // a donor model's name, "auto" (the best score) or "all"
   int full_evals = 10;                  // full-model evaluations after the standalone phase
   int per_donor_workload = 3;           // fastest schedules taken from each donor workload of a class (only those faster than its default)
-  int e2e_iters = 10;                   // timed runs of the model per full evaluation (median)
-  int e2e_threads = 0;                  // Halide threads for them (0 = default)
+  int e2e_iters = 10;                   // timed runs of each model per full evaluation, and at the end (end to end)
+  int e2e_threads = 0;                  // Halide threads of the models (0 = default); in-network pairs are recorded at it
   int confirm_rounds = 3;               // re-measurement rounds of each choice against the default (0 = none)
   MeasureOptions measure;               // standalone measurements (repeats, cache, jobs)
   const std::atomic<bool>* stop = nullptr;  // when it turns true: stop, keeping what was recorded
@@ -72,7 +72,7 @@ struct ReuseClass {
 struct DonorScore {
   std::string model;                    // the model's name in its database
   std::string db;                       // the database holding it
-  std::map<std::string, int> per_class; // class label -> its tuned workloads of that class (faster than their default)
+  std::map<std::string, int> per_class; // class label -> its tuned workloads of that class (faster than their default, alone or in its model)
   double score = 0;                     // sum over classes of P_c^2 sqrt(|W_Tc|)
   bool chosen = false;                  // its schedules are used
 };
@@ -104,6 +104,7 @@ struct FullEvaluation {
   bool kept = false;          // the changed steps got faster in the model (kConfirmMargin) and the change was kept
   double steps_s = 0;         // the changed workloads' steps per inference in the trial (median)
   double best_steps_s = 0;    // the same steps in the best model before it (the same rounds)
+  bool network_variant = false;  // the trial was the workload's network variant (a donor's model kept one)
 };
 
 struct ReuseSummary {
@@ -120,7 +121,7 @@ struct ReuseSummary {
   bool stopped = false;                 // ReuseOptions::stop ended it early
 };
 
-// Progress: a phase ("standalone" or "full") and a line saying what was just done.
+// Progress: a phase ("standalone", "full" or "confirm") and a line saying what was just done.
 using ReuseProgress = std::function<void(const std::string& phase, const std::string& line)>;
 
 // Reuses the donors' schedules for `g`, recording standalone measurements in `db`. Throws Error

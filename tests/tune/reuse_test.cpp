@@ -236,6 +236,7 @@ TEST(Reuse, TriesTheNetworkVariantADonorsModelKeptAndRecordsTheTrialAsThePairTha
   const auto e = std::find_if(s.evaluations.begin(), s.evaluations.end(),
                               [&](const FullEvaluation& x) { return x.workload == target_w->name; });
   ASSERT_NE(e, s.evaluations.end()) << "the variant was tried in the model";
+  EXPECT_TRUE(e->network_variant);
   EXPECT_GT(e->steps_s, 0);
   std::vector<Record> pair;
   for (const auto& r : db.records(target_w->exact_key))
@@ -252,6 +253,22 @@ TEST(Reuse, TriesTheNetworkVariantADonorsModelKeptAndRecordsTheTrialAsThePairTha
   EXPECT_EQ(w->confirmed, e->kept);
   std::vector<std::string> warnings;
   EXPECT_EQ(best_schedules(target_part, db, warnings, 1).count(target_w->exact_key), e->kept ? 1u : 0u);
+
+  // The model decided for the variant (a pair written by hand): a rerun without evaluations keeps
+  // it as what runs and says so; nothing confirms it alone, where it would measure as the default.
+  Record def = test::measured_record(*target_w, default_schedule_recipe(), 1.0e-3);
+  Record walk = test::measured_record(*target_w, DefaultKnobSpace::recipe(*variant_of(*target_w)), 0.8e-3);
+  def.policy = walk.policy = kNetworkConfirmPolicy;
+  def.threads = walk.threads = 1;
+  db.add({def, walk});
+  const ReuseSummary again = reuse_tune(target_g, db, quick({donor}, 0));
+  const auto w2 = std::find_if(again.workloads.begin(), again.workloads.end(),
+                               [&](const ReuseWorkload& x) { return x.key_hash == target_w->key_hash(); });
+  ASSERT_NE(w2, again.workloads.end());
+  EXPECT_EQ(w2->chosen, variant);
+  EXPECT_TRUE(w2->confirmed);
+  EXPECT_EQ(best_schedules(target_part, db, warnings, 1).at(target_w->exact_key).hash(), variant);
+  EXPECT_EQ(latest_confirmation(db, target_w->exact_key, 1)->candidate.policy, kNetworkConfirmPolicy);
 }
 
 TEST(Reuse, NamesTheDonorsWhenTheOneAskedForIsMissingAndNeverReusesItself) {
