@@ -1,6 +1,7 @@
 #include "search/gbt_sa_search.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -31,6 +32,16 @@ std::vector<double> margin_of(const CostModel& m, std::vector<double> pred) {
   if (m.predicts_seconds())
     for (double& p : pred) p = std::log(std::max(p, 1e-12));
   return pred;
+}
+
+// Qualities of `n` schedules from those of the ones at `rated` (in order): the others are rated
+// below every one of them (by their spread), or all equal when none is rated.
+std::vector<double> rated_last(const std::vector<double>& q, const std::vector<size_t>& rated, size_t n) {
+  if (q.empty()) return std::vector<double>(n, 0.0);
+  const auto [lo, hi] = std::minmax_element(q.begin(), q.end());
+  std::vector<double> out(n, *lo - std::max(*hi - *lo, 1.0));
+  for (size_t k = 0; k < rated.size(); k++) out[rated[k]] = q[k];
+  return out;
 }
 
 }  // namespace
@@ -179,14 +190,29 @@ void GbtSaSearch::rebuild_plan(const SearchTask& task, TaskState& ts, std::mt199
   }
   ts.stats.model_used = true;
   ts.stats.transfer = ts.global != nullptr;
-  auto predict = [&](const std::vector<Schedule>& ss) {
-    std::vector<std::vector<float>> x;
-    x.reserve(ss.size());
-    for (const auto& s : ss) x.push_back(ts.features->flat(s));
+  auto rate = [&](const std::vector<std::vector<float>>& x) {
+    if (x.empty()) return std::vector<double>{};
     if (!local_ready) return quality_of(*ts.global, ts.global->predict(x));
     std::vector<double> base;
     if (ts.global) base = margin_of(*ts.global, ts.global->predict(x));
     return quality_of(*ts.local, ts.local->predict(x, base));
+  };
+  // A schedule the features cannot describe (features.cpp refuses a few compute_at sites a
+  // mutation leaves, e.g. one whose path to its consumer stopped being inlined) is rated last:
+  // the model knows nothing of it, and one such draw must not end the search.
+  auto predict = [&](const std::vector<Schedule>& ss) {
+    std::vector<std::vector<float>> x;
+    std::vector<size_t> rated;
+    x.reserve(ss.size());
+    for (size_t k = 0; k < ss.size(); k++) {
+      try {
+        x.push_back(ts.features->flat(ss[k]));
+        rated.push_back(k);
+      } catch (const Error& e) {
+        spdlog::debug("gbt-sa {}: a schedule without features, rated last: {}", task.workload->name, e.what());
+      }
+    }
+    return rated_last(rate(x), rated, ss.size());
   };
 
   // Parallel simulated annealing from the persistent chains.
