@@ -90,6 +90,14 @@ NetworkTrial try_candidate(const Graph& g, RecordsDB& db, const NetworkCandidate
   return t;
 }
 
+// A record of workload `w` running `s` in the network (see record_network_pair).
+Record network_record(const Workload& w, const Schedule& s, const StepTimes& t, int threads) {
+  MeasureResult m;
+  for (double x : t.steps) m.times.push_back(x / static_cast<double>(std::max<size_t>(1, t.step_count)));
+  m.threads = threads;
+  return make_record(w, s, m, kNetworkConfirmPolicy);  // RecordsDB::add derives median and min
+}
+
 std::string trial_line(const NetworkTrial& t) {
   if (!t.error.empty()) return fmt::format("{} {} {} on {} threads: not timed: {}", t.key_hash, t.name, t.variant, t.threads, t.error);
   return fmt::format("{} {} {} on {} threads: {:.3f} ms in the network against {:.3f} ms (fastest {:.3f} / {:.3f}); "
@@ -141,17 +149,6 @@ bool steps_faster(const StepTimes& base, const StepTimes& trial) {
   if (base.steps.empty() || trial.steps.empty() || base.step_count == 0 || trial.step_count == 0) return false;
   const TimeStats b = time_stats(base.steps), t = time_stats(trial.steps);
   return faster_by_margin(b.median, b.min, t.median, t.min);
-}
-
-Record network_record(const Workload& w, const Schedule& s, const StepTimes& t, int threads) {
-  MeasureResult m;
-  for (double x : t.steps) m.times.push_back(x / static_cast<double>(std::max<size_t>(1, t.step_count)));
-  m.threads = threads;
-  Record r = make_record(w, s, m, kNetworkConfirmPolicy);
-  const TimeStats st = time_stats(m.times);
-  r.median = st.median;  // as RecordsDB::add computes them
-  r.min = st.min;
-  return r;
 }
 
 void record_network_pair(RecordsDB& db, const Workload& w, const Schedule& variant, const StepTimes& default_times,

@@ -70,13 +70,10 @@ std::vector<StepTimes> time_steps_in_models(const std::vector<CompiledModel*>& m
 // `trial` beat `base` by kConfirmMargin (tuner.h) by the median and by the fastest of their steps.
 bool steps_faster(const StepTimes& base, const StepTimes& trial);
 
-// A record of workload `w` running `s` in the network (policy kNetworkConfirmPolicy): per
-// inference its steps' sum over their count, a step's mean (the unit of every other record: one
-// call of the workload). A pair of them, the default's first, is a confirmation (tuner.h).
-Record network_record(const Workload& w, const Schedule& s, const StepTimes& t, int threads);
-
-// Records the default's and `variant`'s steps of `w` in the network as one pair, the default's
-// first: the confirmation that decides what `run --db --threads N` runs.
+// Records the default's and `variant`'s steps of `w` in the network as one pair (policy
+// kNetworkConfirmPolicy), the default's first: the confirmation that decides what `run --db
+// --threads N` runs (tuner.h). Each record holds per inference its steps' sum over their count,
+// a step's mean (the unit of every other record: one call of the workload).
 void record_network_pair(RecordsDB& db, const Workload& w, const Schedule& variant, const StepTimes& default_times,
                          const StepTimes& variant_times, int threads);
 

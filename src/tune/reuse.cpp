@@ -471,8 +471,8 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
     confirm_choices(tasks, cands, choice, db, opts, sum, progress);
   }
   if (!stopped())
-    std::tie(sum.e2e_default_s, sum.e2e_reused_s) = end_to_end(g, part, db, opts.measure.cache_root,
-                                                                effective_threads(opts.e2e_threads), std::max(1, opts.e2e_iters));
+    std::tie(sum.e2e_default_s, sum.e2e_reused_s) =
+        end_to_end(g, part, db, opts.measure.cache_root, model_threads, std::max(1, opts.e2e_iters));
   sum.stopped = stopped();
   sum.seconds = seconds_since(t0);
   return sum;

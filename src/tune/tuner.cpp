@@ -549,15 +549,11 @@ std::vector<CostSample> transfer_samples(const RecordsDB& db, const std::string&
 
 std::pair<double, double> end_to_end(const Graph& g, const Partition& part, const RecordsDB& db,
                                      const std::string& cache_root, int threads, int iters) {
-  CompileOptions dopts, topts;
-  dopts.cache_root = topts.cache_root = cache_root;
   std::vector<std::string> warnings;
-  topts.schedules = best_schedules(part, db, warnings, threads);
-  CompiledModel dm(g, dopts), tm(g, topts);
   // Halide's pool is process-wide: set for this comparison whatever ran before.
-  dm.set_threads(threads);
-  tm.set_threads(threads);
-  const std::vector<double> t = time_alternately({&dm, &tm}, random_inputs(g, 1), iters);
+  const auto dm = compile_model_with(g, {}, cache_root, threads);
+  const auto tm = compile_model_with(g, best_schedules(part, db, warnings, threads), cache_root, threads);
+  const std::vector<double> t = time_alternately({dm.get(), tm.get()}, random_inputs(g, 1), iters);
   return {t[0], t[1]};
 }
 
