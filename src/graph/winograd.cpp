@@ -67,10 +67,10 @@ bool winograd_pays(const Graph& g, const Node& n, int threads) {
   for (size_t i = 0; i < 4; i++)
     if (pads[i] < 0 || pads[i] > 2 * dilations[i % 2]) return false;
   const bool dilated = dilations[0] > 1 || dilations[1] > 1;
-  if (dilated && winograd_weight_bytes(w.shape[0], w.shape[1]) <= kWinogradWeightsOnceBytes) return false;
+  const int64_t tiles = winograd_tiles(y.shape[2], dilations[0]) * winograd_tiles(y.shape[3], dilations[1]);
+  if (dilated && !winograd_weights_once(winograd_weight_bytes(w.shape[0], w.shape[1]), tiles)) return false;
   const double min_pixels = 8.0 * std::max(threads, 1) * kDirectConvFlopsPerCore / kWinogradWeightStreamBytesPerSecond;
-  return winograd_tiles(y.shape[2], dilations[0]) * winograd_tiles(y.shape[3], dilations[1]) >= kWinogradMinTiles &&
-         double(y.shape[2] * y.shape[3]) > min_pixels;
+  return tiles >= kWinogradMinTiles && double(y.shape[2] * y.shape[3]) > min_pixels;
 }
 
 }  // namespace

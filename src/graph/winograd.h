@@ -28,12 +28,32 @@ inline constexpr const char* kWinogradAttr = "ts_winograd";  // Conv attribute: 
 inline constexpr int kWinogradTile = 4;                      // m in F(m x m, 3 x 3)
 inline constexpr int kWinogradAlpha = 6;                     // input tile edge m + 3 - 1
 inline constexpr int64_t kWinogradMinTiles = 16;             // fewer output tiles: the direct conv is faster
-// Transformed weights beyond this many bytes are streamed once, by tasks over output-channel
-// blocks that each compute every tile (schedule/winograd_schedule.cpp); smaller ones once per
-// tile row, a task computing the tiles of 4 output rows. A dilated conv is marked only where its
-// weights stream once: with dilation d, 4 output rows lie in 4 interleaved tile rows, and a
-// per-row task would compute all of them.
+// Where the transformed weights stream from (winograd_weights_once; schedule/winograd_schedule.cpp):
+//  - once per tile row: a task computes the tiles of 4 output rows, transforming their input
+//    itself, with every output-channel block; the weights are re-read per row, from L2 or L3;
+//  - once: tasks over output-channel blocks each compute every tile, reading the whole input
+//    transform, computed first by all cores.
+// Per row is the rule up to kWinogradWeightsOnceBytes (the weights stay in L2). Beyond it, per
+// row still, unless the conv has at most kWinogradOnceMostTiles tiles (little work per row to
+// hide re-reading the weights) or more than kWinogradRowMostWeightBytes of weights (re-read per
+// row from L3). Measured alone on this project's Zen 5 at 2 threads (1 thread), per row against
+// once: VGG's 112 x 112 convs 1.2-1.9x (1.4-1.5x), its 56 x 56 128->256 1.23x (0.9-1.1x), the
+// 28 x 28 ResNet / GoogLeNet / SqueezeNet convs (49 tiles) 0.79-1.02x (0.76-0.78x), VGG's 56 x 56
+// 256->256 (9 MiB) 0.98x (0.84x); Inception-v3's, GoogLeNet's, Wide-ResNet's and
+// EfficientNetV2's of 81-576 tiles and 1.3-2.3 MiB 1.3-2.1x (0.73-1.05x). Tasks over blocks scale
+// poorly on 2 threads where the shared input transform is large.
+// A dilated conv is marked only where its weights stream once: with dilation d, 4 output rows
+// lie in 4 interleaved tile rows, and a per-row task would compute all of them.
 inline constexpr int64_t kWinogradWeightsOnceBytes = int64_t{1} << 20;
+inline constexpr int64_t kWinogradOnceMostTiles = 64;
+inline constexpr int64_t kWinogradRowMostWeightBytes = int64_t{6} << 20;
+
+// Whether the rule streams a Winograd conv's transformed weights once (see above), for
+// `weight_bytes` of them and `tiles` output tiles.
+inline bool winograd_weights_once(int64_t weight_bytes, int64_t tiles) {
+  return weight_bytes > kWinogradWeightsOnceBytes &&
+         (tiles <= kWinogradOnceMostTiles || weight_bytes > kWinogradRowMostWeightBytes);
+}
 
 // Winograd's transformed weights hold 36 floats per channel pair, 4x the direct conv's 9, and in
 // a network (whose weights exceed the L3) they stream from memory once per run; the direct conv

@@ -127,7 +127,7 @@ DefaultKnobSpace::DefaultKnobSpace(const std::vector<Halide::Func>& outputs, con
 }
 
 WinogradTile DefaultKnobSpace::winograd_plan(const DefaultKnobs& k) const {
-  return plan_winograd_tile(winograd_->tiles_wide, winograd_->blocks, winograd_->weight_bytes, k, host_cores());
+  return plan_winograd_tile(*winograd_, k, host_cores());
 }
 
 DefaultKnobs DefaultKnobSpace::canonical_winograd(const DefaultKnobs& k) const {

@@ -48,7 +48,7 @@ std::optional<WinogradPipeline> winograd_pipeline(const std::vector<Halide::Func
   // Every other stage is a rename or elementwise: inlined.
   for (const auto& [name, f] : env)
     if (f.has_update_definition() && f.name() != p.stages.at("_wino_mr").name()) return std::nullopt;
-  p.facts = {mext[1], mext[5], winograd_weight_bytes(mext[0] * mext[5], vext[0] * vext[5])};
+  p.facts = {mext[1], mext[4], mext[5], winograd_weight_bytes(mext[0] * mext[5], vext[0] * vext[5])};
   return p;
 }
 
@@ -75,10 +75,10 @@ int balanced_blocks(int64_t blocks, int most, int columns, bool tasks_over_block
 
 }  // namespace
 
-WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs,
-                                int cores) {
+WinogradTile plan_winograd_tile(const WinogradFacts& f, const DefaultKnobs& knobs, int cores) {
+  const int64_t tiles_wide = f.tiles_wide, blocks = f.blocks;
   WinogradTile t;
-  t.weights_once = knobs.stream ? *knobs.stream != 0 : weight_bytes > kWinogradWeightsOnceBytes;
+  t.weights_once = knobs.stream ? *knobs.stream != 0 : winograd_weights_once(f.weight_bytes, f.tiles_wide * f.tile_rows);
   if (knobs.columns) {
     t.columns = static_cast<int>(std::clamp<int64_t>(*knobs.columns, 1, std::clamp<int64_t>(tiles_wide, 1, 16)));
   } else {
@@ -112,8 +112,7 @@ bool apply_winograd_schedule(const std::vector<Halide::Func>& outputs, const Def
   bound_outputs_to_estimates(outputs);
   Halide::Func o = outputs[0];
   Halide::Func t(st.at("_wino_t")), v(st.at("_wino_v")), mr(st.at("_wino_mr")), m(st.at("_wino_m")), y(st.at("_wino_y"));
-  const WinogradTile tile =
-      plan_winograd_tile(p->facts.tiles_wide, p->facts.blocks, p->facts.weight_bytes, knobs, host_cores());
+  const WinogradTile tile = plan_winograd_tile(p->facts, knobs, host_cores());
   const std::vector<Halide::Var> oa = o.args(), ya = y.args(), ma = m.args(), ra = mr.args(), va = v.args(), ta = t.args();
   // oa: lane, column, row, block, batch; ya: ol, a, i, tx, ...; ma: ol, tx, jj, i, ty, cob, n;
   // ra: ol, tx, cob, jj, i, ty, n; va: il, tx, jj, i, ty, cb, n; ta: il, tx, j, i, ...

@@ -13,24 +13,25 @@
 
 namespace ts {
 
-// The register tile of a Winograd workload with `tiles_wide` output tiles per row and `blocks`
-// output-channel blocks: knobs.columns and knobs.blocks when set (clamped), else the rule's.
+// What the tile plan reads from a Winograd workload.
+struct WinogradFacts {
+  int64_t tiles_wide = 0;    // output tiles per tile row
+  int64_t tile_rows = 0;     // tile rows
+  int64_t blocks = 0;        // output-channel blocks
+  int64_t weight_bytes = 0;  // bytes of the transformed weights
+  bool operator==(const WinogradFacts&) const = default;
+};
+
+// The register tile and task split of Winograd workload `f`: knobs.columns, knobs.blocks and
+// knobs.stream when set (clamped), else the rule's.
 struct WinogradTile {
   int columns = 1;            // output tiles per register tile (unrolled)
   int blocks = 1;             // output-channel vectors per register tile (unrolled)
   bool weights_once = false;  // tasks over output-channel blocks, each streaming its weights once (knob "stream")
   bool operator==(const WinogradTile&) const = default;
 };
-WinogradTile plan_winograd_tile(int64_t tiles_wide, int64_t blocks, int64_t weight_bytes, const DefaultKnobs& knobs,
-                                int cores);
+WinogradTile plan_winograd_tile(const WinogradFacts& f, const DefaultKnobs& knobs, int cores);
 
-// What the tile plan reads from a Winograd workload.
-struct WinogradFacts {
-  int64_t tiles_wide = 0;    // output tiles per tile row
-  int64_t blocks = 0;        // output-channel blocks
-  int64_t weight_bytes = 0;  // bytes of the transformed weights
-  bool operator==(const WinogradFacts&) const = default;
-};
 // The facts of the pipeline's Winograd conv when apply_winograd_schedule would schedule it.
 std::optional<WinogradFacts> winograd_facts(const std::vector<Halide::Func>& outputs);
 

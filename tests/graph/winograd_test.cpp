@@ -80,12 +80,14 @@ TEST(Winograd, PlanMarksTheConvsThatPay) {
   Graph plain = test::import_model((test::temp_dir() / "wino_yes.onnx").string());
   EXPECT_EQ(plan_winograd(plain, 1), 0);
 
-  // Dilated: where the transformed weights stream once (256 x 32: 1.18 MB), with pads up to twice
-  // the dilation; not 48 x 32 (221 KB, tasks of tile rows), nor pads beyond twice the dilation.
+  // Dilated: where the transformed weights stream once (256 x 32: 1.18 MB, 64 tiles), with pads up
+  // to twice the dilation; not 48 x 32 (221 KB, tasks of tile rows), nor 256 x 32 at 56 x 56 (196
+  // tiles: tile rows), nor pads beyond twice the dilation.
   const std::map<std::string, test::AttrValue> d2{{"pads", V{2, 2, 2, 2}}, {"dilations", V{2, 2}}};
   EXPECT_EQ(plan_winograd(g = planned("wino_d2.onnx", 28, {256, 32, 3, 3}, d2), 1), 1);
   EXPECT_EQ(plan_winograd(g = planned("wino_d4.onnx", 28, {256, 32, 3, 3}, {{"pads", V{4, 4, 4, 4}}, {"dilations", V{4, 4}}}), 1), 1);
   EXPECT_EQ(plan_winograd(g = planned("wino_d2_small.onnx", 28, {48, 32, 3, 3}, d2), 1), 0);
+  EXPECT_EQ(plan_winograd(g = planned("wino_d2_56.onnx", 56, {256, 32, 3, 3}, d2), 1), 0);
   EXPECT_EQ(plan_winograd(g = planned("wino_d2_pad5.onnx", 28, {256, 32, 3, 3}, {{"pads", V{5, 5, 5, 5}}, {"dilations", V{2, 2}}}), 1), 0);
 }
 

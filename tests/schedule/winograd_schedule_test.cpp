@@ -19,36 +19,53 @@ namespace {
 
 TEST(WinogradSchedule, TileFitsTheRowAndTheRegisters) {
   // 14 tiles a row: 7 columns (no tail) x 2 blocks (14 accumulators).
-  WinogradTile t = plan_winograd_tile(14, 8, 0, {}, 2);
+  WinogradTile t = plan_winograd_tile({14, 14, 8, 0}, {}, 2);
   EXPECT_EQ(t.columns, 7);
   EXPECT_EQ(t.blocks, 2);
   EXPECT_FALSE(t.weights_once);
   // 4 tiles a row: 4 columns x 4 blocks; large weights are streamed once.
-  t = plan_winograd_tile(4, 16, int64_t{9} << 20, {}, 2);
+  t = plan_winograd_tile({4, 4, 16, int64_t{9} << 20}, {}, 2);
   EXPECT_EQ(t.columns, 4);
   EXPECT_EQ(t.blocks, 4);
   EXPECT_TRUE(t.weights_once);
   // Never more blocks than the output has, and the knobs rule.
-  EXPECT_EQ(plan_winograd_tile(4, 1, 0, {}, 2).blocks, 1);
-  // 6 blocks (Inception-v3's 96 channels at 35 x 35, 9 tiles a row: 5 columns): 3 blocks, so
-  // the weights-once tasks are 2 of 3 blocks, not 4 and a guarded 2, on 1 core or 2; 4 cores
-  // would take 2 (3 tasks, 10 accumulators). Tile rows (small weights) alike.
+  EXPECT_EQ(plan_winograd_tile({4, 4, 1, 0}, {}, 2).blocks, 1);
+  // 6 blocks (Inception-v3's 96 channels at 35 x 35, 9 tiles a row: 5 columns), with weights
+  // streamed once (8 MiB): 3 blocks, so the tasks are 2 of 3 blocks, not 4 and a guarded 2, on
+  // 1 core or 2; 4 cores would take 2 (3 tasks, 10 accumulators). Tile rows (small weights) alike.
   for (int cores : {1, 2}) {
-    t = plan_winograd_tile(9, 6, int64_t{4} << 20, {}, cores);
+    t = plan_winograd_tile({9, 9, 6, int64_t{8} << 20}, {}, cores);
     EXPECT_EQ(t.columns, 5);
     EXPECT_EQ(t.blocks, 3) << cores;
     EXPECT_TRUE(t.weights_once);
   }
-  EXPECT_EQ(plan_winograd_tile(9, 6, int64_t{4} << 20, {}, 4).blocks, 2);
-  EXPECT_EQ(plan_winograd_tile(9, 6, 0, {}, 2).blocks, 3);
+  EXPECT_EQ(plan_winograd_tile({9, 9, 6, int64_t{8} << 20}, {}, 4).blocks, 2);
+  EXPECT_EQ(plan_winograd_tile({9, 9, 6, 0}, {}, 2).blocks, 3);
   DefaultKnobs k;
+  k.stream = 1;
+  EXPECT_TRUE(plan_winograd_tile({14, 14, 8, 0}, k, 2).weights_once);
+  k = {};
   k.columns = 3;
   k.blocks = 1;
   k.stream = 0;
-  t = plan_winograd_tile(4, 16, int64_t{9} << 20, k, 2);
+  t = plan_winograd_tile({4, 4, 16, int64_t{9} << 20}, k, 2);
   EXPECT_EQ(t.columns, 3);
   EXPECT_EQ(t.blocks, 1);
   EXPECT_FALSE(t.weights_once);
+}
+
+TEST(WinogradSchedule, WeightsStreamOncePerTileRowUnlessFewTilesOrLargeWeights) {
+  const int64_t mib = int64_t{1} << 20;
+  // Weights that fit the L2: per tile row, however few tiles.
+  EXPECT_FALSE(plan_winograd_tile({7, 7, 4, mib / 2}, {}, 2).weights_once);
+  // VGG-16's 112 x 112 128 -> 128 (2.25 MiB) and 56 x 56 128 -> 256 (4.5 MiB): per tile row.
+  EXPECT_FALSE(plan_winograd_tile({28, 28, 8, mib * 9 / 4}, {}, 2).weights_once);
+  EXPECT_FALSE(plan_winograd_tile({14, 14, 16, mib * 9 / 2}, {}, 2).weights_once);
+  // ResNet's 28 x 28 128 -> 128 (49 tiles) and VGG-16's 56 x 56 256 -> 256 (9 MiB): once.
+  EXPECT_TRUE(plan_winograd_tile({7, 7, 8, mib * 9 / 4}, {}, 2).weights_once);
+  EXPECT_TRUE(plan_winograd_tile({14, 14, 16, mib * 9}, {}, 2).weights_once);
+  EXPECT_EQ(winograd_weights_once(mib * 9 / 4, 49), true);
+  EXPECT_EQ(winograd_weights_once(mib * 9 / 4, 196), false);
 }
 
 // The Winograd Conv+Relu workload of a 16 -> 32 -> 48 conv chain at 14 x 14 (empty name: none).
