@@ -76,27 +76,26 @@ int balanced_blocks(int64_t blocks, int most, int columns, bool tasks_over_block
 }  // namespace
 
 WinogradTile plan_winograd_tile(const WinogradFacts& f, const DefaultKnobs& knobs, int cores) {
-  const int64_t tiles_wide = f.tiles_wide, blocks = f.blocks;
   WinogradTile t;
   t.weights_once = knobs.stream ? *knobs.stream != 0 : winograd_weights_once(f.weight_bytes, f.tiles_wide * f.tile_rows);
   if (knobs.columns) {
-    t.columns = static_cast<int>(std::clamp<int64_t>(*knobs.columns, 1, std::clamp<int64_t>(tiles_wide, 1, 16)));
+    t.columns = static_cast<int>(std::clamp<int64_t>(*knobs.columns, 1, std::clamp<int64_t>(f.tiles_wide, 1, 16)));
   } else {
     // 4-8 tiles, the count that computes the fewest extra tiles (the larger on a tie).
     int64_t best_waste = -1;
     for (int c = 8; c >= 4; c--) {
-      const int64_t waste = (tiles_wide + c - 1) / c * c - tiles_wide;
+      const int64_t waste = (f.tiles_wide + c - 1) / c * c - f.tiles_wide;
       if (best_waste < 0 || waste < best_waste) {
         best_waste = waste;
         t.columns = c;
       }
     }
-    t.columns = static_cast<int>(std::min<int64_t>(t.columns, tiles_wide));
+    t.columns = static_cast<int>(std::min<int64_t>(t.columns, f.tiles_wide));
   }
   t.blocks = knobs.blocks ? std::clamp(*knobs.blocks, 1, 4) : std::clamp(kMaxAccumulators / t.columns / 2 * 2, 1, 4);
   while (t.columns * t.blocks > kMaxAccumulators && t.blocks > 1) t.blocks--;
-  t.blocks = static_cast<int>(std::min<int64_t>(t.blocks, blocks));
-  if (!knobs.blocks) t.blocks = balanced_blocks(blocks, t.blocks, t.columns, t.weights_once, cores);
+  t.blocks = static_cast<int>(std::min<int64_t>(t.blocks, f.blocks));
+  if (!knobs.blocks) t.blocks = balanced_blocks(f.blocks, t.blocks, t.columns, t.weights_once, cores);
   return t;
 }
 
