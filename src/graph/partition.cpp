@@ -220,7 +220,8 @@ int64_t node_flops(const Graph& g, const Node& n) {
   if (n.op == "Conv" || n.op == "ConvTranspose") {
     Shape w = shape(n.inputs[1]);
     int64_t per = num_elements(w) / w[0];  // Cin/group * kernel
-    if (is_winograd_conv(n)) per = w[3] * 9;  // the 3x3 conv it computes (w is [Cout, 6, 6, Cin])
+    // The 3x3 (KD x 3 x 3) conv it computes: w is [Cout, 6, 6, Cin] ([Cout, KD, 6, 6, Cin]).
+    if (is_winograd_conv(n)) per = w.back() * 9 * (w.size() == 5 ? w[1] : 1);
     if (n.op == "ConvTranspose") return 2 * num_elements(shape(n.inputs[0])) * num_elements(w) / shape(n.inputs[0])[1];
     return 2 * out * per;
   }

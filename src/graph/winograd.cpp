@@ -21,28 +21,30 @@ int64_t winograd_tiles(int64_t out, int64_t d) {
 bool is_winograd_conv(const Node& n) { return n.op == "Conv" && n.attr_int(kWinogradAttr, 0) == kWinogradTile; }
 
 Tensor winograd_weights(const Tensor& w) {
-  const int64_t cout = w.shape[0], cin = w.shape[1];
+  const bool temporal = w.shape.size() == 5;
+  const int64_t cout = w.shape[0], cin = w.shape[1], frames = temporal ? w.shape[2] : 1;
   constexpr int A = kWinogradAlpha;
-  Tensor u(DType::Float32, {cout, A, A, cin});
+  Tensor u(DType::Float32, temporal ? Shape{cout, frames, A, A, cin} : Shape{cout, A, A, cin});
   const float* src = w.data<float>();
   float* dst = u.data<float>();
   for (int64_t co = 0; co < cout; co++)
-    for (int64_t ci = 0; ci < cin; ci++) {
-      const float* g = src + (co * cin + ci) * 9;
-      double gg[A][3];  // G g: rows transformed
-      for (int i = 0; i < A; i++)
-        for (int kx = 0; kx < 3; kx++) {
-          double s = 0;
-          for (int ky = 0; ky < 3; ky++) s += double(kWinogradG[i][ky]) * g[ky * 3 + kx];
-          gg[i][kx] = s;
-        }
-      for (int i = 0; i < A; i++)
-        for (int j = 0; j < A; j++) {
-          double s = 0;
-          for (int kx = 0; kx < 3; kx++) s += gg[i][kx] * double(kWinogradG[j][kx]);
-          dst[((co * A + i) * A + j) * cin + ci] = static_cast<float>(s);
-        }
-    }
+    for (int64_t ci = 0; ci < cin; ci++)
+      for (int64_t f = 0; f < frames; f++) {
+        const float* g = src + ((co * cin + ci) * frames + f) * 9;
+        double gg[A][3];  // G g: rows transformed
+        for (int i = 0; i < A; i++)
+          for (int kx = 0; kx < 3; kx++) {
+            double s = 0;
+            for (int ky = 0; ky < 3; ky++) s += double(kWinogradG[i][ky]) * g[ky * 3 + kx];
+            gg[i][kx] = s;
+          }
+        for (int i = 0; i < A; i++)
+          for (int j = 0; j < A; j++) {
+            double s = 0;
+            for (int kx = 0; kx < 3; kx++) s += gg[i][kx] * double(kWinogradG[j][kx]);
+            dst[(((co * frames + f) * A + i) * A + j) * cin + ci] = static_cast<float>(s);
+          }
+      }
   return u;
 }
 
@@ -54,23 +56,37 @@ bool winograd_pays(const Graph& g, const Node& n, int threads) {
   if (n.attr_int("group", 1) != 1) return false;
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
-  for (int64_t v : n.attr_ints("strides", {1, 1}))
-    if (v != 1) return false;
-  const std::vector<int64_t> dilations = n.attr_ints("dilations", {1, 1});
-  if (dilations.size() != 2 || dilations[0] < 1 || dilations[1] < 1) return false;
   const TensorInfo &x = g.tensor(n.inputs[0]), &y = g.tensor(n.outputs[0]), &w = g.tensor(n.inputs[1]);
-  if (w.dtype != DType::Float32 || w.shape.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3) return false;
-  if (x.shape.size() != 4 || y.shape.size() != 4 || x.layout.axis != 1 || y.layout.axis != 1) return false;
+  const size_t rank = w.shape.size();  // 4: a 2-D conv, 5: a 3-D one (frames first)
+  if (w.dtype != DType::Float32 || (rank != 4 && rank != 5) || w.shape[rank - 2] != 3 || w.shape[rank - 1] != 3) return false;
+  if (x.shape.size() != rank || y.shape.size() != rank || x.layout.axis != 1 || y.layout.axis != 1) return false;
   if (y.shape[1] % y.layout.block != 0 || x.shape[1] % x.layout.block != 0) return false;
-  const std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
-  if (pads.size() != 4) return false;
+  const size_t dims = rank - 2;
+  for (int64_t v : n.attr_ints("strides", std::vector<int64_t>(dims, 1)))
+    if (v != 1) return false;
+  std::vector<int64_t> dilations = n.attr_ints("dilations", std::vector<int64_t>(dims, 1));
+  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * dims, 0));
+  if (dilations.size() != dims || pads.size() != 2 * dims) return false;
+  int64_t frames = 1;
+  if (rank == 5) {
+    // Temporal taps: unit dilations (not measured dilated), pads that leave each output frame a tap.
+    const int64_t kd = w.shape[2];
+    for (int64_t d : dilations)
+      if (d != 1) return false;
+    if (pads[0] < 0 || pads[3] < 0 || pads[0] >= kd || pads[3] >= kd) return false;
+    frames = y.shape[2];
+    dilations.erase(dilations.begin());
+    pads = {pads[1], pads[2], pads[4], pads[5]};
+  }
+  if (dilations[0] < 1 || dilations[1] < 1) return false;
   for (size_t i = 0; i < 4; i++)
     if (pads[i] < 0 || pads[i] > 2 * dilations[i % 2]) return false;
+  const int64_t oh = y.shape[rank - 2], ow = y.shape[rank - 1];
   const bool dilated = dilations[0] > 1 || dilations[1] > 1;
-  const int64_t tiles = winograd_tiles(y.shape[2], dilations[0]) * winograd_tiles(y.shape[3], dilations[1]);
+  const int64_t tiles = frames * winograd_tiles(oh, dilations[0]) * winograd_tiles(ow, dilations[1]);
   if (dilated && !winograd_weights_once(winograd_weight_bytes(w.shape[0], w.shape[1]), tiles)) return false;
   const double min_pixels = 8.0 * std::max(threads, 1) * kDirectConvFlopsPerCore / kWinogradWeightStreamBytesPerSecond;
-  return tiles >= kWinogradMinTiles && double(y.shape[2] * y.shape[3]) > min_pixels;
+  return tiles >= kWinogradMinTiles && double(frames * oh * ow) > min_pixels;
 }
 
 }  // namespace
@@ -88,7 +104,8 @@ int plan_winograd(Graph& g, int threads) {
     }
     n.inputs[1] = u;
     n.attrs[kWinogradAttr] = Attribute{int64_t{kWinogradTile}};
-    n.attrs["kernel_shape"] = Attribute{std::vector<int64_t>{3, 3}};
+    const Shape& ws = g.tensor(w).shape;
+    n.attrs["kernel_shape"] = Attribute{ws.size() == 5 ? std::vector<int64_t>{ws[2], 3, 3} : std::vector<int64_t>{3, 3}};
     if (g.consumers(w).empty()) g.tensors.erase(w);
     marked++;
   }

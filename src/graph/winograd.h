@@ -73,9 +73,10 @@ extern const float kWinogradBT[kWinogradAlpha][kWinogradAlpha];  // input:  V = 
 extern const float kWinogradG[kWinogradAlpha][3];                // weight: U = G g GT
 extern const float kWinogradAT[kWinogradTile][kWinogradAlpha];   // output: Y = AT M A
 
-// Bytes of the transformed float32 weights of a [cout, cin, 3, 3] conv (36 floats a channel pair).
-inline int64_t winograd_weight_bytes(int64_t cout, int64_t cin) {
-  return int64_t{kWinogradAlpha} * kWinogradAlpha * cout * cin * 4;
+// Bytes of the transformed float32 weights of a [cout, cin, 3, 3] conv (36 floats a channel pair),
+// or of a [cout, cin, frames, 3, 3] one with `frames` temporal taps.
+inline int64_t winograd_weight_bytes(int64_t cout, int64_t cin, int64_t frames = 1) {
+  return int64_t{kWinogradAlpha} * kWinogradAlpha * cout * cin * frames * 4;
 }
 
 // Output tiles along an axis of `out` outputs and dilation d: d interleaved grids of outputs
@@ -85,7 +86,8 @@ int64_t winograd_tiles(int64_t out, int64_t d);
 // Whether node n is a Conv the plan marked (its weight is then the transformed one).
 bool is_winograd_conv(const Node& n);
 
-// U (see above) of a [Cout, Cin, 3, 3] float32 weight, accumulated in double.
+// U (see above) of a [Cout, Cin, 3, 3] float32 weight, accumulated in double: [Cout, 6, 6, Cin];
+// of a [Cout, Cin, KD, 3, 3] one, each temporal tap's: [Cout, KD, 6, 6, Cin].
 Tensor winograd_weights(const Tensor& w);
 
 // Marks every Conv of g that runs faster as Winograd: float32 [Cout, Cin, 3, 3] constant weight,
@@ -94,6 +96,10 @@ Tensor winograd_weights(const Tensor& w);
 // (plan_layouts ran), at least kWinogradMinTiles output tiles, and enough output pixels that its
 // weights stream faster than the direct conv computes on `threads` cores (see above). Returns
 // how many it marked. Idempotent: a marked conv is left alone.
+// A 3-D conv [Cout, Cin, KD, 3, 3] (R3D's 3x3x3, R(2+1)D's 1x3x3) qualifies the same way with unit
+// dilations and temporal pads below KD: each output frame sums KD frames' 2-D Winograd convs, so
+// the frames' input transforms are shared by the KD taps and the products reduce over KD x Cin
+// (lower/winograd_conv.cpp); its pixels and tiles count every frame.
 int plan_winograd(Graph& g, int threads);
 
 }  // namespace ts

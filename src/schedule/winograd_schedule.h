@@ -19,6 +19,8 @@ struct WinogradFacts {
   int64_t tile_rows = 0;     // tile rows
   int64_t blocks = 0;        // output-channel blocks
   int64_t weight_bytes = 0;  // bytes of the transformed weights
+  int64_t frames = 1;        // output frames of a 3-D conv (its tiles are tiles_wide x tile_rows x frames)
+  int64_t taps = 1;          // temporal taps of a 3-D conv (its products reduce over taps x input channels)
   bool operator==(const WinogradFacts&) const = default;
 };
 

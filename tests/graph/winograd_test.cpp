@@ -1,6 +1,7 @@
 // The Winograd plan (graph/winograd.h): its transforms compute a 3x3 correlation exactly, it
 // marks the 3x3 stride-1 convs between blocked tensors that have enough tiles and no other, and
-// a marked conv keeps its FLOP count; which output sizes pay depends on the thread count.
+// a marked conv keeps its FLOP count; which output sizes pay depends on the thread count; 3-D
+// convs are marked alike, each temporal tap's weight transformed as a 2-D one.
 #include "graph/winograd.h"
 
 #include <gtest/gtest.h>
@@ -105,6 +106,62 @@ TEST(Winograd, PlanWeighsTheWeightStreamAgainstTheThreads) {
   EXPECT_EQ(plan_winograd(g, 1), 1);
   EXPECT_EQ(plan_winograd(g = planned("wino_28.onnx", 28, {48, 32, 3, 3}, same), 2), 1);
   EXPECT_EQ(plan_winograd(g = planned("wino_28b.onnx", 28, {48, 32, 3, 3}, same), 8), 0) << "8 cores: 784 pixels do not pay";
+}
+
+TEST(Winograd, A3DWeightHoldsEachTemporalTapTransformed) {
+  const Tensor w = test::rand_f32({2, 3, 3, 3, 3}, 5);
+  const Tensor u = winograd_weights(w);
+  ASSERT_EQ(u.shape, (Shape{2, 3, 6, 6, 3}));
+  for (int64_t co = 0; co < 2; co++)
+    for (int64_t ci = 0; ci < 3; ci++)
+      for (int64_t f = 0; f < 3; f++) {
+        Tensor tap(DType::Float32, {1, 1, 3, 3});
+        for (int k = 0; k < 9; k++) tap.data<float>()[k] = w.data<float>()[((co * 3 + ci) * 3 + f) * 9 + k];
+        const Tensor ut = winograd_weights(tap);
+        for (int k = 0; k < 36; k++)
+          EXPECT_EQ(u.data<float>()[((co * 3 + f) * 36 + k) * 3 + ci], ut.data<float>()[k]) << co << " " << ci << " " << f << " " << k;
+      }
+}
+
+// x[1, 32, frames, hw, hw] -> 1x1x1 conv -> the 3-D conv under test -> 1x1x1 conv, blocked.
+Graph planned_3d(const std::string& file, int64_t frames, int64_t hw, const Shape& k, std::map<std::string, test::AttrValue> attrs) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 32, frames, hw, hw})
+      .initializer("w0", test::rand_f32({32, 32, 1, 1, 1}, 1))
+      .initializer("w1", test::rand_f32(k, 2))
+      .initializer("w2", test::rand_f32({16, k[0], 1, 1, 1}, 3))
+      .node("Conv", {"x", "w0"}, {"a"})
+      .node("Conv", {"a", "w1"}, {"c"}, attrs)
+      .node("Conv", {"c", "w2"}, {"y"})
+      .output("y");
+  Graph g = test::import_model(b.save(file));
+  plan_layouts(g, 16);
+  return g;
+}
+
+TEST(Winograd, PlanMarks3DConvsCountingEveryFrame) {
+  // R3D's 3x3x3 at 4 x 14 x 14 (784 pixels, 64 tiles in all) pays on 2 threads, as a 28 x 28 2-D
+  // conv does; its weight holds the 3 taps transformed and its FLOPs are the 3-D conv's.
+  const std::map<std::string, test::AttrValue> same{{"pads", V{1, 1, 1, 1, 1, 1}}};
+  Graph g = planned_3d("wino3d_yes.onnx", 4, 14, {48, 32, 3, 3, 3}, same);
+  const double flops_before = node_flops(g, test::node_writing(g, "c"));
+  EXPECT_EQ(plan_winograd(g, 2), 1);
+  const Node& n = test::node_writing(g, "c");
+  EXPECT_TRUE(is_winograd_conv(n));
+  EXPECT_EQ(g.tensor(n.inputs[1]).shape, (Shape{48, 3, 6, 6, 32}));
+  EXPECT_EQ(n.attr_ints("kernel_shape", {}), (V{3, 3, 3}));
+  EXPECT_EQ(node_flops(g, n), flops_before);
+  // R(2+1)D's 1x3x3 (no frame padding).
+  EXPECT_EQ(plan_winograd(g = planned_3d("wino3d_1x3x3.onnx", 4, 14, {48, 32, 1, 3, 3}, {{"pads", V{0, 1, 1, 0, 1, 1}}}), 2), 1);
+
+  // Not: one 14 x 14 frame on 2 threads (196 pixels, as in 2-D); 1 x 7 x 7 (4 tiles); strides
+  // (1, 2, 2); a frame dilation; frame pads that leave an output frame no tap; a 3x1x1 conv.
+  EXPECT_EQ(plan_winograd(g = planned_3d("wino3d_one.onnx", 1, 14, {48, 32, 1, 3, 3}, {{"pads", V{0, 1, 1, 0, 1, 1}}}), 2), 0);
+  EXPECT_EQ(plan_winograd(g = planned_3d("wino3d_7.onnx", 3, 7, {48, 32, 3, 3, 3}, same), 1), 0);
+  EXPECT_EQ(plan_winograd(g = planned_3d("wino3d_s2.onnx", 4, 28, {48, 32, 3, 3, 3}, {{"pads", V{1, 1, 1, 1, 1, 1}}, {"strides", V{1, 2, 2}}}), 1), 0);
+  EXPECT_EQ(plan_winograd(g = planned_3d("wino3d_d2.onnx", 4, 14, {48, 32, 3, 3, 3}, {{"pads", V{2, 1, 1, 2, 1, 1}}, {"dilations", V{2, 1, 1}}}), 1), 0);
+  EXPECT_EQ(plan_winograd(g = planned_3d("wino3d_pad3.onnx", 4, 14, {48, 32, 3, 3, 3}, {{"pads", V{3, 1, 1, 3, 1, 1}}}), 1), 0);
+  EXPECT_EQ(plan_winograd(g = planned_3d("wino3d_3x1x1.onnx", 4, 14, {48, 32, 3, 1, 1}, {{"pads", V{1, 0, 0, 1, 0, 0}}}), 1), 0);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The default rule's Winograd schedule (schedule/winograd_schedule.h): its register tile, and
 // that its variants (weights streamed once or per tile row, other tiles) compile and compute
-// what the rule's schedule computes, on a real Winograd workload.
+// what the rule's schedule computes, on a real Winograd workload; a 3-D conv's facts (frames,
+// temporal taps) and its weights streamed once.
 #include "schedule/winograd_schedule.h"
 
 #include <gtest/gtest.h>
@@ -66,6 +67,35 @@ TEST(WinogradSchedule, WeightsStreamOncePerTileRowUnlessFewTilesOrLargeWeights) 
   EXPECT_TRUE(plan_winograd_tile({14, 14, 16, mib * 9}, {}, 2).weights_once);
   EXPECT_EQ(winograd_weights_once(mib * 9 / 4, 49), true);
   EXPECT_EQ(winograd_weights_once(mib * 9 / 4, 196), false);
+}
+
+TEST(WinogradSchedule, A3DConvReadsItsFramesAndTapsAndStreamsItsWeightsOnce) {
+  // x[1, 16, 4, 14, 14] -> 3x3x3 conv (16 -> 32, pads 1) -> Relu: a Winograd workload of 4
+  // output frames, 3 taps, 4 x 4 tiles a frame.
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 16, 4, 14, 14})
+      .initializer("w", test::rand_f32({32, 16, 3, 3, 3}, 1))
+      .node("Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1}}})
+      .node("Relu", {"c"}, {"y"})
+      .output("y");
+  Graph g = test::import_model(b.save("wino3d_sched.onnx"));
+  plan_layouts(g, 16);
+  ASSERT_EQ(plan_winograd(g, 1), 1);
+  const Workload* conv = nullptr;
+  const Partition p = partition_graph(g);
+  for (const auto& wl : p.workloads)
+    if (wl.name == "Conv+Relu") conv = &wl;
+  ASSERT_TRUE(conv);
+  const LoweredWorkload lw = lower_workload(*conv);
+  const auto f = winograd_facts(lw.outputs);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(*f, (WinogradFacts{4, 4, 2, winograd_weight_bytes(32, 16, 3), 4, 3}));
+  // Small weights, 64 tiles in all: a 2-D conv's stream per tile row, a 3-D one's once.
+  EXPECT_TRUE(plan_winograd_tile(*f, {}, 2).weights_once);
+  WinogradFacts plain = *f;
+  plain.taps = 1;
+  EXPECT_FALSE(plan_winograd_tile(plain, {}, 2).weights_once);
+  EXPECT_TRUE(apply_winograd_schedule(lw.outputs, {}));
 }
 
 // The Winograd Conv+Relu workload of a 16 -> 32 -> 48 conv chain at 14 x 14 (empty name: none).
