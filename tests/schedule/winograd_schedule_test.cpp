@@ -90,10 +90,15 @@ TEST(WinogradSchedule, A3DConvReadsItsFramesAndTapsAndStreamsItsWeightsOnce) {
   const auto f = winograd_facts(lw.outputs);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(*f, (WinogradFacts{4, 4, 2, winograd_weight_bytes(32, 16, 3), 4, 3}));
-  // Small weights, 64 tiles in all: a 2-D conv's stream per tile row, a 3-D one's once.
+  // Small weights, 64 tiles in all: a 2-D conv's stream per tile row, a 3-D one's once (with
+  // one tap too: R(2+1)D's 1x3x3).
   EXPECT_TRUE(plan_winograd_tile(*f, {}, 2).weights_once);
-  WinogradFacts plain = *f;
+  WinogradFacts one_tap = *f, plain = *f;
+  one_tap.taps = 1;
+  EXPECT_TRUE(plan_winograd_tile(one_tap, {}, 2).weights_once);
   plain.taps = 1;
+  plain.frames = 1;
+  plain.tile_rows *= 4;
   EXPECT_FALSE(plan_winograd_tile(plain, {}, 2).weights_once);
   EXPECT_TRUE(apply_winograd_schedule(lw.outputs, {}));
 }
