@@ -43,14 +43,20 @@ TEST(Winograd, TransformsComputeA3x3CorrelationOfATile) {
     }
 }
 
-// x[1, 32, hw, hw] -> 1x1 conv -> the conv under test (attributes `attrs`, weight `k`) -> 1x1
+// x[1, 32, spatial...] -> 1x1 conv -> the conv under test (attributes `attrs`, weight `k`) -> 1x1
 // conv: the middle conv reads and writes blocked tensors.
-Graph planned(const std::string& file, int64_t hw, const Shape& k, std::map<std::string, test::AttrValue> attrs) {
+Graph planned_nd(const std::string& file, const Shape& spatial, const Shape& k, std::map<std::string, test::AttrValue> attrs) {
+  Shape x{1, 32}, w0{32, 32}, w2{16, k[0]};
+  for (int64_t e : spatial) {
+    x.push_back(e);
+    w0.push_back(1);
+    w2.push_back(1);
+  }
   OnnxBuilder b(13);
-  b.input("x", DType::Float32, {1, 32, hw, hw})
-      .initializer("w0", test::rand_f32({32, 32, 1, 1}, 1))
+  b.input("x", DType::Float32, x)
+      .initializer("w0", test::rand_f32(w0, 1))
       .initializer("w1", test::rand_f32(k, 2))
-      .initializer("w2", test::rand_f32({16, k[0], 1, 1}, 3))
+      .initializer("w2", test::rand_f32(w2, 3))
       .node("Conv", {"x", "w0"}, {"a"})
       .node("Conv", {"a", "w1"}, {"c"}, attrs)
       .node("Conv", {"c", "w2"}, {"y"})
@@ -58,6 +64,11 @@ Graph planned(const std::string& file, int64_t hw, const Shape& k, std::map<std:
   Graph g = test::import_model(b.save(file));
   plan_layouts(g, 16);
   return g;
+}
+
+// A 2-D conv at hw x hw.
+Graph planned(const std::string& file, int64_t hw, const Shape& k, std::map<std::string, test::AttrValue> attrs) {
+  return planned_nd(file, {hw, hw}, k, std::move(attrs));
 }
 
 TEST(Winograd, PlanMarksTheConvsThatPay) {
@@ -123,20 +134,9 @@ TEST(Winograd, A3DWeightHoldsEachTemporalTapTransformed) {
       }
 }
 
-// x[1, 32, frames, hw, hw] -> 1x1x1 conv -> the 3-D conv under test -> 1x1x1 conv, blocked.
+// A 3-D conv at frames x hw x hw.
 Graph planned_3d(const std::string& file, int64_t frames, int64_t hw, const Shape& k, std::map<std::string, test::AttrValue> attrs) {
-  OnnxBuilder b(13);
-  b.input("x", DType::Float32, {1, 32, frames, hw, hw})
-      .initializer("w0", test::rand_f32({32, 32, 1, 1, 1}, 1))
-      .initializer("w1", test::rand_f32(k, 2))
-      .initializer("w2", test::rand_f32({16, k[0], 1, 1, 1}, 3))
-      .node("Conv", {"x", "w0"}, {"a"})
-      .node("Conv", {"a", "w1"}, {"c"}, attrs)
-      .node("Conv", {"c", "w2"}, {"y"})
-      .output("y");
-  Graph g = test::import_model(b.save(file));
-  plan_layouts(g, 16);
-  return g;
+  return planned_nd(file, {frames, hw, hw}, k, std::move(attrs));
 }
 
 TEST(Winograd, PlanMarks3DConvsCountingEveryFrame) {
