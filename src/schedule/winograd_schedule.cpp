@@ -148,7 +148,8 @@ bool apply_winograd_schedule(const std::vector<Halide::Func>& outputs, const Def
   m.split(ma[1], txo, txi, tile.columns, Halide::TailStrategy::GuardWithIf);
   if (tile.weights_once) {
     // Tasks over groups of output-channel blocks: each streams its slice of the weights once,
-    // for every tile; the whole input transform is computed first.
+    // for every tile (a 3-D conv's: of one output frame); the whole input transform is computed
+    // first.
     o.split(block, bo, bi, tile.blocks, Halide::TailStrategy::GuardWithIf)
         .reorder(oa[0], xi, yi, xo, yo, bi, bo, batch)
         .fuse(bo, batch, task)
