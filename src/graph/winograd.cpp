@@ -22,15 +22,15 @@ bool is_winograd_conv(const Node& n) { return n.op == "Conv" && n.attr_int(kWino
 
 Tensor winograd_weights(const Tensor& w) {
   const bool temporal = w.shape.size() == 5;
-  const int64_t cout = w.shape[0], cin = w.shape[1], frames = temporal ? w.shape[2] : 1;
+  const int64_t cout = w.shape[0], cin = w.shape[1], taps = temporal ? w.shape[2] : 1;
   constexpr int A = kWinogradAlpha;
-  Tensor u(DType::Float32, temporal ? Shape{cout, frames, A, A, cin} : Shape{cout, A, A, cin});
+  Tensor u(DType::Float32, temporal ? Shape{cout, taps, A, A, cin} : Shape{cout, A, A, cin});
   const float* src = w.data<float>();
   float* dst = u.data<float>();
   for (int64_t co = 0; co < cout; co++)
     for (int64_t ci = 0; ci < cin; ci++)
-      for (int64_t f = 0; f < frames; f++) {
-        const float* g = src + ((co * cin + ci) * frames + f) * 9;
+      for (int64_t f = 0; f < taps; f++) {
+        const float* g = src + ((co * cin + ci) * taps + f) * 9;
         double gg[A][3];  // G g: rows transformed
         for (int i = 0; i < A; i++)
           for (int kx = 0; kx < 3; kx++) {
@@ -42,7 +42,7 @@ Tensor winograd_weights(const Tensor& w) {
           for (int j = 0; j < A; j++) {
             double s = 0;
             for (int kx = 0; kx < 3; kx++) s += gg[i][kx] * double(kWinogradG[j][kx]);
-            dst[(((co * frames + f) * A + i) * A + j) * cin + ci] = static_cast<float>(s);
+            dst[(((co * taps + f) * A + i) * A + j) * cin + ci] = static_cast<float>(s);
           }
       }
   return u;

@@ -75,9 +75,9 @@ extern const float kWinogradG[kWinogradAlpha][3];                // weight: U = 
 extern const float kWinogradAT[kWinogradTile][kWinogradAlpha];   // output: Y = AT M A
 
 // Bytes of the transformed float32 weights of a [cout, cin, 3, 3] conv (36 floats a channel pair),
-// or of a [cout, cin, frames, 3, 3] one with `frames` temporal taps.
-inline int64_t winograd_weight_bytes(int64_t cout, int64_t cin, int64_t frames = 1) {
-  return int64_t{kWinogradAlpha} * kWinogradAlpha * cout * cin * frames * 4;
+// or of a [cout, cin, taps, 3, 3] one with `taps` temporal taps.
+inline int64_t winograd_weight_bytes(int64_t cout, int64_t cin, int64_t taps = 1) {
+  return int64_t{kWinogradAlpha} * kWinogradAlpha * cout * cin * taps * 4;
 }
 
 // Output tiles along an axis of `out` outputs and dilation d: d interleaved grids of outputs

@@ -89,8 +89,7 @@ WinogradTile plan_winograd_tile(const WinogradFacts& f, const DefaultKnobs& knob
   // (1.77 MB, 1568 tiles) 1.43x faster at 2 threads, 1.59x at 1; R(2+1)D-18's 1x3x3 convs at 8 x
   // 56 x 56 (1.33 MB) 1.31x and 4 x 28 x 28 (5.3 MB) 1.47x at 2 threads, 1.22x and 1.43x at 1.
   t.weights_once = knobs.stream ? *knobs.stream != 0
-                                : f.frames > 1 || f.taps > 1 ||
-                                      winograd_weights_once(f.weight_bytes, f.tiles_wide * f.tile_rows * f.frames);
+                                : f.frames > 1 || f.taps > 1 || winograd_weights_once(f.weight_bytes, f.tiles_wide * f.tile_rows);
   if (knobs.columns) {
     t.columns = static_cast<int>(std::clamp<int64_t>(*knobs.columns, 1, std::clamp<int64_t>(f.tiles_wide, 1, 16)));
   } else {
