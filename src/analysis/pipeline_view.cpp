@@ -493,6 +493,62 @@ int64_t OpHistogram::int_ops() const {
   return i_add + i_mul + i_divmod + i_minmax + i_cmp + i_select + i_shift + i_bit + i_other;
 }
 
+// Func names with every producer before its users (Kahn's algorithm); the ready set is ordered
+// by name so ties break deterministically.
+static std::vector<std::string> producers_first(const std::map<std::string, Function>& env,
+                                                std::map<std::string, std::set<std::string>>& deps,
+                                                std::map<std::string, std::set<std::string>>& users) {
+  std::vector<std::string> order;
+  std::map<std::string, size_t> pending;
+  std::set<std::string> ready;
+  for (auto& [name, fn] : env) {
+    pending[name] = deps[name].size();
+    if (deps[name].empty()) ready.insert(name);
+  }
+  while (!ready.empty()) {
+    std::string n = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(n);
+    for (const auto& u : users[n])
+      if (--pending[u] == 0) ready.insert(u);
+  }
+  return order;
+}
+
+// An input read by `call` (a Param's estimates or a Buffer's extents), folded `wrapper` if any.
+static InputTensor input_tensor(const std::string& name, const HI::Call& call, const std::string& wrapper) {
+  InputTensor in;
+  in.name = name;
+  in.is_param = call.param.defined();
+  in.wrapper = wrapper;
+  in.dtype = type_name(call.type);
+  in.bytes = call.type.bytes();
+  for (size_t k = 0; k < call.args.size(); k++) {
+    Loop l{fmt::format("{}.{}", name, k), 0, 0, false};
+    if (in.is_param) {
+      l.min = const_value(call.param.min_constraint_estimate(static_cast<int>(k))).value_or(0);
+      l.extent = const_value(call.param.extent_constraint_estimate(static_cast<int>(k))).value_or(0);
+    } else if (call.image.defined() && static_cast<int>(k) < call.image.dimensions()) {
+      l.min = call.image.dim(static_cast<int>(k)).min();
+      l.extent = call.image.dim(static_cast<int>(k)).extent();
+    }
+    in.dims_estimated &= l.extent > 0;
+    in.dims.push_back(l);
+  }
+  return in;
+}
+
+// Every stage's and input's consumers, sorted, from the view's edges.
+static void list_consumers(PipelineView& view) {
+  std::map<std::string, std::vector<std::string>*> consumers_of;
+  for (auto& s : view.stages) consumers_of[s.name] = &s.consumers;
+  for (auto& in : view.inputs) consumers_of[in.name] = &in.consumers;
+  for (const auto& e : view.edges)
+    if (auto it = consumers_of.find(e.producer); it != consumers_of.end()) it->second->push_back(e.consumer);
+  for (auto& s : view.stages) std::sort(s.consumers.begin(), s.consumers.end());
+  for (auto& in : view.inputs) std::sort(in.consumers.begin(), in.consumers.end());
+}
+
 PipelineView build_pipeline_view(const std::vector<Halide::Func>& outputs) {
   PipelineView view;
   std::map<std::string, Function> env;
@@ -522,23 +578,7 @@ PipelineView build_pipeline_view(const std::vector<Halide::Func>& outputs) {
     for (auto& [callee, cfn] : HI::find_direct_calls(fn))
       if (callee != name && !wrappers.count(callee)) deps[name].insert(callee), users[callee].insert(name);
 
-  // Kahn's algorithm; the ready set is ordered by name so ties break deterministically.
-  std::vector<std::string> order;
-  {
-    std::map<std::string, size_t> pending;
-    std::set<std::string> ready;
-    for (auto& [name, fn] : env) {
-      pending[name] = deps[name].size();
-      if (deps[name].empty()) ready.insert(name);
-    }
-    while (!ready.empty()) {
-      std::string n = *ready.begin();
-      ready.erase(ready.begin());
-      order.push_back(n);
-      for (const auto& u : users[n])
-        if (--pending[u] == 0) ready.insert(u);
-    }
-  }
+  const std::vector<std::string> order = producers_first(env, deps, users);
 
   // Stages with their estimated dims; expressions per definition; inputs read.
   std::vector<std::vector<DefExprs>> defs;
@@ -565,25 +605,8 @@ PipelineView build_pipeline_view(const std::vector<Halide::Func>& outputs) {
     view.stages.push_back(std::move(st));
   }
   for (const auto& [name, call] : input_calls) {
-    InputTensor in;
-    in.name = name;
-    in.is_param = call->param.defined();
-    if (auto w = wrapper_of.find(name); w != wrapper_of.end()) in.wrapper = w->second;
-    in.dtype = type_name(call->type);
-    in.bytes = call->type.bytes();
-    for (size_t k = 0; k < call->args.size(); k++) {
-      Loop l{fmt::format("{}.{}", name, k), 0, 0, false};
-      if (in.is_param) {
-        l.min = const_value(call->param.min_constraint_estimate(static_cast<int>(k))).value_or(0);
-        l.extent = const_value(call->param.extent_constraint_estimate(static_cast<int>(k))).value_or(0);
-      } else if (call->image.defined() && static_cast<int>(k) < call->image.dimensions()) {
-        l.min = call->image.dim(static_cast<int>(k)).min();
-        l.extent = call->image.dim(static_cast<int>(k)).extent();
-      }
-      in.dims_estimated &= l.extent > 0;
-      in.dims.push_back(l);
-    }
-    view.inputs.push_back(std::move(in));
+    auto w = wrapper_of.find(name);
+    view.inputs.push_back(input_tensor(name, *call, w == wrapper_of.end() ? "" : w->second));
   }
 
   // Consumers before producers: a stage's extents may come from what its consumers read.
@@ -624,13 +647,7 @@ PipelineView build_pipeline_view(const std::vector<Halide::Func>& outputs) {
   }
   for (auto& es : edges_of)
     for (auto& e : es) view.edges.push_back(std::move(e));
-  std::map<std::string, std::vector<std::string>*> consumers_of;
-  for (auto& s : view.stages) consumers_of[s.name] = &s.consumers;
-  for (auto& in : view.inputs) consumers_of[in.name] = &in.consumers;
-  for (const auto& e : view.edges)
-    if (auto it = consumers_of.find(e.producer); it != consumers_of.end()) it->second->push_back(e.consumer);
-  for (auto& s : view.stages) std::sort(s.consumers.begin(), s.consumers.end());
-  for (auto& in : view.inputs) std::sort(in.consumers.begin(), in.consumers.end());
+  list_consumers(view);
   return view;
 }
 

@@ -98,6 +98,62 @@ nlohmann::json print_profile(const CompiledModel& model, const std::vector<doubl
   return prof;
 }
 
+// Runs the model on each test data set under check_dir (ONNX's test_data_set_N) and compares its
+// outputs with the set's: within 1e-3 of the largest finite reference value. Writes the results
+// into j ("check", "check_ok"); returns whether every output matched.
+bool check_outputs(CompiledModel& model, const std::string& check_dir, bool json_only, nlohmann::json& j) {
+  bool check_ok = true;
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& set : test_data_sets(check_dir)) {
+    auto outs = model.run(inputs_from_set(model.graph(), set));
+    auto want_files = test_data_files(set, "output_");
+    if (want_files.size() != outs.size())
+      throw Error(fmt::format("{}: {} output files, the model has {} outputs", set, want_files.size(), outs.size()));
+    for (size_t k = 0; k < outs.size(); k++) {
+      Tensor want = read_tensor_pb(want_files[k]);
+      double ref_max = 0;
+      // Finite values only: one Inf in the reference must not make every error tolerable
+      // (non-finite elements must match exactly, compare_tensors).
+      for (int64_t i = 0; i < want.size(); i++)
+        if (std::isfinite(want.get_f64(i))) ref_max = std::max(ref_max, std::fabs(want.get_f64(i)));
+      // Pass when max |got - want| <= 1e-3 * max |want|.
+      Comparison c = compare_tensors(outs[k], want, 0, 1e-3 * ref_max);
+      check_ok &= c.ok;
+      checks.push_back({{"data_set", fs::path(set).filename().string()}, {"output", k}, {"ok", c.ok},
+                        {"max_abs_error", c.max_abs_error}, {"max_abs_reference", ref_max}});
+      if (!json_only)
+        std::cout << fmt::format("check {} output {}: {} (max abs error {:.3g}, max |reference| {:.3g}){}\n",
+                                 fs::path(set).filename().string(), k, c.ok ? "ok" : "MISMATCH", c.max_abs_error, ref_max,
+                                 c.ok ? "" : ": " + c.message);
+    }
+  }
+  j["check"] = checks;
+  j["check_ok"] = check_ok;
+  return check_ok;
+}
+
+// Runs the model on `inputs` and writes each output as OUTPUT_DIR/NAME.npy and .pb; returns
+// the files written.
+nlohmann::json write_outputs(CompiledModel& model, const std::map<std::string, Tensor>& inputs,
+                             const std::string& output_dir, bool json_only) {
+  auto outs = model.run(inputs);
+  fs::create_directories(output_dir);
+  nlohmann::json files = nlohmann::json::array();
+  for (size_t k = 0; k < outs.size(); k++) {
+    const std::string& name = model.graph().outputs[k];
+    std::string file = name;  // a tensor name may hold characters a file name cannot
+    for (char& c : file)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+    const fs::path base = fs::path(output_dir) / file;
+    write_tensor_npy(outs[k], base.string() + ".npy");
+    write_tensor_pb(outs[k], name, base.string() + ".pb");
+    files.push_back({{"name", name}, {"npy", base.string() + ".npy"}, {"pb", base.string() + ".pb"}});
+    if (!json_only) std::cout << fmt::format("output '{}' {} {}: {}.npy, .pb\n", name, dtype_name(outs[k].dtype),
+                                          shape_str(outs[k].shape), base.string());
+  }
+  return files;
+}
+
 int run_command(const RunArgs& a) {
   Graph g = load_model(a.model, a.threads);
   CompileOptions copts;
@@ -146,53 +202,8 @@ int run_command(const RunArgs& a) {
   }
 
   bool check_ok = true;
-  if (!a.check_dir.empty()) {
-    nlohmann::json checks = nlohmann::json::array();
-    for (const auto& set : test_data_sets(a.check_dir)) {
-      auto outs = model.run(inputs_from_set(graph, set));
-      auto want_files = test_data_files(set, "output_");
-      if (want_files.size() != outs.size())
-        throw Error(fmt::format("{}: {} output files, the model has {} outputs", set, want_files.size(), outs.size()));
-      for (size_t k = 0; k < outs.size(); k++) {
-        Tensor want = read_tensor_pb(want_files[k]);
-        double ref_max = 0;
-        // Finite values only: one Inf in the reference must not make every error tolerable
-        // (non-finite elements must match exactly, compare_tensors).
-        for (int64_t i = 0; i < want.size(); i++)
-          if (std::isfinite(want.get_f64(i))) ref_max = std::max(ref_max, std::fabs(want.get_f64(i)));
-        // Pass when max |got - want| <= 1e-3 * max |want|.
-        Comparison c = compare_tensors(outs[k], want, 0, 1e-3 * ref_max);
-        check_ok &= c.ok;
-        checks.push_back({{"data_set", fs::path(set).filename().string()}, {"output", k}, {"ok", c.ok},
-                          {"max_abs_error", c.max_abs_error}, {"max_abs_reference", ref_max}});
-        if (!a.json)
-          std::cout << fmt::format("check {} output {}: {} (max abs error {:.3g}, max |reference| {:.3g}){}\n",
-                                   fs::path(set).filename().string(), k, c.ok ? "ok" : "MISMATCH", c.max_abs_error, ref_max,
-                                   c.ok ? "" : ": " + c.message);
-      }
-    }
-    j["check"] = checks;
-    j["check_ok"] = check_ok;
-  }
-
-  if (!a.output_dir.empty()) {
-    auto outs = model.run(inputs);
-    fs::create_directories(a.output_dir);
-    nlohmann::json files = nlohmann::json::array();
-    for (size_t k = 0; k < outs.size(); k++) {
-      const std::string& name = graph.outputs[k];
-      std::string file = name;  // a tensor name may hold characters a file name cannot
-      for (char& c : file)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
-      const fs::path base = fs::path(a.output_dir) / file;
-      write_tensor_npy(outs[k], base.string() + ".npy");
-      write_tensor_pb(outs[k], name, base.string() + ".pb");
-      files.push_back({{"name", name}, {"npy", base.string() + ".npy"}, {"pb", base.string() + ".pb"}});
-      if (!a.json) std::cout << fmt::format("output '{}' {} {}: {}.npy, .pb\n", name, dtype_name(outs[k].dtype),
-                                            shape_str(outs[k].shape), base.string());
-    }
-    j["outputs"] = files;
-  }
+  if (!a.check_dir.empty()) check_ok = check_outputs(model, a.check_dir, a.json, j);
+  if (!a.output_dir.empty()) j["outputs"] = write_outputs(model, inputs, a.output_dir, a.json);
   model.run(inputs);  // warm-up
   std::vector<double> ms;
   std::vector<double> step_total(model.partition().steps.size(), 0.0);  // seconds over all timed runs

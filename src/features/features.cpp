@@ -382,6 +382,39 @@ namespace {
 // Pass 1, decision order (consumers first): placement, region, executions, nests, storage.
 void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs);
 
+// An inlined Func's row: what its consumers' evaluations of it computed (`points`: its own).
+void fill_inline_row(const FuncState& fs, double points, const StageLayout& L, std::vector<float>& r) {
+  r[L.a_inline] = 1;
+  r[L.a_points] = lg(fs.calls);
+  r[L.a_recompute] = static_cast<float>(fs.calls / points);
+  r[L.a_vec_frac] = static_cast<float>(fs.calls > 0 ? 1 - fs.calls_scalar / fs.calls : 0);
+  r[L.a_vec_float_ops] = lg(fs.ops_vec);
+  r[L.a_scalar_float_ops] = lg(fs.ops_scalar);
+  r[L.a_vec_int_ops] = lg(fs.ints_vec);
+  r[L.a_scalar_int_ops] = lg(fs.ints_scalar);
+}
+
+// Context relations (AutoTVM section 4) of the anchor definition `a`: per buffer and curve, the
+// largest value over the loop levels whose points (the product of the extents inside) are at
+// most 2^(2t).
+void add_context_relations(const DefResult& a, const FlatLayout& F, std::vector<float>& f) {
+  for (size_t b = 0; b < a.bufs.size(); b++) {
+    const BufLevels& bl = a.bufs[b];
+    if (bl.elem_bytes == 0) continue;
+    for (size_t k = 0; k < a.level_points.size(); k++) {
+      const double touch = lg(bl.touches[k]), bytes = lg(bl.elems[k] * bl.elem_bytes);
+      const double reuse = lg(bl.touches[k] / std::max(1.0, bl.elems[k]));
+      const int t0 = std::max(0, static_cast<int>(std::ceil(std::log2(std::max(1.0, a.level_points[k])) / 2)));
+      for (int t = t0; t < kThresholds; t++) {
+        float* c = &f[F.cr_begin + (static_cast<int>(b) * 3) * kThresholds + t];
+        c[0] = std::max(c[0], static_cast<float>(touch));
+        c[kThresholds] = std::max(c[kThresholds], static_cast<float>(bytes));
+        c[2 * kThresholds] = std::max(c[2 * kThresholds], static_cast<float>(reuse));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 ScheduleFeatures FeatureExtractor::extract(const Schedule& s) const {
@@ -423,16 +456,8 @@ ScheduleFeatures FeatureExtractor::extract(const Schedule& s) const {
     const DefInfo& d = p.defs[di];
     const FuncState& fs = funcs[d.stage];
     if (!fs.decided || !fs.inlined) continue;
-    std::vector<float>& r = out.stages[di].values;
     const double pts = static_cast<double>(std::max<int64_t>(1, v.stages[d.stage].definitions[d.def].points));
-    r[L.a_inline] = 1;
-    r[L.a_points] = lg(fs.calls);
-    r[L.a_recompute] = static_cast<float>(fs.calls / pts);
-    r[L.a_vec_frac] = static_cast<float>(fs.calls > 0 ? 1 - fs.calls_scalar / fs.calls : 0);
-    r[L.a_vec_float_ops] = lg(fs.ops_vec);
-    r[L.a_scalar_float_ops] = lg(fs.ops_scalar);
-    r[L.a_vec_int_ops] = lg(fs.ints_vec);
-    r[L.a_scalar_int_ops] = lg(fs.ints_scalar);
+    fill_inline_row(fs, pts, L, out.stages[di].values);
     needed += pts;
     computed += fs.calls;
   }
@@ -497,24 +522,7 @@ ScheduleFeatures FeatureExtractor::extract(const Schedule& s) const {
   f[F.s_false_sharing] = lg(sum.false_sharing);
   f[F.s_launches] = lg(sum.launches);
   f[F.s_min_core_util] = static_cast<float>(min_util);
-  // Context relations (AutoTVM section 4): per buffer and curve, the largest value over the
-  // loop levels whose points (the product of the extents inside) are at most 2^(2t).
-  const DefResult& a = results[p.anchor];
-  for (size_t b = 0; b < a.bufs.size(); b++) {
-    const BufLevels& bl = a.bufs[b];
-    if (bl.elem_bytes == 0) continue;
-    for (size_t k = 0; k < a.level_points.size(); k++) {
-      const double touch = lg(bl.touches[k]), bytes = lg(bl.elems[k] * bl.elem_bytes);
-      const double reuse = lg(bl.touches[k] / std::max(1.0, bl.elems[k]));
-      const int t0 = std::max(0, static_cast<int>(std::ceil(std::log2(std::max(1.0, a.level_points[k])) / 2)));
-      for (int t = t0; t < kThresholds; t++) {
-        float* c = &f[F.cr_begin + (static_cast<int>(b) * 3) * kThresholds + t];
-        c[0] = std::max(c[0], static_cast<float>(touch));
-        c[kThresholds] = std::max(c[kThresholds], static_cast<float>(bytes));
-        c[2 * kThresholds] = std::max(c[2 * kThresholds], static_cast<float>(reuse));
-      }
-    }
-  }
+  add_context_relations(results[p.anchor], F, f);
   return out;
 }
 

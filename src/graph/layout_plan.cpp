@@ -388,23 +388,9 @@ void drop_io_twin(Graph& g, const IoTwin& t) {
   g.tensors.erase(t.twin);
 }
 
-}  // namespace
-
-LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
-  for (auto& [name, info] : g.tensors) info.layout = Layout{};
-  LayoutPlanStats stats;
-  if (block < 2) return stats;
-  stats.widened_groups = widen_groups_to_blocks(g, block);
-  stats.padded_channels = pad_channels_to_blocks(g, block);
-  const std::vector<IoTwin> twins = convert_graph_io_at_convs(g, block);
-  std::map<std::string, size_t> producer;
-  for (size_t k = 0; k < g.nodes.size(); k++)
-    for (const auto& o : g.nodes[k].outputs)
-      if (!o.empty()) producer[o] = k;
-  const std::set<std::string> io(g.inputs.begin(), g.inputs.end());
-  std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
-  // Tensors a grouped conv reads or writes in groups of an odd multiple of half a block (RegNet's
-  // 24 channels per group) take half blocks, so that each group still fills whole blocks.
+// Tensors a grouped conv reads or writes in groups of an odd multiple of half a block (RegNet's
+// 24 channels per group) take half blocks, so that each group still fills whole blocks.
+std::set<std::string> half_block_tensors(const Graph& g, int64_t block) {
   std::set<std::string> halved;
   for (const Node& n : g.nodes) {
     const int64_t group = n.attr_int("group", 1);
@@ -430,6 +416,48 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
       for (const auto& t : same) changed |= any && halved.insert(t).second;
     }
   }
+  return halved;
+}
+
+// Packs by output-channel block the weights of convs writing blocked outputs, where every reader
+// of the weight is such a conv with the same block. Returns how many it packed.
+int pack_conv_weights(Graph& g, const std::map<std::string, int64_t>& blocked) {
+  int packed = 0;
+  std::map<std::string, int64_t> weight_ok;  // weight -> block all its readers want (0 = plain)
+  for (const Node& n : g.nodes)
+    for (size_t i = 0; i < n.inputs.size(); i++) {
+      const std::string& t = n.inputs[i];
+      if (t.empty() || !g.tensor(t).value) continue;
+      const int64_t b = n.op == "Conv" && i == 1 && blocked.count(n.outputs[0]) ? blocked.at(n.outputs[0]) : 0;
+      const bool packable = b > 0 && g.tensor(t).shape.size() >= 3 && g.tensor(t).shape[0] % b == 0 &&
+                            g.tensor(t).dtype == DType::Float32;
+      auto it = weight_ok.emplace(t, packable ? b : 0).first;
+      if (it->second != (packable ? b : 0)) it->second = 0;  // readers that disagree: keep it plain
+    }
+  for (const auto& [t, b] : weight_ok)
+    if (b > 0) {
+      g.tensor(t).layout = Layout{0, b};
+      packed++;
+    }
+  return packed;
+}
+
+}  // namespace
+
+LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
+  for (auto& [name, info] : g.tensors) info.layout = Layout{};
+  LayoutPlanStats stats;
+  if (block < 2) return stats;
+  stats.widened_groups = widen_groups_to_blocks(g, block);
+  stats.padded_channels = pad_channels_to_blocks(g, block);
+  const std::vector<IoTwin> twins = convert_graph_io_at_convs(g, block);
+  std::map<std::string, size_t> producer;
+  for (size_t k = 0; k < g.nodes.size(); k++)
+    for (const auto& o : g.nodes[k].outputs)
+      if (!o.empty()) producer[o] = k;
+  const std::set<std::string> io(g.inputs.begin(), g.inputs.end());
+  std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
+  const std::set<std::string> halved = half_block_tensors(g, block);
   const BlockOf block_of = [&](const std::string& t) {
     const int64_t c = g.tensor(t).shape.size() >= 2 ? g.tensor(t).shape[1] : 0;
     return halved.count(t) ? block / 2 : channel_block(c, block);
@@ -473,23 +501,7 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
   for (const auto& [name, b] : blocked) g.tensor(name).layout = Layout{1, b};
   stats.blocked_activations = static_cast<int>(blocked.size());
 
-  // Weights of convs writing blocked outputs: packed by output-channel block when every reader is such a conv.
-  std::map<std::string, int64_t> weight_ok;  // weight -> block all its readers want (0 = plain)
-  for (const Node& n : g.nodes)
-    for (size_t i = 0; i < n.inputs.size(); i++) {
-      const std::string& t = n.inputs[i];
-      if (t.empty() || !g.tensor(t).value) continue;
-      const int64_t b = n.op == "Conv" && i == 1 && blocked.count(n.outputs[0]) ? blocked.at(n.outputs[0]) : 0;
-      const bool packable = b > 0 && g.tensor(t).shape.size() >= 3 && g.tensor(t).shape[0] % b == 0 &&
-                            g.tensor(t).dtype == DType::Float32;
-      auto it = weight_ok.emplace(t, packable ? b : 0).first;
-      if (it->second != (packable ? b : 0)) it->second = 0;  // readers that disagree: keep it plain
-    }
-  for (const auto& [t, b] : weight_ok)
-    if (b > 0) {
-      g.tensor(t).layout = Layout{0, b};
-      stats.packed_weights++;
-    }
+  stats.packed_weights = pack_conv_weights(g, blocked);
   stats.matmul_panels = plan_matmul_panels(g, 2 * block);
   return stats;
 }

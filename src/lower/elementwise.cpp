@@ -170,9 +170,8 @@ Expr clip_bound(const LowerContext& c, size_t input, const char* attr, Expr x, b
   return upper ? x.type().max() : x.type().min();
 }
 
-}  // namespace
-
-void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
+// Activations, math functions, casts and Clip: one input.
+void register_unary_ops(std::map<std::string, LowerFn>& r) {
   // NaN passes through as ONNX Runtime lets it: max(NaN, 0) is 0, and Halide's simplifier turns
   // select(x < 0, 0, x) into that max, so NaN is tested for explicitly.
   r["Relu"] = unary([](Expr x, auto&) {
@@ -257,7 +256,11 @@ void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
       return Halide::select(Halide::is_nan(v), v, Halide::min(Halide::max(v, lo), hi));
     })};
   };
+}
 
+// Arithmetic, comparisons and logic of two (broadcast) inputs; Min, Max, Sum and Mean of any
+// number; Where.
+void register_binary_ops(std::map<std::string, LowerFn>& r) {
   r["Add"] = binary([](Expr a, Expr b, auto&) { return a + b; });
   r["Sub"] = binary([](Expr a, Expr b, auto&) { return a - b; });
   r["Mul"] = binary([](Expr a, Expr b, auto&) { return a * b; });
@@ -295,6 +298,13 @@ void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
       return Halide::select(cond.at_broadcast(i), x.at_broadcast(i), y.at_broadcast(i));
     })};
   };
+}
+
+}  // namespace
+
+void register_elementwise_ops(std::map<std::string, LowerFn>& r) {
+  register_unary_ops(r);
+  register_binary_ops(r);
 }
 
 }  // namespace ts

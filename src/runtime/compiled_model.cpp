@@ -23,8 +23,6 @@ namespace fs = std::filesystem;
 
 namespace ts {
 
-
-
 struct CompiledModel::Impl {
   Graph graph;
   Partition partition;
@@ -37,6 +35,18 @@ struct CompiledModel::Impl {
   std::vector<const void*> constants;            // per plan buffer: a constant's bytes, else null
   HugePageBytes constant_blob;                   // every constant at its plan offset, on huge pages
   std::unique_ptr<plan::Executor> executor;      // runs the plan over the loaded code
+
+  // Compiles (or finds in the cache) each workload's code, tuned where opts has a schedule, else
+  // the default; fills schedule_hashes and returns per workload the input layouts of its code.
+  std::vector<std::vector<InputLayout>> compile_workloads(CodeCache& cache, const CompileOptions& opts);
+  // Loads each workload's code and names its plan function in p; returns their entries.
+  std::vector<plan::EntryFn> load_code(CodeCache& cache, plan::Plan& p);
+  // The plan's buffers and steps: constants view the graph's values (packed ones are packed
+  // here, once); model inputs are the caller's; everything else is an activation.
+  void add_buffers_and_steps(plan::Plan& p, const std::vector<std::vector<InputLayout>>& layouts,
+                             const CompileOptions& opts);
+  // Copies every constant into one blob at the plan's offsets, as an artifact lays them out.
+  void place_constants(plan::Plan& p, bool huge_pages);
 };
 
 namespace {
@@ -167,25 +177,15 @@ std::optional<uint64_t> view_offset(const Graph& g, const Workload& w, const Wor
 
 }  // namespace
 
-CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Impl) {
-  auto t0 = std::chrono::steady_clock::now();
-  Impl& m = *impl_;
-  m.graph = std::move(g);
-  m.partition = partition_graph(m.graph);
-  m.stats.workloads = static_cast<int>(m.partition.workloads.size());
-  m.stats.steps = static_cast<int>(m.partition.steps.size());
-
-  CodeCache cache = CodeCache::open_default(host_code_target(), opts.cache_root);
-  const std::string runtime_so = cache.ensure_runtime();
-  const int jobs = opts.jobs;
-
+std::vector<std::vector<InputLayout>> CompiledModel::Impl::compile_workloads(CodeCache& cache,
+                                                                            const CompileOptions& opts) {
   // Per workload the schedule hash its code is cached under: tuned when given, else the default.
   std::vector<std::string> hashes;
   std::vector<std::vector<InputLayout>> layouts;  // per workload, of the code that runs
   std::vector<CompileJob> to_compile;
   std::vector<size_t> compile_index;  // workload of each job
-  for (size_t i = 0; i < m.partition.workloads.size(); i++) {
-    const Workload& w = m.partition.workloads[i];
+  for (size_t i = 0; i < partition.workloads.size(); i++) {
+    const Workload& w = partition.workloads[i];
     auto tuned = opts.schedules.find(w.exact_key);
     CompileJob job = tuned == opts.schedules.end()
                          ? CompileJob{&w, apply_default_schedule, kDefaultScheduleHash, {}}
@@ -196,66 +196,69 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
     to_compile.push_back(std::move(job));
     compile_index.push_back(i);
   }
-  m.stats.compiled = static_cast<int>(to_compile.size());
-  m.stats.cache_hits = m.stats.workloads - m.stats.compiled;
+  stats.compiled = static_cast<int>(to_compile.size());
+  stats.cache_hits = stats.workloads - stats.compiled;
 
   // A tuned schedule that does not compile (e.g. from another Halide version) falls back to the default.
   std::vector<CompileJob> fallback;
   std::vector<std::string> errors;
-  for (const auto& o : compile_batch(to_compile, cache, {jobs, opts.compile_timeout_s})) errors.push_back(o.error);
+  for (const auto& o : compile_batch(to_compile, cache, {opts.jobs, opts.compile_timeout_s})) errors.push_back(o.error);
   for (size_t k = 0; k < errors.size(); k++) {
     if (errors[k].empty()) continue;
     if (to_compile[k].hash == kDefaultScheduleHash) throw Error(errors[k]);
     const Workload& w = *to_compile[k].workload;
-    m.stats.warnings.push_back(fmt::format("workload {} ({}): tuned schedule {} failed to compile, using the default: {}",
-                                           w.key_hash(), w.name, to_compile[k].hash, errors[k].substr(0, 500)));
+    stats.warnings.push_back(fmt::format("workload {} ({}): tuned schedule {} failed to compile, using the default: {}",
+                                         w.key_hash(), w.name, to_compile[k].hash, errors[k].substr(0, 500)));
     hashes[compile_index[k]] = kDefaultScheduleHash;
     layouts[compile_index[k]].clear();
     if (!cache.has_entry(w, kDefaultScheduleHash))
       fallback.push_back({&w, apply_default_schedule, kDefaultScheduleHash, {}});
   }
-  for (const auto& o : compile_batch(fallback, cache, {jobs, opts.compile_timeout_s}))
+  for (const auto& o : compile_batch(fallback, cache, {opts.jobs, opts.compile_timeout_s}))
     if (!o.error.empty()) throw Error(o.error);
-  for (const auto& h : hashes) m.stats.tuned += h != kDefaultScheduleHash;
-  m.schedule_hashes = hashes;
+  for (const auto& h : hashes) stats.tuned += h != kDefaultScheduleHash;
+  schedule_hashes = hashes;
+  return layouts;
+}
 
-  load_halide_runtime(runtime_so);  // workload code calls into it (allocation, thread pool)
-  m.runtime_object = cache.runtime_object_path();
-  plan::Plan p;
+std::vector<plan::EntryFn> CompiledModel::Impl::load_code(CodeCache& cache, plan::Plan& p) {
   std::vector<plan::EntryFn> entries;
-  for (size_t i = 0; i < m.partition.workloads.size(); i++) {
-    m.code.emplace_back(cache, m.partition.workloads[i], hashes[i]);
-    p.functions.push_back(workload_function_name(m.partition.workloads[i], hashes[i]) + "_argv");
-    entries.push_back(m.code.back().entry());
-    m.object_files.push_back(cache.relocatable_path(m.partition.workloads[i], hashes[i]));
+  for (size_t i = 0; i < partition.workloads.size(); i++) {
+    const Workload& w = partition.workloads[i];
+    code.emplace_back(cache, w, schedule_hashes[i]);
+    p.functions.push_back(workload_function_name(w, schedule_hashes[i]) + "_argv");
+    entries.push_back(code.back().entry());
+    object_files.push_back(cache.relocatable_path(w, schedule_hashes[i]));
   }
+  return entries;
+}
 
-  // Buffers: constants view the graph's values (packed ones are packed here, once); model
-  // inputs are the caller's; everything else is an activation the executor allocates.
+void CompiledModel::Impl::add_buffers_and_steps(plan::Plan& p, const std::vector<std::vector<InputLayout>>& layouts,
+                                                const CompileOptions& opts) {
   std::map<std::string, int> index;
   auto add = [&](const std::string& key, plan::Buffer b, const void* data) {
     index[key] = static_cast<int>(p.buffers.size());
     p.buffers.push_back(std::move(b));
-    m.constants.push_back(data);
+    constants.push_back(data);
     return index[key];
   };
   auto buffer_for = [&](const std::string& name) -> int {
     if (auto it = index.find(name); it != index.end()) return it->second;
-    const TensorInfo& info = m.graph.tensor(name);
+    const TensorInfo& info = graph.tensor(name);
     const Shape storage = storage_shape(info.layout, info.shape);
     const void* data = nullptr;
     if (info.value && info.layout.blocked())
-      data = m.packed.emplace(name, pack(info.layout, *info.value, fmt::format("weight '{}'", name))).first->second.bytes.data();
+      data = packed.emplace(name, pack(info.layout, *info.value, fmt::format("weight '{}'", name))).first->second.bytes.data();
     else if (info.value) data = info.value->bytes.data();
     const plan::Role role = info.value ? plan::Role::Constant : plan::Role::Activation;
     return add(name, plan_buffer(name, role, info.dtype, storage), data);
   };
-  for (const auto& name : m.graph.inputs) {
-    const TensorInfo& info = m.graph.tensor(name);
+  for (const auto& name : graph.inputs) {
+    const TensorInfo& info = graph.tensor(name);
     p.inputs.push_back(add(name, plan_buffer(name, plan::Role::Input, info.dtype, storage_shape(info.layout, info.shape)), nullptr));
   }
-  for (const auto& step : m.partition.steps) {
-    const Workload& w = m.partition.workloads[step.workload];
+  for (const auto& step : partition.steps) {
+    const Workload& w = partition.workloads[step.workload];
     plan::Step ps{static_cast<int>(step.workload), fmt::format("workload {} ({})", w.key_hash(), w.name), {}, {}};
     for (size_t k = 0; k < step.inputs.size(); k++) {
       const std::string& t = step.inputs[k];
@@ -268,9 +271,9 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
       // A schedule's packing of this input: constants once here, runtime tensors before each run.
       const std::string key = t + "#" + describe(*l);
       if (!index.count(key)) {
-        const TensorInfo& info = m.graph.tensor(t);
+        const TensorInfo& info = graph.tensor(t);
         const plan::Role role = info.value ? plan::Role::Constant : plan::Role::Activation;
-        const void* data = info.value ? m.packed.emplace(key, pack_tensor(*l, *info.value)).first->second.bytes.data() : nullptr;
+        const void* data = info.value ? packed.emplace(key, pack_tensor(*l, *info.value)).first->second.bytes.data() : nullptr;
         add(key, plan_buffer(key, role, info.dtype, packed_shape(*l, info.shape)), data);
         if (!info.value)
           ps.packs.push_back({plain, index[key], static_cast<int>(info.shape.size()) - 1 - l->dim, l->block});
@@ -278,36 +281,58 @@ CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Im
       ps.args.push_back(index[key]);
     }
     for (const auto& t : step.outputs) ps.args.push_back(buffer_for(t));
-    if (const auto offset = view_offset(m.graph, w, step, p, ps)) {
+    if (const auto offset = view_offset(graph, w, step, p, ps)) {
       p.buffers[ps.args[1]].view_of = ps.args[0];
       p.buffers[ps.args[1]].view_offset = *offset;
       ps.function = plan::kElided;
-      m.stats.views++;
+      stats.views++;
     } else if (opts.in_place_concat) {
-      const auto offsets = in_place_offsets(m.graph, w, step, p, ps);
+      const auto offsets = in_place_offsets(graph, w, step, p, ps);
       for (const auto& [b, offset] : offsets) {
         p.buffers[b].view_of = ps.args.back();
         p.buffers[b].view_offset = offset;
       }
       if (!offsets.empty()) {
         ps.function = plan::kElided;
-        m.stats.in_place++;
+        stats.in_place++;
       }
     }
     p.steps.push_back(std::move(ps));
   }
-  for (const auto& o : m.graph.outputs) p.outputs.push_back(buffer_for(o));
+  for (const auto& o : graph.outputs) p.outputs.push_back(buffer_for(o));
+}
+
+void CompiledModel::Impl::place_constants(plan::Plan& p, bool huge_pages) {
   assign_constant_offsets(p);
-  // One blob at the plan's offsets, as an artifact lays them out, on huge pages: the packed
-  // copies are dropped (the graph keeps its own values).
-  m.constant_blob = allocate_page_aligned_bytes(p.constant_bytes, opts.huge_pages);
+  // On huge pages; the packed copies are dropped (the graph keeps its own values).
+  constant_blob = allocate_page_aligned_bytes(p.constant_bytes, huge_pages);
   for (size_t b = 0; b < p.buffers.size(); b++) {
-    if (p.buffers[b].role != plan::Role::Constant || !m.constants[b]) continue;
-    uint8_t* to = m.constant_blob.get() + p.buffers[b].offset;
-    std::memcpy(to, m.constants[b], p.buffers[b].bytes());
-    m.constants[b] = to;
+    if (p.buffers[b].role != plan::Role::Constant || !constants[b]) continue;
+    uint8_t* to = constant_blob.get() + p.buffers[b].offset;
+    std::memcpy(to, constants[b], p.buffers[b].bytes());
+    constants[b] = to;
   }
-  m.packed.clear();
+  packed.clear();
+}
+
+CompiledModel::CompiledModel(Graph g, const CompileOptions& opts) : impl_(new Impl) {
+  auto t0 = std::chrono::steady_clock::now();
+  Impl& m = *impl_;
+  m.graph = std::move(g);
+  m.partition = partition_graph(m.graph);
+  m.stats.workloads = static_cast<int>(m.partition.workloads.size());
+  m.stats.steps = static_cast<int>(m.partition.steps.size());
+
+  CodeCache cache = CodeCache::open_default(host_code_target(), opts.cache_root);
+  const std::string runtime_so = cache.ensure_runtime();
+  const std::vector<std::vector<InputLayout>> layouts = m.compile_workloads(cache, opts);
+
+  load_halide_runtime(runtime_so);  // workload code calls into it (allocation, thread pool)
+  m.runtime_object = cache.runtime_object_path();
+  plan::Plan p;
+  std::vector<plan::EntryFn> entries = m.load_code(cache, p);
+  m.add_buffers_and_steps(p, layouts, opts);
+  m.place_constants(p, opts.huge_pages);
   try {
     m.executor = std::make_unique<plan::Executor>(std::move(p), std::move(entries), m.constants, opts.huge_pages);
     m.stats.activation_bytes = m.executor->arena_bytes();

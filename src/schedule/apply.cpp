@@ -260,16 +260,11 @@ std::optional<std::string> Checker::check_entry(const StageSchedule& ss) {
   return std::nullopt;
 }
 
-// Builds the nest the stage's loop decisions give, or says why they are invalid.
-std::optional<std::string> Checker::plan(const StageSchedule& ss, Nest& out) {
-  const Function& fn = env.at(ss.func);
-  const std::vector<LoopInfo> orig = original_loops(fn, ss.definition);
-  std::map<std::string, int64_t> estimate;  // Func estimates per arg
-  for (const auto& b : fn.schedule().estimates())
-    if (const int64_t* e = Halide::Internal::as_const_int(b.extent)) estimate[b.var] = *e;
-
-  const bool computed_at = where(ss.func) == Where::At;
-  std::map<std::string, const LoopTiling*> tiles;
+// Checks the stage's tilings against its loops (orig) and the Func's estimated extents, and
+// indexes them by loop.
+std::optional<std::string> check_tiling(const StageSchedule& ss, const std::vector<LoopInfo>& orig,
+                                        const std::map<std::string, int64_t>& estimate, bool computed_at,
+                                        std::map<std::string, const LoopTiling*>& tiles) {
   for (const auto& t : ss.tiling) {
     const int k = find_loop(orig, t.loop);
     if (k < 0) return fmt::format("tiles loop '{}', which is not a loop of this definition (its loops: {})", t.loop, names_of(orig));
@@ -287,7 +282,7 @@ std::optional<std::string> Checker::plan(const StageSchedule& ss, Nest& out) {
     if (orig[k].rvar && (t.tail == Tail::ShiftInwards || t.tail == Tail::RoundUp))
       return fmt::format("reduction loop '{}': only tail auto or guard_with_if keep the reduction unchanged", t.loop);
     if (!orig[k].rvar && estimate.count(t.loop)) {
-      const int64_t e = estimate[t.loop];
+      const int64_t e = estimate.at(t.loop);
       // Halide's auto tail shifts inwards in a pure definition and rounds up in an update.
       const bool shifts = t.tail == Tail::ShiftInwards || (t.tail == Tail::Auto && ss.definition == 0);
       if (shifts && prod > e)
@@ -304,8 +299,13 @@ std::optional<std::string> Checker::plan(const StageSchedule& ss, Nest& out) {
     }
     tiles[t.loop] = &t;
   }
+  return std::nullopt;
+}
 
-  std::vector<LoopInfo> loops;
+// The loops after tiling (outermost level first in place of each tiled loop); the reduction
+// loops' names go to out.rvars.
+std::optional<std::string> tile_loops(const std::vector<LoopInfo>& orig, const std::map<std::string, const LoopTiling*>& tiles,
+                                      std::vector<LoopInfo>& loops, Nest& out) {
   for (const auto& l : orig) {
     if (l.rvar) out.rvars.insert(l.name);
     auto it = tiles.find(l.name);
@@ -332,48 +332,58 @@ std::optional<std::string> Checker::plan(const StageSchedule& ss, Nest& out) {
   for (const auto& [n, t] : tiles)
     if (t->factors.size() == 2 && !names.insert(t->middle_name()).second)
       return fmt::format("tiling makes a second loop named '{}'", t->middle_name());
+  return std::nullopt;
+}
 
-  if (!ss.order.empty()) {
-    std::vector<LoopInfo> ordered;
-    std::set<std::string> used;
-    for (const auto& n : ss.order) {
-      const int k = find_loop(loops, n);
-      if (k < 0) return fmt::format("order names loop '{}', which does not exist (loops after tiling: {})", n, names_of(loops));
-      if (!used.insert(n).second) return fmt::format("order names loop '{}' twice", n);
-      ordered.push_back(loops[k]);
-    }
-    for (const auto& l : loops)
-      if (!used.count(l.name)) return fmt::format("order leaves out loop '{}' (it lists every loop after tiling)", l.name);
-    std::vector<std::string> before, after;
-    for (const auto& l : loops)
-      if (l.rvar) before.push_back(l.name);
-    for (const auto& l : ordered)
-      if (l.rvar) after.push_back(l.name);
-    for (size_t i = 0; i < before.size(); i++)
-      if (before[i] != after[i])
-        return fmt::format("order moves reduction loop '{}' past reduction loop '{}' (reduction loops keep their relative order)",
-                           after[i], before[i]);
-    loops = ordered;
+// Reorders the loops as ss.order lists them (every loop, reduction loops in their order).
+std::optional<std::string> reorder_loops(const StageSchedule& ss, std::vector<LoopInfo>& loops) {
+  if (ss.order.empty()) return std::nullopt;
+  std::vector<LoopInfo> ordered;
+  std::set<std::string> used;
+  for (const auto& n : ss.order) {
+    const int k = find_loop(loops, n);
+    if (k < 0) return fmt::format("order names loop '{}', which does not exist (loops after tiling: {})", n, names_of(loops));
+    if (!used.insert(n).second) return fmt::format("order names loop '{}' twice", n);
+    ordered.push_back(loops[k]);
   }
+  for (const auto& l : loops)
+    if (!used.count(l.name)) return fmt::format("order leaves out loop '{}' (it lists every loop after tiling)", l.name);
+  std::vector<std::string> before, after;
+  for (const auto& l : loops)
+    if (l.rvar) before.push_back(l.name);
+  for (const auto& l : ordered)
+    if (l.rvar) after.push_back(l.name);
+  for (size_t i = 0; i < before.size(); i++)
+    if (before[i] != after[i])
+      return fmt::format("order moves reduction loop '{}' past reduction loop '{}' (reduction loops keep their relative order)",
+                         after[i], before[i]);
+  loops = ordered;
+  return std::nullopt;
+}
 
-  if (!ss.vectorize.empty() || ss.vector_width != 0) {
-    if (ss.vectorize.empty()) return fmt::format("vector width {} without a vectorized loop", ss.vector_width);
-    const int k = find_loop(loops, ss.vectorize);
-    if (k < 0) return fmt::format("vectorizes loop '{}', which does not exist (loops: {})", ss.vectorize, names_of(loops));
-    if (loops[k].rvar) return fmt::format("vectorizes reduction loop '{}' (a race: only pure loops are vectorized)", ss.vectorize);
-    const int w = ss.vector_width;
-    if (w < 2 || w > 64 || (w & (w - 1)) != 0)
-      return fmt::format("vector width {} of loop '{}' is not a power of two in [2, 64]", w, ss.vectorize);
-    const int64_t e = ss.level_extent(ss.vectorize);
-    if (e > 0 && e % w != 0) return fmt::format("vector width {} does not divide the extent {} of loop '{}'", w, e, ss.vectorize);
-    if (e == w) {
-      loops[k].kind = LoopKind::Vectorized;
-    } else {  // split: the loop named is the serial outer part, the vector lanes just inside it
-      loops[k].extent = e > 0 ? e / w : 0;
-      loops.insert(loops.begin() + k, LoopInfo{ss.vectorize, false, w, LoopKind::Vectorized, true});
-    }
+// Marks (or splits off) the vectorized loop.
+std::optional<std::string> vectorize_loop(const StageSchedule& ss, std::vector<LoopInfo>& loops) {
+  if (ss.vectorize.empty() && ss.vector_width == 0) return std::nullopt;
+  if (ss.vectorize.empty()) return fmt::format("vector width {} without a vectorized loop", ss.vector_width);
+  const int k = find_loop(loops, ss.vectorize);
+  if (k < 0) return fmt::format("vectorizes loop '{}', which does not exist (loops: {})", ss.vectorize, names_of(loops));
+  if (loops[k].rvar) return fmt::format("vectorizes reduction loop '{}' (a race: only pure loops are vectorized)", ss.vectorize);
+  const int w = ss.vector_width;
+  if (w < 2 || w > 64 || (w & (w - 1)) != 0)
+    return fmt::format("vector width {} of loop '{}' is not a power of two in [2, 64]", w, ss.vectorize);
+  const int64_t e = ss.level_extent(ss.vectorize);
+  if (e > 0 && e % w != 0) return fmt::format("vector width {} does not divide the extent {} of loop '{}'", w, e, ss.vectorize);
+  if (e == w) {
+    loops[k].kind = LoopKind::Vectorized;
+  } else {  // split: the loop named is the serial outer part, the vector lanes just inside it
+    loops[k].extent = e > 0 ? e / w : 0;
+    loops.insert(loops.begin() + k, LoopInfo{ss.vectorize, false, w, LoopKind::Vectorized, true});
   }
+  return std::nullopt;
+}
 
+// Marks the unrolled loops.
+std::optional<std::string> unroll_loops(const StageSchedule& ss, bool computed_at, std::vector<LoopInfo>& loops) {
   std::set<std::string> unrolled;
   for (const auto& n : ss.unroll) {
     const int k = find_loop(loops, n);
@@ -387,32 +397,54 @@ std::optional<std::string> Checker::plan(const StageSchedule& ss, Nest& out) {
     if (loops[k].extent > kMaxUnroll) return fmt::format("unrolls loop '{}' of extent {} (at most {})", n, loops[k].extent, kMaxUnroll);
     loops[k].kind = LoopKind::Unrolled;
   }
+  return std::nullopt;
+}
 
-  if (!ss.parallel.empty() || !ss.parallel_fused.empty()) {
-    if (ss.parallel.empty()) return std::string("fuses loops into a parallel loop but names none");
-    const int p = find_loop(loops, ss.parallel);
-    if (p < 0) return fmt::format("parallel loop '{}' does not exist (loops: {})", ss.parallel, names_of(loops));
-    std::vector<std::string> group{ss.parallel};
-    group.insert(group.end(), ss.parallel_fused.begin(), ss.parallel_fused.end());
-    int64_t extent = 1;
-    for (size_t g = 0; g < group.size(); g++) {
-      const int k = find_loop(loops, group[g]);
-      if (k < 0)
-        return fmt::format("fuses loop '{}' into parallel loop '{}', but it does not exist (loops: {})", group[g], ss.parallel,
-                           names_of(loops));
-      if (loops[k].rvar) return fmt::format("parallelizes reduction loop '{}' (a race: only pure loops run in parallel)", group[g]);
-      if (loops[k].kind != LoopKind::Serial) return fmt::format("loop '{}' is parallel and also vectorized or unrolled", group[g]);
-      if (k != p + static_cast<int>(g))
-        return fmt::format("fuses loop '{}' into parallel loop '{}', but it is not the next loop outside (loops: {})", group[g],
-                           ss.parallel, names_of(loops));
-      extent = extent > 0 && loops[k].extent > 0 ? extent * loops[k].extent : 0;
-    }
-    const std::string fused = ss.parallel_loop_name();
-    if (group.size() > 1 && find_loop(loops, fused) >= 0)
-      return fmt::format("the fused parallel loop's name '{}' is already a loop", fused);
-    loops.erase(loops.begin() + p, loops.begin() + p + static_cast<int>(group.size()));
-    loops.insert(loops.begin() + p, LoopInfo{fused, false, extent, LoopKind::Parallel});
+// Replaces the parallel loop and the loops fused into it by one parallel loop.
+std::optional<std::string> fuse_parallel_loops(const StageSchedule& ss, std::vector<LoopInfo>& loops) {
+  if (ss.parallel.empty() && ss.parallel_fused.empty()) return std::nullopt;
+  if (ss.parallel.empty()) return std::string("fuses loops into a parallel loop but names none");
+  const int p = find_loop(loops, ss.parallel);
+  if (p < 0) return fmt::format("parallel loop '{}' does not exist (loops: {})", ss.parallel, names_of(loops));
+  std::vector<std::string> group{ss.parallel};
+  group.insert(group.end(), ss.parallel_fused.begin(), ss.parallel_fused.end());
+  int64_t extent = 1;
+  for (size_t g = 0; g < group.size(); g++) {
+    const int k = find_loop(loops, group[g]);
+    if (k < 0)
+      return fmt::format("fuses loop '{}' into parallel loop '{}', but it does not exist (loops: {})", group[g], ss.parallel,
+                         names_of(loops));
+    if (loops[k].rvar) return fmt::format("parallelizes reduction loop '{}' (a race: only pure loops run in parallel)", group[g]);
+    if (loops[k].kind != LoopKind::Serial) return fmt::format("loop '{}' is parallel and also vectorized or unrolled", group[g]);
+    if (k != p + static_cast<int>(g))
+      return fmt::format("fuses loop '{}' into parallel loop '{}', but it is not the next loop outside (loops: {})", group[g],
+                         ss.parallel, names_of(loops));
+    extent = extent > 0 && loops[k].extent > 0 ? extent * loops[k].extent : 0;
   }
+  const std::string fused = ss.parallel_loop_name();
+  if (group.size() > 1 && find_loop(loops, fused) >= 0)
+    return fmt::format("the fused parallel loop's name '{}' is already a loop", fused);
+  loops.erase(loops.begin() + p, loops.begin() + p + static_cast<int>(group.size()));
+  loops.insert(loops.begin() + p, LoopInfo{fused, false, extent, LoopKind::Parallel});
+  return std::nullopt;
+}
+
+// Builds the nest the stage's loop decisions give, or says why they are invalid.
+std::optional<std::string> Checker::plan(const StageSchedule& ss, Nest& out) {
+  const Function& fn = env.at(ss.func);
+  const std::vector<LoopInfo> orig = original_loops(fn, ss.definition);
+  std::map<std::string, int64_t> estimate;  // Func estimates per arg
+  for (const auto& b : fn.schedule().estimates())
+    if (const int64_t* e = Halide::Internal::as_const_int(b.extent)) estimate[b.var] = *e;
+  const bool computed_at = where(ss.func) == Where::At;
+  std::map<std::string, const LoopTiling*> tiles;
+  std::vector<LoopInfo> loops;
+  if (auto why = check_tiling(ss, orig, estimate, computed_at, tiles)) return why;
+  if (auto why = tile_loops(orig, tiles, loops, out)) return why;
+  if (auto why = reorder_loops(ss, loops)) return why;
+  if (auto why = vectorize_loop(ss, loops)) return why;
+  if (auto why = unroll_loops(ss, computed_at, loops)) return why;
+  if (auto why = fuse_parallel_loops(ss, loops)) return why;
   out.loops = loops;
   return std::nullopt;
 }

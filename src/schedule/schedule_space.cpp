@@ -398,7 +398,124 @@ size_t draw(const std::vector<double>& weights, std::mt19937_64& rng) {
   return 0;
 }
 
+// One definition's tiling, unrolls, order and parallel loops from each of its loops' chosen
+// option: `names` its original loops (innermost first), `pure` and `rv` indices into them,
+// vec_loop the pure loop whose innermost level is vectorized (-1: none) by vec_width lanes.
+void place_loops(const std::vector<std::string>& names, const std::vector<int>& pure, const std::vector<int>& rv,
+                 const std::map<int, LoopOption>& chosen, int vec_loop, int vec_width, StageSchedule& ss,
+                 std::mt19937_64& rng) {
+  // Tiling and level names (innermost first per loop).
+  std::vector<std::vector<std::string>> lv(names.size());
+  for (size_t k = 0; k < names.size(); k++) {
+    const LoopOption& o = chosen.at(static_cast<int>(k));
+    if (o.factors.empty()) {
+      lv[k] = {names[k]};
+    } else {
+      LoopTiling t;
+      t.loop = names[k];
+      t.factors = o.factors;
+      lv[k] = t.level_names();
+      ss.tiling.push_back(t);
+    }
+    if (o.unrolled >= 0) ss.unroll.push_back(lv[k][o.unrolled]);
+  }
+  // Order, outermost first: the parallel group in a random order, the free levels
+  // interleaved uniformly (each loop's levels outer to inner, reduction loops as one chain),
+  // then the vector loop.
+  std::vector<std::string> group;
+  std::vector<std::vector<std::string>> chains;  // free levels per chain, outermost first
+  for (int k : pure) {
+    const LoopOption& o = chosen.at(k);
+    std::vector<std::string> levels(lv[k].rbegin(), lv[k].rend());
+    if (o.in_group) {
+      group.push_back(levels.front());
+      levels.erase(levels.begin());
+    }
+    if (vec_loop == k) levels.pop_back();
+    chains.push_back(levels);
+  }
+  std::vector<std::string> rchain;  // reduction loops: innermost loop's levels first, reversed
+  for (int k : rv) rchain.insert(rchain.end(), lv[k].begin(), lv[k].end());
+  std::reverse(rchain.begin(), rchain.end());
+  chains.push_back(rchain);
+  std::shuffle(group.begin(), group.end(), rng);
+  std::vector<size_t> labels;
+  for (size_t k = 0; k < chains.size(); k++) labels.insert(labels.end(), chains[k].size(), k);
+  std::shuffle(labels.begin(), labels.end(), rng);
+  std::vector<std::string> outer_to_inner = group;
+  std::vector<size_t> next(chains.size(), 0);
+  for (size_t k : labels) outer_to_inner.push_back(chains[k][next[k]++]);
+  if (vec_loop >= 0) {
+    outer_to_inner.push_back(lv[vec_loop][0]);
+    ss.vectorize = lv[vec_loop][0];
+    ss.vector_width = vec_width;
+  }
+  ss.order.assign(outer_to_inner.rbegin(), outer_to_inner.rend());
+  if (!group.empty()) {
+    ss.parallel = group.back();
+    for (size_t k = group.size() - 1; k-- > 0;) ss.parallel_fused.push_back(group[k]);
+  }
+}
+
 }  // namespace
+
+void ScheduleSpace::sample_definition(const DefSpace& ds, bool strat, StageSchedule& ss, std::mt19937_64& rng) const {
+  // Vector choice, then the totals (free pure levels, group size, unrolls, reduction levels).
+  std::vector<double> vw;
+  for (const auto& v : ds.vec) vw.push_back(strat ? (v.total > 0 ? 1.0 : 0.0) : v.total);
+  const auto& v = ds.vec[draw(vw, rng)];
+  const int TM = ds.max_T(), G = ds.max_group;
+  struct Totals { int T, g, up, Tr, ur; };
+  std::vector<Totals> combos;
+  std::vector<double> cw;
+  for (int T = 0; T <= TM; T++)
+    for (int g = 0; g <= G; g++)
+      for (int up = 0; up <= kU; up++)
+        for (int Tr = 0; T + Tr <= TM; Tr++)
+          for (int ur = 0; up + ur <= kU; ur++) {
+            const double x = v.P[0][T][g][up] * ds.R[0][Tr][ur] * factorial(T + Tr) / factorial(Tr) * factorial(g);
+            if (x > 0) {
+              combos.push_back({T, g, up, Tr, ur});
+              cw.push_back(x);
+            }
+          }
+  if (strat) {
+    // Every (parallel group size, unrolled or not) class gets the same mass.
+    auto cls_of = [&](const Totals& t) { return std::make_pair(t.g, t.up + t.ur > 0); };
+    std::map<std::pair<int, bool>, double> cls;
+    for (size_t k = 0; k < combos.size(); k++) cls[cls_of(combos[k])] += cw[k];
+    for (size_t k = 0; k < combos.size(); k++) cw[k] /= cls[cls_of(combos[k])];
+  }
+  Totals c = combos[draw(cw, rng)];
+  // Loop options, drawn loop by loop given what the remaining loops must still provide.
+  std::map<int, LoopOption> chosen;
+  for (size_t j = 0; j < ds.pure.size(); j++) {
+    const auto opts = ds.options(ds.pure[j], v);
+    std::vector<double> ow;
+    for (const auto& o : opts) {
+      const int T = c.T - o.free_levels, g = c.g - o.in_group, u = c.up - o.bits;
+      ow.push_back(T < 0 || g < 0 || u < 0 ? 0 : v.P[j + 1][T][g][u] / factorial(o.free_levels));
+    }
+    const LoopOption& o = opts[draw(ow, rng)];
+    c.T -= o.free_levels, c.g -= o.in_group, c.up -= o.bits;
+    chosen[ds.pure[j]] = o;
+  }
+  const DefSpace::VecChoice novec;
+  for (size_t j = 0; j < ds.rv.size(); j++) {
+    const auto opts = ds.options(ds.rv[j], novec);
+    std::vector<double> ow;
+    for (const auto& o : opts) {
+      const int T = c.Tr - o.levels, u = c.ur - o.bits;
+      ow.push_back(T < 0 || u < 0 ? 0 : ds.R[j + 1][T][u]);
+    }
+    const LoopOption& o = opts[draw(ow, rng)];
+    c.Tr -= o.levels, c.ur -= o.bits;
+    chosen[ds.rv[j]] = o;
+  }
+  std::vector<std::string> names;
+  for (const auto& l : ds.loops) names.push_back(l.name);
+  place_loops(names, ds.pure, ds.rv, chosen, v.loop, v.width, ss, rng);
+}
 
 void ScheduleSpace::sample_decision(Schedule& partial, size_t i, std::mt19937_64& rng) const {
   sample_decision_as(partial, i, rng, opts_.sampling == Sampling::Sketch ? Sampling::Stratified : opts_.sampling);
@@ -446,109 +563,7 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
     StageSchedule ss = d == 0 ? s0 : StageSchedule{};
     ss.func = names_[i];
     ss.definition = static_cast<int>(d);
-    // Vector choice, then the totals (free pure levels, group size, unrolls, reduction levels).
-    std::vector<double> vw;
-    for (const auto& v : ds.vec) vw.push_back(strat ? (v.total > 0 ? 1.0 : 0.0) : v.total);
-    const auto& v = ds.vec[draw(vw, rng)];
-    const int TM = ds.max_T(), G = ds.max_group;
-    struct Totals { int T, g, up, Tr, ur; };
-    std::vector<Totals> combos;
-    std::vector<double> cw;
-    for (int T = 0; T <= TM; T++)
-      for (int g = 0; g <= G; g++)
-        for (int up = 0; up <= kU; up++)
-          for (int Tr = 0; T + Tr <= TM; Tr++)
-            for (int ur = 0; up + ur <= kU; ur++) {
-              const double x = v.P[0][T][g][up] * ds.R[0][Tr][ur] * factorial(T + Tr) / factorial(Tr) * factorial(g);
-              if (x > 0) {
-                combos.push_back({T, g, up, Tr, ur});
-                cw.push_back(x);
-              }
-            }
-    if (strat) {
-      // Every (parallel group size, unrolled or not) class gets the same mass.
-      auto cls_of = [&](const Totals& t) { return std::make_pair(t.g, t.up + t.ur > 0); };
-      std::map<std::pair<int, bool>, double> cls;
-      for (size_t k = 0; k < combos.size(); k++) cls[cls_of(combos[k])] += cw[k];
-      for (size_t k = 0; k < combos.size(); k++) cw[k] /= cls[cls_of(combos[k])];
-    }
-    Totals c = combos[draw(cw, rng)];
-    // Loop options, drawn loop by loop given what the remaining loops must still provide.
-    std::map<int, LoopOption> chosen;
-    for (size_t j = 0; j < ds.pure.size(); j++) {
-      const auto opts = ds.options(ds.pure[j], v);
-      std::vector<double> ow;
-      for (const auto& o : opts) {
-        const int T = c.T - o.free_levels, g = c.g - o.in_group, u = c.up - o.bits;
-        ow.push_back(T < 0 || g < 0 || u < 0 ? 0 : v.P[j + 1][T][g][u] / factorial(o.free_levels));
-      }
-      const LoopOption& o = opts[draw(ow, rng)];
-      c.T -= o.free_levels, c.g -= o.in_group, c.up -= o.bits;
-      chosen[ds.pure[j]] = o;
-    }
-    const DefSpace::VecChoice novec;
-    for (size_t j = 0; j < ds.rv.size(); j++) {
-      const auto opts = ds.options(ds.rv[j], novec);
-      std::vector<double> ow;
-      for (const auto& o : opts) {
-        const int T = c.Tr - o.levels, u = c.ur - o.bits;
-        ow.push_back(T < 0 || u < 0 ? 0 : ds.R[j + 1][T][u]);
-      }
-      const LoopOption& o = opts[draw(ow, rng)];
-      c.Tr -= o.levels, c.ur -= o.bits;
-      chosen[ds.rv[j]] = o;
-    }
-    // Tiling and level names (innermost first per loop).
-    std::vector<std::vector<std::string>> lv(ds.loops.size());
-    for (size_t k = 0; k < ds.loops.size(); k++) {
-      const LoopOption& o = chosen.at(static_cast<int>(k));
-      if (o.factors.empty()) {
-        lv[k] = {ds.loops[k].name};
-      } else {
-        LoopTiling t;
-        t.loop = ds.loops[k].name;
-        t.factors = o.factors;
-        lv[k] = t.level_names();
-        ss.tiling.push_back(t);
-      }
-      if (o.unrolled >= 0) ss.unroll.push_back(lv[k][o.unrolled]);
-    }
-    // Order, outermost first: the parallel group in a random order, the free levels
-    // interleaved uniformly (each loop's levels outer to inner, reduction loops as one chain),
-    // then the vector loop.
-    std::vector<std::string> group;
-    std::vector<std::vector<std::string>> chains;  // free levels per chain, outermost first
-    for (int k : ds.pure) {
-      const LoopOption& o = chosen.at(k);
-      std::vector<std::string> levels(lv[k].rbegin(), lv[k].rend());
-      if (o.in_group) {
-        group.push_back(levels.front());
-        levels.erase(levels.begin());
-      }
-      if (v.loop == k) levels.pop_back();
-      chains.push_back(levels);
-    }
-    std::vector<std::string> rchain;  // reduction loops: innermost loop's levels first, reversed
-    for (int k : ds.rv) rchain.insert(rchain.end(), lv[k].begin(), lv[k].end());
-    std::reverse(rchain.begin(), rchain.end());
-    chains.push_back(rchain);
-    std::shuffle(group.begin(), group.end(), rng);
-    std::vector<size_t> labels;
-    for (size_t k = 0; k < chains.size(); k++) labels.insert(labels.end(), chains[k].size(), k);
-    std::shuffle(labels.begin(), labels.end(), rng);
-    std::vector<std::string> outer_to_inner = group;
-    std::vector<size_t> next(chains.size(), 0);
-    for (size_t k : labels) outer_to_inner.push_back(chains[k][next[k]++]);
-    if (v.loop >= 0) {
-      outer_to_inner.push_back(lv[v.loop][0]);
-      ss.vectorize = lv[v.loop][0];
-      ss.vector_width = v.width;
-    }
-    ss.order.assign(outer_to_inner.rbegin(), outer_to_inner.rend());
-    if (!group.empty()) {
-      ss.parallel = group.back();
-      for (size_t k = group.size() - 1; k-- > 0;) ss.parallel_fused.push_back(group[k]);
-    }
+    sample_definition(ds, strat, ss, rng);
     partial.set(ss);
   }
 }

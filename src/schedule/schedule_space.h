@@ -146,6 +146,8 @@ class ScheduleSpace {
   struct Placement_;   // one placement candidate of a Func
   void sample_decision_as(Schedule& partial, size_t i, std::mt19937_64& rng, Sampling how) const;
   struct DefSpace;     // counting tables of one definition in one region
+  // Draws one definition's loop decisions from its counting tables into ss.
+  void sample_definition(const DefSpace& ds, bool stratified, StageSchedule& ss, std::mt19937_64& rng) const;
   std::vector<Placement_> placements(const Schedule& partial, size_t i) const;
   Placement_ placement_of(const Schedule& partial, size_t i) const;  // decided Func i's candidate (throws when none)
   const DefSpace& def_space(size_t i, int def, const Placement_& p) const;

@@ -33,11 +33,119 @@ int loop_index(const Definition& d, const std::string& n) {
 
 }  // namespace
 
+bool Sketch::classify_stages(const ScheduleSpace& space, const Stage& o, const Stage& r) {
+  const PipelineView& v = space.view();
+  std::map<std::string, size_t> decision;  // Halide name -> decision index
+  for (size_t i = 0; i < space.decisions().size(); i++) decision[space.decisions()[i]] = i;
+  // The chain: stages reached from o through producers without passing through r; every one
+  // read only inside the chain (or by o).
+  std::set<std::string> chain{o.name};
+  std::vector<std::string> pending{o.name};
+  while (!pending.empty()) {
+    const Stage* st = v.stage(pending.back());
+    pending.pop_back();
+    for (const auto& p : st->producers) {
+      const Stage* ps = v.stage(p);
+      if (!ps || ps == &r || chain.count(p)) continue;
+      chain.insert(p);
+      pending.push_back(p);
+    }
+  }
+  for (const auto& c : r.consumers)
+    if (!chain.count(c)) return false;
+  for (const auto& st : v.stages) {
+    if (&st == &r || st.name == o.name) continue;
+    const size_t i = decision.at(st.name);
+    const bool read_by_r = std::count(st.consumers.begin(), st.consumers.end(), r.name) > 0;
+    if (st.is_rename) inlined_.push_back(i);
+    else if (read_by_r) root_producers_.push_back(i);
+    else if (chain.count(st.name)) {
+      for (const auto& c : st.consumers)
+        if (!chain.count(c)) return false;
+      chain_.push_back(i);
+    } else {
+      inlined_.push_back(i);
+    }
+  }
+  out_ = decision.at(o.name);
+  red_ = decision.at(r.name);
+  return true;
+}
+
+void Sketch::find_reuse_loops(const PipelineView& v, const Stage& r) {
+  const Definition& upd = r.definitions[1];
+  // The reuse loop: no load of a producer that depends on x depends on it.
+  const int x = loop_index(upd, red_dims_[0]);
+  for (size_t k = 1; k < red_dims_.size(); k++) {
+    const int lk = loop_index(upd, red_dims_[k]);
+    if (lk < 0 || extents_[k] < 2) continue;
+    bool absent = true;
+    for (const Edge* e : v.edges_into(r.name))
+      for (const auto& a : e->accesses) {
+        if (a.definition != 1) continue;
+        bool on_x = false, on_k = false;
+        for (const auto& d : a.dims) {
+          on_x |= std::count(d.depends_on.begin(), d.depends_on.end(), x) > 0;
+          on_k |= std::count(d.depends_on.begin(), d.depends_on.end(), lk) > 0;
+        }
+        if (on_x && on_k) absent = false;
+      }
+    if (absent && (u_ < 0 || extents_[k] > extents_[u_])) u_ = static_cast<int>(k);
+  }
+  if (extents_.size() > 1 && u_ != 1 && extents_[1] >= 2) y_ = 1;
+}
+
+void Sketch::find_channel_vectors(const ScheduleSpace& space, const Stage& r) {
+  const PipelineView& v = space.view();
+  const Definition& upd = r.definitions[1];
+  // Channel vectors: a pure loop c (not x) that alone indexes a dim d >= 1 of a packable input's
+  // rename with stride 1 (a conv's output channel indexing its weight's O, depthwise included).
+  // Prefer the reuse loop (a regular conv's channels).
+  // Index l alone with stride 1; loops of extent 1 (a depthwise conv's one input channel per
+  // group) do not count.
+  auto indexes = [&upd](const AccessDim& ad, int l) {
+    if (!ad.affine || ad.coeffs[static_cast<size_t>(l)] != 1) return false;
+    for (int j : ad.depends_on)
+      if (j != l && upd.loops[static_cast<size_t>(j)].extent != 1) return false;
+    return true;
+  };
+  std::vector<size_t> channel_candidates;
+  if (u_ >= 0) channel_candidates.push_back(static_cast<size_t>(u_));
+  for (size_t k = 1; k < red_dims_.size(); k++)
+    if (static_cast<int>(k) != u_) channel_candidates.push_back(k);
+  for (size_t k : channel_candidates) {
+    const int lc = loop_index(upd, red_dims_[k]);
+    if (lc < 0 || packed_ || extents_[k] < 2) continue;
+    for (const Edge* e : v.edges_into(r.name)) {
+      const Stage* w = e->producer_is_input ? nullptr : v.stage(e->producer);
+      if (packed_ || !w || !w->is_rename || !space.options().packable_inputs.count(w->rename_of)) continue;
+      for (const auto& a : e->accesses)
+        for (size_t d = 1; a.definition == 1 && d < a.dims.size() && !packed_; d++)
+          if (indexes(a.dims[d], lc)) {
+            packed_ = InputLayout{w->rename_of, static_cast<int>(d), 0};
+            packed_extent_ = w->dims[d].extent;
+            cu_ = static_cast<int>(k);
+          }
+    }
+  }
+  if (!packed_) return;
+  // Root producers read along c (a depthwise conv's padded input) are stored and vectorized
+  // along it, so the lanes load densely.
+  const int lc = loop_index(upd, red_dims_[static_cast<size_t>(cu_)]);
+  for (size_t i : root_producers_)
+    for (const Edge* e : v.edges_into(r.name)) {
+      if (e->producer != space.decisions()[i]) continue;
+      for (const auto& a : e->accesses)
+        for (size_t d = 1; a.definition == 1 && d < a.dims.size(); d++)
+          if (indexes(a.dims[d], lc) && std::none_of(channel_producers_.begin(), channel_producers_.end(),
+                                                     [&](const auto& p) { return p.first == i; }))
+            channel_producers_.push_back({i, static_cast<int>(d)});
+    }
+}
+
 std::shared_ptr<const Sketch> Sketch::match(const ScheduleSpace& space) {
   const PipelineView& v = space.view();
   if (v.outputs.size() != 1) return nullptr;
-  std::map<std::string, size_t> decision;  // Halide name -> decision index
-  for (size_t i = 0; i < space.decisions().size(); i++) decision[space.decisions()[i]] = i;
   const Stage* o = v.stage(v.outputs[0]);
   if (!o || o->definitions.size() != 1) return nullptr;
   // Exactly one reduction, with one update.
@@ -55,107 +163,14 @@ std::shared_ptr<const Sketch> Sketch::match(const ScheduleSpace& space) {
     s->red_dims_.push_back(r->dims[k].name);
     s->extents_.push_back(o->dims[k].extent);
   }
-  // The chain: stages reached from o through producers without passing through r; every one
-  // read only inside the chain (or by o).
-  std::set<std::string> chain{o->name};
-  std::vector<std::string> pending{o->name};
-  while (!pending.empty()) {
-    const Stage* st = v.stage(pending.back());
-    pending.pop_back();
-    for (const auto& p : st->producers) {
-      const Stage* ps = v.stage(p);
-      if (!ps || ps == r || chain.count(p)) continue;
-      chain.insert(p);
-      pending.push_back(p);
-    }
-  }
-  for (const auto& c : r->consumers)
-    if (!chain.count(c)) return nullptr;
-  for (const auto& st : v.stages) {
-    if (&st == r || st.name == o->name) continue;
-    const size_t i = decision.at(st.name);
-    const bool read_by_r = std::count(st.consumers.begin(), st.consumers.end(), r->name) > 0;
-    if (st.is_rename) s->inlined_.push_back(i);
-    else if (read_by_r) s->root_producers_.push_back(i);
-    else if (chain.count(st.name)) {
-      for (const auto& c : st.consumers)
-        if (!chain.count(c)) return nullptr;
-      s->chain_.push_back(i);
-    } else {
-      s->inlined_.push_back(i);
-    }
-  }
-  s->out_ = decision.at(o->name);
-  s->red_ = decision.at(r->name);
+  if (!s->classify_stages(space, *o, *r)) return nullptr;
   s->out_name_ = space.schedule_name(s->out_);
   s->red_name_ = space.schedule_name(s->red_);
-  const Definition& upd = r->definitions[1];
-  for (const auto& l : upd.loops)
+  for (const auto& l : r->definitions[1].loops)
     if (l.reduction) s->rvars_.push_back(l.name);
-  // The reuse loop: no load of a producer that depends on x depends on it.
-  const int x = loop_index(upd, s->red_dims_[0]);
-  if (x < 0) return nullptr;
-  for (size_t k = 1; k < s->red_dims_.size(); k++) {
-    const int lk = loop_index(upd, s->red_dims_[k]);
-    if (lk < 0 || s->extents_[k] < 2) continue;
-    bool absent = true;
-    for (const Edge* e : v.edges_into(r->name))
-      for (const auto& a : e->accesses) {
-        if (a.definition != 1) continue;
-        bool on_x = false, on_k = false;
-        for (const auto& d : a.dims) {
-          on_x |= std::count(d.depends_on.begin(), d.depends_on.end(), x) > 0;
-          on_k |= std::count(d.depends_on.begin(), d.depends_on.end(), lk) > 0;
-        }
-        if (on_x && on_k) absent = false;
-      }
-    if (absent && (s->u_ < 0 || s->extents_[k] > s->extents_[s->u_])) s->u_ = static_cast<int>(k);
-  }
-  if (s->extents_.size() > 1 && s->u_ != 1 && s->extents_[1] >= 2) s->y_ = 1;
-  // Channel vectors: a pure loop c (not x) that alone indexes a dim d >= 1 of a packable input's
-  // rename with stride 1 (a conv's output channel indexing its weight's O, depthwise included).
-  // Prefer the reuse loop (a regular conv's channels).
-  // Index l alone with stride 1; loops of extent 1 (a depthwise conv's one input channel per
-  // group) do not count.
-  auto indexes = [&upd](const AccessDim& ad, int l) {
-    if (!ad.affine || ad.coeffs[static_cast<size_t>(l)] != 1) return false;
-    for (int j : ad.depends_on)
-      if (j != l && upd.loops[static_cast<size_t>(j)].extent != 1) return false;
-    return true;
-  };
-  std::vector<size_t> channel_candidates;
-  if (s->u_ >= 0) channel_candidates.push_back(static_cast<size_t>(s->u_));
-  for (size_t k = 1; k < s->red_dims_.size(); k++)
-    if (static_cast<int>(k) != s->u_) channel_candidates.push_back(k);
-  for (size_t k : channel_candidates) {
-    const int lc = loop_index(upd, s->red_dims_[k]);
-    if (lc < 0 || s->packed_ || s->extents_[k] < 2) continue;
-    for (const Edge* e : v.edges_into(r->name)) {
-      const Stage* w = e->producer_is_input ? nullptr : v.stage(e->producer);
-      if (s->packed_ || !w || !w->is_rename || !space.options().packable_inputs.count(w->rename_of)) continue;
-      for (const auto& a : e->accesses)
-        for (size_t d = 1; a.definition == 1 && d < a.dims.size() && !s->packed_; d++)
-          if (indexes(a.dims[d], lc)) {
-            s->packed_ = InputLayout{w->rename_of, static_cast<int>(d), 0};
-            s->packed_extent_ = w->dims[d].extent;
-            s->cu_ = static_cast<int>(k);
-          }
-    }
-  }
-  // Root producers read along c (a depthwise conv's padded input) are stored and vectorized
-  // along it, so the lanes load densely.
-  if (s->packed_) {
-    const int lc = loop_index(upd, s->red_dims_[static_cast<size_t>(s->cu_)]);
-    for (size_t i : s->root_producers_)
-      for (const Edge* e : v.edges_into(r->name)) {
-        if (e->producer != space.decisions()[i]) continue;
-        for (const auto& a : e->accesses)
-          for (size_t d = 1; a.definition == 1 && d < a.dims.size(); d++)
-            if (indexes(a.dims[d], lc) && std::none_of(s->channel_producers_.begin(), s->channel_producers_.end(),
-                                                       [&](const auto& p) { return p.first == i; }))
-              s->channel_producers_.push_back({i, static_cast<int>(d)});
-      }
-  }
+  if (loop_index(r->definitions[1], s->red_dims_[0]) < 0) return nullptr;
+  s->find_reuse_loops(v, *r);
+  s->find_channel_vectors(space, *r);
   s->native_ = std::max(1, space.options().vector_bytes / std::max(1, o->bytes));
   s->max_unroll_ = space.options().max_unroll;
   s->max_parallel_ = space.options().max_parallel_loops;
@@ -287,11 +302,10 @@ SketchKnobs Sketch::mutate(const SketchKnobs& k, std::mt19937_64& rng) const {
   return a[std::uniform_int_distribution<size_t>(0, a.size() - 1)(rng)];
 }
 
-Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
+void Sketch::check_knobs(const ScheduleSpace& space, const SketchKnobs& k) const {
   const Tile t{k.channel_vectors, k.vector_width, k.vectors, k.reuse_tile, k.row_tile};
   bool known = false;
   for (const Tile& c : tiles()) known |= c.ch == t.ch && c.v == t.v && c.xv == t.xv && c.u == t.u && c.y == t.y;
-  const int vp = vector_pos(k.channel_vectors), rp = reuse_pos(k.channel_vectors);
   std::vector<int> perm = k.outer_order;
   std::sort(perm.begin(), perm.end());
   for (size_t j = 0; j < perm.size(); j++) known &= perm[j] == static_cast<int>(j);
@@ -301,22 +315,10 @@ Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
   if (!known)
     throw Error(fmt::format("sketch of '{}': knobs out of range (tile {}x{} lanes, reuse {}, rows {}, parallel {})",
                             space.schedule_name(out_), k.vectors, k.vector_width, k.reuse_tile, k.row_tile, k.parallel_loops));
-  Schedule s;
-  auto inline_stage = [&](size_t i) {
-    StageSchedule ss;
-    ss.func = space.schedule_name(i);
-    ss.placement = Placement::Inline;
-    s.set(ss);
-  };
-  for (size_t i : chain_) inline_stage(i);
-  for (size_t i : inlined_) inline_stage(i);
-  for (size_t i : root_producers_) {
-    int inner = 0;  // the dim stored innermost and vectorized
-    for (const auto& [p, d] : channel_producers_)
-      if (p == i && k.channel_vectors) inner = d;
-    s.set(root_default(space, i, inner));
-  }
+}
 
+StageSchedule Sketch::output_stage(const ScheduleSpace& space, const SketchKnobs& k, std::vector<std::string>& outer) const {
+  const int vp = vector_pos(k.channel_vectors), rp = reuse_pos(k.channel_vectors);
   // o: the register tile (innermost first), then the outer loops.
   StageSchedule os;
   os.func = space.schedule_name(out_);
@@ -343,7 +345,6 @@ Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
   if (k.vector_width > 0) tile(vp, k.vectors > 1 ? std::vector<int64_t>{k.vector_width, k.vectors} : std::vector<int64_t>{k.vector_width}, true);
   if (rp >= 0 && k.reuse_tile > 1) tile(rp, {k.reuse_tile}, false);
   if (y_ >= 0 && k.row_tile > 1) tile(y_, {k.row_tile}, false);
-  std::vector<std::string> outer;  // outermost first
   for (const auto& d : fixed_outer_) outer.push_back(outer_level[d]);
   for (int j : k.outer_order) outer.push_back(outer_level[outer_[static_cast<size_t>(j)]]);
   os.order = tile_loops;
@@ -352,8 +353,12 @@ Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
     os.parallel = outer[static_cast<size_t>(k.parallel_loops - 1)];
     for (int j = k.parallel_loops - 2; j >= 0; j--) os.parallel_fused.push_back(outer[static_cast<size_t>(j)]);
   }
-  s.set(os);
+  return os;
+}
 
+void Sketch::add_reduction(const ScheduleSpace& space, const SketchKnobs& k, const StageSchedule& os,
+                           const std::vector<std::string>& outer, Schedule& s) const {
+  const int vp = vector_pos(k.channel_vectors), rp = reuse_pos(k.channel_vectors);
   // r at the innermost outer loop: its region is the register tile.
   StageSchedule r0;
   r0.func = space.schedule_name(red_);
@@ -408,6 +413,31 @@ Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
     ss.order.insert(ss.order.end(), rest.begin(), rest.end());
     s.set(ss);
   }
+}
+
+Schedule Sketch::build(const ScheduleSpace& space, const SketchKnobs& k) const {
+  check_knobs(space, k);
+  Schedule s;
+  auto inline_stage = [&](size_t i) {
+    StageSchedule ss;
+    ss.func = space.schedule_name(i);
+    ss.placement = Placement::Inline;
+    s.set(ss);
+  };
+  for (size_t i : chain_) inline_stage(i);
+  for (size_t i : inlined_) inline_stage(i);
+  for (size_t i : root_producers_) {
+    int inner = 0;  // the dim stored innermost and vectorized
+    for (const auto& [p, d] : channel_producers_)
+      if (p == i && k.channel_vectors) inner = d;
+    s.set(root_default(space, i, inner));
+  }
+
+  // o: the register tile (innermost first), then the outer loops; r inside it.
+  std::vector<std::string> outer;  // outermost first
+  const StageSchedule os = output_stage(space, k, outer);
+  s.set(os);
+  add_reduction(space, k, os, outer, s);
   return s;
 }
 

@@ -51,6 +51,8 @@
 namespace ts {
 
 class ScheduleSpace;
+struct PipelineView;
+struct Stage;
 
 // The knobs of a sketch: what a draw chooses.
 struct SketchKnobs {
@@ -98,6 +100,18 @@ class Sketch {
   // A root producer's nest: dim `inner` innermost (in storage too when not 0), vectorized,
   // parallel over the outer loops.
   StageSchedule root_default(const ScheduleSpace& space, size_t i, int inner = 0) const;
+  // match()'s steps: sorts the other stages into chain_, root_producers_ and inlined_ (false:
+  // the chain from r to o is read from outside it); finds u_ and y_; finds the channel vectors
+  // (packed_, cu_, channel_producers_).
+  bool classify_stages(const ScheduleSpace& space, const Stage& o, const Stage& r);
+  void find_reuse_loops(const PipelineView& v, const Stage& r);
+  void find_channel_vectors(const ScheduleSpace& space, const Stage& r);
+  // build()'s steps: throws when the knobs are not one of draw()'s; o's stage (its outer loops,
+  // outermost first, into `outer`); r's two definitions at o's innermost outer loop, into s.
+  void check_knobs(const ScheduleSpace& space, const SketchKnobs& k) const;
+  StageSchedule output_stage(const ScheduleSpace& space, const SketchKnobs& k, std::vector<std::string>& outer) const;
+  void add_reduction(const ScheduleSpace& space, const SketchKnobs& k, const StageSchedule& os,
+                     const std::vector<std::string>& outer, Schedule& s) const;
 
   size_t out_ = 0, red_ = 0;                    // decision indices of o and r
   std::vector<size_t> chain_;                   // decisions inlined into o

@@ -133,29 +133,7 @@ std::vector<Schedule> GbtSaSearch::propose(const SearchTask& task, size_t n, std
   return out;
 }
 
-void GbtSaSearch::rebuild_plan(const SearchTask& task, TaskState& ts, std::mt19937_64& rng) {
-  const auto t0 = Clock::now();
-  const ScheduleSpace& space = *task.space;
-  const size_t b = static_cast<size_t>(opts_.plan_size);
-  ts.plan.clear();
-  ts.new_since_plan = 0;
-  ts.stats = {};
-  ts.stats.samples = ts.valid();
-  std::unordered_set<std::string> in_plan;
-  // `planned` holds every schedule observed (earlier records included) or handed out, so the
-  // annealing loop needs no database query per candidate; propose() still asks task.measured.
-  auto fresh = [&](const std::string& h) { return !ts.planned.count(h) && !in_plan.count(h); };
-  auto add_random = [&](size_t count) {
-    for (size_t tries = 0; count > 0 && tries < 50 * b + 50; tries++) {
-      Schedule s = space.sample(rng);
-      const std::string h = s.hash();
-      if (!fresh(h)) continue;
-      in_plan.insert(h);
-      ts.plan.push_back(std::move(s));
-      count--;
-    }
-  };
-
+void GbtSaSearch::train(const SearchTask& task, TaskState& ts) {
   // Transfer: the global model, once per task.
   if (opts_.transfer_samples && !ts.global_tried) {
     ts.global_tried = true;
@@ -165,75 +143,69 @@ void GbtSaSearch::rebuild_plan(const SearchTask& task, TaskState& ts, std::mt199
       ts.global->update(src);
     }
   }
-  const bool local_ready = ts.stats.samples >= opts_.min_samples;
-  if (!local_ready && !ts.global) {
-    // Just enough random schedules to train on: the model steers from the next plan on.
-    add_random(std::min(b, static_cast<size_t>(std::max(1, opts_.min_samples - ts.stats.samples))));
-    ts.stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    return;
+  if (ts.stats.samples < opts_.min_samples) return;
+  // The local model on this task's measurements (failures rank below every valid one).
+  double worst = 0;
+  for (double s : ts.seconds) worst = std::max(worst, s);
+  std::vector<CostSample> samples;
+  const std::string group = task.workload->key_hash();
+  for (size_t k = 0; k < ts.xs.size(); k++) samples.push_back({group, ts.xs[k], ts.seconds[k] > 0 ? ts.seconds[k] : 2 * worst});
+  std::vector<double> base;
+  if (ts.global) {
+    std::vector<std::vector<float>> x;
+    for (const auto& s : samples) x.push_back(s.features);
+    base = margin_of(*ts.global, ts.global->predict(x));
   }
+  ts.local->update(samples, base);
+}
 
-  // Train the local model on this task's measurements (failures rank below every valid one).
-  if (local_ready) {
-    double worst = 0;
-    for (double s : ts.seconds) worst = std::max(worst, s);
-    std::vector<CostSample> samples;
-    const std::string group = task.workload->key_hash();
-    for (size_t k = 0; k < ts.xs.size(); k++) samples.push_back({group, ts.xs[k], ts.seconds[k] > 0 ? ts.seconds[k] : 2 * worst});
-    std::vector<double> base;
-    if (ts.global) {
-      std::vector<std::vector<float>> x;
-      for (const auto& s : samples) x.push_back(s.features);
-      base = margin_of(*ts.global, ts.global->predict(x));
-    }
-    ts.local->update(samples, base);
-  }
-  ts.stats.model_used = true;
-  ts.stats.transfer = ts.global != nullptr;
-  auto rate = [&](const std::vector<std::vector<float>>& x) {
-    if (x.empty()) return std::vector<double>{};
-    if (!local_ready) return quality_of(*ts.global, ts.global->predict(x));
-    std::vector<double> base;
-    if (ts.global) base = margin_of(*ts.global, ts.global->predict(x));
-    return quality_of(*ts.local, ts.local->predict(x, base));
-  };
+std::vector<double> GbtSaSearch::predict(const SearchTask& task, TaskState& ts, const std::vector<Schedule>& ss) const {
   // A schedule the features cannot describe (features.cpp refuses a few compute_at sites a
   // mutation leaves, e.g. one whose path to its consumer stopped being inlined) is rated last:
   // the model knows nothing of it, and one such draw must not end the search.
-  auto predict = [&](const std::vector<Schedule>& ss) {
-    std::vector<std::vector<float>> x;
-    std::vector<size_t> rated;
-    x.reserve(ss.size());
-    for (size_t k = 0; k < ss.size(); k++) {
-      try {
-        x.push_back(ts.features->flat(ss[k]));
-        rated.push_back(k);
-      } catch (const Error& e) {
-        spdlog::debug("gbt-sa {}: a schedule without features, rated last: {}", task.workload->name, e.what());
-      }
+  std::vector<std::vector<float>> x;
+  std::vector<size_t> rated;
+  x.reserve(ss.size());
+  for (size_t k = 0; k < ss.size(); k++) {
+    try {
+      x.push_back(ts.features->flat(ss[k]));
+      rated.push_back(k);
+    } catch (const Error& e) {
+      spdlog::debug("gbt-sa {}: a schedule without features, rated last: {}", task.workload->name, e.what());
     }
-    return rated_last(rate(x), rated, ss.size());
-  };
+  }
+  std::vector<double> quality;
+  if (!x.empty()) {
+    std::vector<double> base;
+    if (ts.global) base = margin_of(*ts.global, ts.global->predict(x));
+    quality = ts.stats.samples < opts_.min_samples ? quality_of(*ts.global, ts.global->predict(x))
+                                                   : quality_of(*ts.local, ts.local->predict(x, base));
+  }
+  return rated_last(quality, rated, ss.size());
+}
 
+std::map<std::string, std::pair<double, Schedule>> GbtSaSearch::anneal(const SearchTask& task, TaskState& ts,
+                                                                       const std::function<bool(const std::string&)>& fresh,
+                                                                       std::mt19937_64& rng) {
+  const ScheduleSpace& space = *task.space;
   // Parallel simulated annealing from the persistent chains.
   while (ts.chains.size() < static_cast<size_t>(opts_.chains)) ts.chains.push_back(space.sample(rng));
   // The fastest measured schedules restart the chains the model rates lowest, so annealing also
   // explores around what is known to run well (in a space of 10^50+ schedules per workload,
   // chains from random draws alone rarely come near it).
-  std::vector<double> energy = predict(ts.chains);
-  {
-    std::vector<size_t> fastest;
-    for (size_t k = 0; k < ts.seconds.size(); k++)
-      if (ts.seconds[k] > 0) fastest.push_back(k);
-    std::sort(fastest.begin(), fastest.end(), [&](size_t a, size_t c) { return ts.seconds[a] < ts.seconds[c]; });
-    fastest.resize(std::min(fastest.size(), ts.chains.size() / 8));
-    std::vector<size_t> lowest(ts.chains.size());
-    for (size_t c = 0; c < lowest.size(); c++) lowest[c] = c;
-    std::sort(lowest.begin(), lowest.end(), [&](size_t a, size_t c) { return energy[a] < energy[c]; });
-    for (size_t k = 0; k < fastest.size(); k++) ts.chains[lowest[k]] = ts.measured[fastest[k]];
-    if (!fastest.empty()) energy = predict(ts.chains);
-  }
-  const size_t keep = static_cast<size_t>(std::ceil(opts_.lambda * b));
+  std::vector<double> energy = predict(task, ts, ts.chains);
+  std::vector<size_t> fastest;
+  for (size_t k = 0; k < ts.seconds.size(); k++)
+    if (ts.seconds[k] > 0) fastest.push_back(k);
+  std::sort(fastest.begin(), fastest.end(), [&](size_t a, size_t c) { return ts.seconds[a] < ts.seconds[c]; });
+  fastest.resize(std::min(fastest.size(), ts.chains.size() / 8));
+  std::vector<size_t> lowest(ts.chains.size());
+  for (size_t c = 0; c < lowest.size(); c++) lowest[c] = c;
+  std::sort(lowest.begin(), lowest.end(), [&](size_t a, size_t c) { return energy[a] < energy[c]; });
+  for (size_t k = 0; k < fastest.size(); k++) ts.chains[lowest[k]] = ts.measured[fastest[k]];
+  if (!fastest.empty()) energy = predict(task, ts, ts.chains);
+
+  const size_t keep = static_cast<size_t>(std::ceil(opts_.lambda * opts_.plan_size));
   std::map<std::string, std::pair<double, Schedule>> top;  // hash -> (quality, schedule), the best `keep` fresh ones
   auto offer = [&](const Schedule& s, double q) {
     const std::string h = s.hash();
@@ -260,7 +232,7 @@ void GbtSaSearch::rebuild_plan(const SearchTask& task, TaskState& ts, std::mt199
     std::vector<Schedule> next;
     next.reserve(ts.chains.size());
     for (const auto& s : ts.chains) next.push_back(mutate(space, s, rng));
-    std::vector<double> e = predict(next);
+    std::vector<double> e = predict(task, ts, next);
     bool changed = false;
     for (size_t c = 0; c < next.size(); c++) {
       changed |= offer(next[c], e[c]);
@@ -273,6 +245,42 @@ void GbtSaSearch::rebuild_plan(const SearchTask& task, TaskState& ts, std::mt199
     quiet = changed ? 0 : quiet + 1;
     ts.stats.sa_steps = step + 1;
   }
+  return top;
+}
+
+void GbtSaSearch::rebuild_plan(const SearchTask& task, TaskState& ts, std::mt19937_64& rng) {
+  const auto t0 = Clock::now();
+  const ScheduleSpace& space = *task.space;
+  const size_t b = static_cast<size_t>(opts_.plan_size);
+  ts.plan.clear();
+  ts.new_since_plan = 0;
+  ts.stats = {};
+  ts.stats.samples = ts.valid();
+  std::unordered_set<std::string> in_plan;
+  // `planned` holds every schedule observed (earlier records included) or handed out, so the
+  // annealing loop needs no database query per candidate; propose() still asks task.measured.
+  auto fresh = [&](const std::string& h) { return !ts.planned.count(h) && !in_plan.count(h); };
+  auto add_random = [&](size_t count) {
+    for (size_t tries = 0; count > 0 && tries < 50 * b + 50; tries++) {
+      Schedule s = space.sample(rng);
+      const std::string h = s.hash();
+      if (!fresh(h)) continue;
+      in_plan.insert(h);
+      ts.plan.push_back(std::move(s));
+      count--;
+    }
+  };
+
+  train(task, ts);
+  if (ts.stats.samples < opts_.min_samples && !ts.global) {
+    // Just enough random schedules to train on: the model steers from the next plan on.
+    add_random(std::min(b, static_cast<size_t>(std::max(1, opts_.min_samples - ts.stats.samples))));
+    ts.stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return;
+  }
+  ts.stats.model_used = true;
+  ts.stats.transfer = ts.global != nullptr;
+  auto top = anneal(task, ts, fresh, rng);
 
   // The diverse (1 - ε)·b of the top λ·b, then ε·b random.
   std::vector<Schedule> cands;

@@ -78,6 +78,15 @@ class GbtSaSearch : public SearchPolicy {
   struct TaskState;
   TaskState& state(const SearchTask& task);
   void rebuild_plan(const SearchTask& task, TaskState& ts, std::mt19937_64& rng);
+  // Fetches the transfer model once per task and fits the local model on the task's samples.
+  void train(const SearchTask& task, TaskState& ts);
+  // The models' quality of each schedule (higher is better); those without features rank last.
+  std::vector<double> predict(const SearchTask& task, TaskState& ts, const std::vector<Schedule>& ss) const;
+  // Anneals the task's chains under the model; returns the best opts_.lambda x plan-size fresh
+  // schedules it met, by hash, with their quality.
+  std::map<std::string, std::pair<double, Schedule>> anneal(const SearchTask& task, TaskState& ts,
+                                                            const std::function<bool(const std::string&)>& fresh,
+                                                            std::mt19937_64& rng);
 
   GbtSaOptions opts_;
   std::map<std::string, std::unique_ptr<TaskState>> tasks_;  // by workload exact key
