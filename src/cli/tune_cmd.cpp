@@ -47,6 +47,7 @@ struct TuneArgs {
   std::vector<std::string> reuse_from;  // donor records databases: tuning reuse instead of search
   std::string donor = "auto";       // reuse: a donor model, auto or all
   int full_evals = 10;              // reuse: full-model evaluations after the standalone phase
+  bool same_class_only = false;     // reuse: no knob recipes of other classes with the same anchor
   int network_evals = 6;            // per thread count, network variants timed in the whole model
 };
 
@@ -112,6 +113,7 @@ int reuse_command(const TuneArgs& a) {
   o.donor_dbs = a.reuse_from;
   o.donor = a.donor;
   o.full_evals = a.full_evals;
+  o.across_classes = !a.same_class_only;
   o.e2e_iters = a.e2e_iters;
   o.e2e_threads = a.threads;
   o.measure = measure_options(a);
@@ -322,6 +324,10 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--full-evals", a->full_evals, "Reuse: full-model evaluations after the standalone phase")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  sub->add_flag("--same-class-only", a->same_class_only,
+                "Reuse: carry only schedules of each workload's own class (default: also the default rule's knob "
+                "recipes of donor workloads of other classes over the same conv or matmul, e.g. Conv+Relu's for "
+                "Conv+Add+Relu)");
   on_command(sub, [a, sub] {
     // Reuse measures the donors' schedules: the search's options would be silently ignored.
     static const std::set<std::string> search_only = {
@@ -335,7 +341,7 @@ void add_tune_command(CLI::App& app) {
         throw Error(fmt::format("tune --reuse-from: {} does not apply (reuse measures the donors' schedules; its "
                                 "budget is --full-evals)",
                                 name));
-      if (a->reuse_from.empty() && (name == "--donor" || name == "--full-evals"))
+      if (a->reuse_from.empty() && (name == "--donor" || name == "--full-evals" || name == "--same-class-only"))
         throw Error(fmt::format("tune: {} applies only with --reuse-from", name));
     }
     return tune_command(*a);

@@ -208,6 +208,17 @@ std::string fnv1a_hex(const std::string& s) {
 std::string Workload::key_hash() const { return fnv1a_hex(exact_key); }
 std::string Workload::class_hash() const { return fnv1a_hex(class_key); }
 
+std::string class_anchor(const std::string& class_key) {
+  // Statements end in ';'; an input's declaration has no '(', an operation always does.
+  for (size_t start = 0; start < class_key.size();) {
+    const size_t end = class_key.find(';', start);
+    if (end == std::string::npos) break;
+    if (class_key.find('(', start) < end) return class_key.substr(0, end + 1);
+    start = end + 1;
+  }
+  return class_key;
+}
+
 const Workload* find_workload(const Partition& p, const std::string& key_hash) {
   for (const auto& w : p.workloads)
     if (w.key_hash() == key_hash) return &w;

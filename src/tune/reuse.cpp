@@ -14,10 +14,12 @@
 #include <tuple>
 
 #include "graph/error.h"
+#include "graph/workload.h"
 #include "measure/time_stats.h"
 #include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
 #include "schedule/autoscheduler.h"
+#include "schedule/default_knobs.h"
 #include "schedule/refit.h"
 #include "tune/network_refine.h"
 #include "tune/tuner.h"
@@ -133,12 +135,17 @@ struct Current {
 // Re-fits the chosen donors' schedules of w's class to task t (their `per_workload` fastest each);
 // counts what could not be carried. What the target runs already (`current`) comes first, so that
 // the full phase weighs the donors against it, not against nothing.
-// Where a donor's model kept the network variant of a workload of the class (network_refine.h,
-// at `threads`), the target's own variant is a candidate too: the knob, not the donor's sizes, is
-// what carries.
+// With `across_classes`, the donors' workloads of other classes with t's anchor (class_anchor:
+// the same conv or matmul, other elementwise ops fused after it) give their default-rule knob
+// recipes too, carried as they are: the rule schedules the extra or missing stages itself (the
+// paper's weaker across-class reuse). Their stage-by-stage schedules name stages t lacks.
+// Where a donor's model kept the network variant of a workload of the class (or, across classes,
+// of the anchor; network_refine.h, at `threads`), the target's own variant is a candidate too: the
+// knob, not the donor's sizes, is what carries.
 std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>& donors,
                                         const std::vector<DonorScore>& scores, int per_workload, int threads,
-                                        const std::optional<Current>& current, ReuseWorkload& out) {
+                                        bool across_classes, const std::optional<Current>& current,
+                                        ReuseWorkload& out) {
   const std::vector<Halide::Func> outputs = lower_workload(*t.w).outputs;
   std::vector<Candidate> cands;
   std::set<std::string> seen;
@@ -147,13 +154,15 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
     seen.insert(h);
     cands.push_back({current->schedule, h, current->in_network ? t.default_s : 0, true, current->in_network});
   }
-  bool network_decided = false;  // by a chosen donor, on a workload of this class
+  bool network_decided = false;  // by a chosen donor, on a workload of this class (or anchor)
+  const std::string anchor = class_anchor(t.w->class_key);
   for (const auto& d : donors) {
     const bool chosen = std::any_of(scores.begin(), scores.end(),
                                     [&](const DonorScore& s) { return s.chosen && s.model == d.model && s.db == d.db->path(); });
     if (!chosen) continue;
     for (const auto& w : d.workloads) {
-      if (w.class_key != t.w->class_key) continue;
+      const bool same_class = w.class_key == t.w->class_key;
+      if (!same_class && !(across_classes && class_anchor(w.class_key) == anchor)) continue;
       network_decided = network_decided || decided_in_network(d, w, threads);
       // Only what tuning earned is carried: records faster than the donor workload's own default
       // (best() is fastest first, so its default ends the list). Random trials that never beat
@@ -169,8 +178,10 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
           continue;  // a newer format is not ours to read
         }
         if (s == default_schedule_recipe()) break;  // the donor's default: the rest were slower
+        if (!same_class && !DefaultKnobSpace::knobs_of(s)) continue;
         taken++;
         out.donor_schedules++;
+        out.across_class += !same_class;
         RefitResult fit = refit(s, *t.space, outputs);
         if (!fit.ok()) {
           out.refused++;
@@ -455,13 +466,14 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
         const std::optional<Record> used = used_record(db, t.w->exact_key, measure_threads);
         now = Current{it->second, used && used->policy == kNetworkConfirmPolicy};
       }
-      cands[i] = refit_candidates(t, donors, sum.donors, opts.per_donor_workload, model_threads, now, rw);
+      cands[i] = refit_candidates(t, donors, sum.donors, opts.per_donor_workload, model_threads, opts.across_classes, now, rw);
       measure_standalone(t, cands[i], db, opts.stop, rw);
     }
     if (progress)
-      progress("standalone", fmt::format("[{}/{}] {} (class {}): {} donor schedules, {} not carried, {} measured, best "
-                                         "{:.4f} ms (default {:.4f})",
-                                         i + 1, tasks.size(), rw.name, rw.class_label, rw.donor_schedules, rw.refused,
+      progress("standalone", fmt::format("[{}/{}] {} (class {}): {} donor schedules ({} across classes), {} not carried, "
+                                         "{} measured, best {:.4f} ms (default {:.4f})",
+                                         i + 1, tasks.size(), rw.name, rw.class_label, rw.donor_schedules,
+                                         rw.across_class, rw.refused,
                                          rw.measured, rw.best_standalone_s * 1e3, rw.default_s * 1e3));
     sum.workloads.push_back(std::move(rw));
   }
@@ -489,7 +501,7 @@ nlohmann::json reuse_json(const ReuseSummary& s) {
   for (const auto& w : s.workloads)
     workloads.push_back({{"key", w.key_hash}, {"name", w.name}, {"class", w.class_label}, {"count", w.count},
                          {"default_ms", w.default_s * 1e3}, {"donor_schedules", w.donor_schedules},
-                         {"refused", w.refused}, {"measured", w.measured},
+                         {"refused", w.refused}, {"across_class", w.across_class}, {"measured", w.measured},
                          {"best_standalone_ms", w.best_standalone_s * 1e3}, {"chosen", w.chosen},
                          {"confirmed", w.confirmed}, {"error", w.error}});
   for (const auto& e : s.evaluations)

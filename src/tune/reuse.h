@@ -16,7 +16,10 @@
 //     candidate, recorded with policy "reuse". What the workload runs already (an earlier winner
 //     in `db`) is a candidate too. Where a donor's model kept the network variant of a workload
 //     of the class (tune/network_refine.h: a knob only the network can judge), the target's own
-//     variant is a candidate that skips this phase.
+//     variant is a candidate that skips this phase. Across classes (the paper's weaker reuse,
+//     ReuseOptions::across_classes): donor workloads of other classes over the same anchor op
+//     (graph/workload.h class_anchor: Conv+Relu for Conv+Add+Relu) give their default-rule knob
+//     recipes, which the rule applies to whatever stages the target fuses.
 //  4. Full phase. The model is compiled with each workload's fastest standalone schedule (where
 //     it beats the default) and timed against the default model: full evaluation 0. Then
 //     `full_evals` more evaluations, allocated to workloads by their share of the model's time
@@ -55,6 +58,7 @@ struct ReuseOptions {
   int e2e_iters = 10;                   // timed runs of each model per full evaluation, and at the end (end to end)
   int e2e_threads = 0;                  // Halide threads of the models (0 = default); in-network pairs are recorded at it
   int confirm_rounds = 3;               // re-measurement rounds of each choice against the default (0 = none)
+  bool across_classes = true;           // also carry the default rule's knob recipes of other classes with the same anchor (class_anchor)
   MeasureOptions measure;               // standalone measurements (repeats, cache, jobs)
   const std::atomic<bool>* stop = nullptr;  // when it turns true: stop, keeping what was recorded
 };
@@ -84,7 +88,8 @@ struct ReuseWorkload {
   std::string class_label;    // its ReuseClass::label
   int count = 0;              // occurrences in the model
   double default_s = 0;       // default median (this run)
-  int donor_schedules = 0;    // donor schedules of its class considered
+  int donor_schedules = 0;    // donor schedules of its class considered (and, across classes, knob recipes of its anchor's)
+  int across_class = 0;       // of which knob recipes of workloads of other classes with its anchor
   int refused = 0;            // of which could not be carried (refit errors)
   int measured = 0;           // re-fitted schedules measured alone (this run and earlier ones)
   double best_standalone_s = 0;  // fastest valid standalone median (0 when none)

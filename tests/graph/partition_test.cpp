@@ -1,6 +1,8 @@
 // Partition of real ONNX files into workloads: fusion, dedup by exact key, class keys.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/workload.h"
@@ -135,6 +137,30 @@ TEST(Partition, ClassKeyIsTheOperationSequence) {
   EXPECT_NE(dw.find("group=depthwise"), std::string::npos) << dw;
   EXPECT_EQ(class_of_conv("dw5.onnx", 16, 5, 2, 16, "Relu"), dw);
   EXPECT_NE(class_of_conv("grouped.onnx", 16, 3, 1, 4, "Relu"), dw);
+}
+
+// The residual block's Conv+Relu and Conv+Add+Relu are two classes over one conv: their anchor
+// (the conv with its inputs) is the same, and neither shares it with the pooling or the Gemm.
+TEST(Partition, ClassesOverTheSameConvShareTheirAnchor) {
+  const Partition p = partition_graph(load(residual_block(8)));
+  const Workload* relu = nullptr;
+  const Workload* add = nullptr;
+  std::set<std::string> others;
+  for (const auto& w : p.workloads) {
+    if (w.name == "Conv+Relu") relu = &w;
+    else if (w.name == "Conv+Add+Relu") add = &w;
+    else others.insert(class_anchor(w.class_key));
+  }
+  ASSERT_TRUE(relu && add);
+  ASSERT_NE(relu->class_key, add->class_key);
+  const std::string anchor = class_anchor(relu->class_key);
+  EXPECT_EQ(class_anchor(add->class_key), anchor);
+  EXPECT_LT(anchor.size(), relu->class_key.size());
+  EXPECT_EQ(anchor.back(), ';');
+  EXPECT_NE(anchor.find("Conv("), std::string::npos) << anchor;
+  EXPECT_EQ(anchor.find("Relu"), std::string::npos) << anchor;
+  EXPECT_EQ(others.count(anchor), 0u);
+  EXPECT_EQ(class_anchor("in0:float32;"), "in0:float32;") << "no operation: the whole key";
 }
 
 }  // namespace

@@ -3,15 +3,19 @@
 // the standalone records, the full evaluations; named, unknown and pre-model-table donors.
 #include "tune/reuse.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <random>
 
+#include "analysis/pipeline_view.h"
 #include "api/compile_model.h"
 #include "measure/workload_compiler.h"
 #include "schedule/default_knobs.h"
+#include "schedule/schedule_space.h"
 #include "search/random_search.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
@@ -269,6 +273,85 @@ TEST(Reuse, TriesTheNetworkVariantADonorsModelKeptAndRecordsTheTrialAsThePairTha
   EXPECT_TRUE(w2->confirmed);
   EXPECT_EQ(best_schedules(target_part, db, warnings, 1).at(target_w->exact_key).hash(), variant);
   EXPECT_EQ(latest_confirmation(db, target_w->exact_key, 1)->candidate.policy, kNetworkConfirmPolicy);
+}
+
+// A 1x1 conv of x (16 channels, hw x hw), then `epilogue`: "relu" (Conv+Relu) or "residual" (Conv
+// + Add(x) + Relu), then global average pooling. Saved as <name>/model.onnx.
+std::string pointwise_net(const std::string& name, int64_t hw, const std::string& epilogue) {
+  OnnxBuilder b;
+  b.input("x", DType::Float32, {1, 16, hw, hw})
+      .initializer("w", rand_f32({16, 16, 1, 1}, 3))
+      .node("Conv", {"x", "w"}, {"c"});
+  if (epilogue == "residual") b.node("Add", {"c", "x"}, {"s"}).node("Relu", {"s"}, {"r"});
+  else b.node("Relu", {"c"}, {"r"});
+  b.node("GlobalAveragePool", {"r"}, {"y"}).output("y");
+  std::filesystem::create_directories(test::temp_dir() / name);
+  return b.save(name + "/model.onnx");
+}
+
+// The weaker across-class reuse: a donor's Conv+Relu earned a knob recipe of the default rule and
+// a stage-by-stage schedule; the target's Conv+Add+Relu (another class over the same conv) tries
+// the recipe, measured alone and recorded, never the stage schedule, whose stages it lacks; with
+// across_classes off it tries neither.
+TEST(Reuse, CarriesKnobRecipesAcrossClassesThatShareTheAnchor) {
+  const Graph donor_g = test::import_model(pointwise_net("xc_donor", 14, "relu"));
+  const Graph target_g = test::import_model(pointwise_net("xc_target", 10, "residual"));
+  const Partition donor_part = partition_graph(donor_g), target_part = partition_graph(target_g);
+  auto conv_of = [](const Partition& p) {
+    auto it = std::find_if(p.workloads.begin(), p.workloads.end(),
+                           [](const Workload& w) { return w.name.rfind("Conv", 0) == 0; });
+    return it == p.workloads.end() ? nullptr : &*it;
+  };
+  const Workload* donor_w = conv_of(donor_part);
+  const Workload* target_w = conv_of(target_part);
+  ASSERT_TRUE(donor_w && target_w);
+  ASSERT_EQ(target_w->name, "Conv+Add+Relu");
+  ASSERT_NE(donor_w->class_key, target_w->class_key);
+  ASSERT_EQ(class_anchor(donor_w->class_key), class_anchor(target_w->class_key));
+
+  const std::string donor = (test::temp_dir() / "xc_donor.db").string();
+  std::filesystem::remove(donor);
+  DefaultKnobs knobs;
+  knobs.columns = 4;
+  const Schedule recipe = DefaultKnobSpace::recipe(knobs);
+  {
+    RecordsDB d(donor);
+    record_model(d, donor_g, donor_part);
+    std::mt19937_64 rng(7);
+    const Schedule staged = ScheduleSpace(build_pipeline_view(lower_workload(*donor_w).outputs)).sample(rng);
+    d.add({test::measured_record(*donor_w, default_schedule_recipe(), 1.0e-3),
+           test::measured_record(*donor_w, recipe, 0.8e-3), test::measured_record(*donor_w, staged, 0.7e-3)});
+  }
+  auto target_of = [&](const ReuseSummary& s) {
+    return std::find_if(s.workloads.begin(), s.workloads.end(),
+                        [&](const ReuseWorkload& w) { return w.key_hash == target_w->key_hash(); });
+  };
+  for (bool across : {false, true}) {
+    const std::string target = (test::temp_dir() / fmt::format("xc_target_{}.db", across)).string();
+    std::filesystem::remove(target);
+    RecordsDB db(target);
+    ReuseOptions o = quick({donor}, 1);
+    o.donor = "xc_donor";  // it shares no class with the target: the heuristic would not pick it
+    o.across_classes = across;
+    const ReuseSummary s = reuse_tune(target_g, db, o);
+    const auto w = target_of(s);
+    ASSERT_NE(w, s.workloads.end());
+    EXPECT_TRUE(w->error.empty()) << w->error;
+    bool recorded = false;
+    for (const auto& r : db.records(target_w->exact_key)) recorded |= r.schedule_hash == recipe.hash() && r.policy == "reuse";
+    if (!across) {
+      EXPECT_EQ(w->donor_schedules, 0);
+      EXPECT_EQ(w->across_class, 0);
+      EXPECT_FALSE(recorded);
+      continue;
+    }
+    EXPECT_EQ(w->donor_schedules, 1) << "the recipe only, not the stage schedule";
+    EXPECT_EQ(w->across_class, 1);
+    EXPECT_EQ(w->refused, 0);
+    EXPECT_EQ(w->measured, 1);
+    EXPECT_TRUE(recorded) << "measured alone on the target and recorded";
+    EXPECT_EQ(reuse_json(s)["workloads"][static_cast<size_t>(w - s.workloads.begin())]["across_class"], 1);
+  }
 }
 
 TEST(Reuse, NamesTheDonorsWhenTheOneAskedForIsMissingAndNeverReusesItself) {
