@@ -326,7 +326,7 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   sub->add_flag("--same-class-only", a->same_class_only,
                 "Reuse: carry only schedules of each workload's own class (default: also the default rule's knob "
-                "recipes of donor workloads of other classes over the same conv or matmul, e.g. Conv+Relu's for "
+                "recipes of donor workloads of other classes over the same anchor op (a conv, matmul, pooling, ...), e.g. Conv+Relu's for "
                 "Conv+Add+Relu)");
   on_command(sub, [a, sub] {
     // Reuse measures the donors' schedules: the search's options would be silently ignored.

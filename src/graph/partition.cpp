@@ -209,14 +209,24 @@ std::string Workload::key_hash() const { return fnv1a_hex(exact_key); }
 std::string Workload::class_hash() const { return fnv1a_hex(class_key); }
 
 std::string class_anchor(const std::string& class_key) {
-  // Statements end in ';'; an input's declaration has no '(', an operation always does.
-  for (size_t start = 0; start < class_key.size();) {
-    const size_t end = class_key.find(';', start);
-    if (end == std::string::npos) break;
-    if (class_key.find('(', start) < end) return class_key.substr(0, end + 1);
-    start = end + 1;
+  // Statements end in ';' and an operation's has a '(' (an input's declaration has none); quoted
+  // attribute text may hold either.
+  bool quoted = false;
+  size_t open = std::string::npos;
+  for (size_t i = 0; i < class_key.size(); i++) {
+    const char c = class_key[i];
+    if (c == '"') quoted = !quoted;
+    if (quoted) continue;
+    if (c == '(' && open == std::string::npos) open = i;
+    if (c != ';') continue;
+    if (open != std::string::npos) {
+      const size_t start = class_key.rfind(';', open);
+      const std::string op = class_key.substr(start == std::string::npos ? 0 : start + 1,
+                                              open - (start == std::string::npos ? 0 : start + 1));
+      return is_anchor(op) ? class_key.substr(0, i + 1) : "";
+    }
   }
-  return class_key;
+  return "";
 }
 
 const Workload* find_workload(const Partition& p, const std::string& key_hash) {

@@ -55,9 +55,10 @@ std::string fnv1a_hex(const std::string& s);
 
 // The anchor of a workload class: its class key up to and including the first operation (the
 // declarations of that operation's inputs, the operation, its outputs' layouts and its class
-// attributes). Classes that differ only in the elementwise ops fused after the anchor share it
-// (Conv+Relu and Conv+Add+Relu over the same conv), which the weaker across-class tuning reuse
-// matches on. The whole key when it holds no operation.
+// attributes) when that operation anchors workloads (is_anchor: a conv, matmul, pooling, ...).
+// Classes that differ only in the elementwise ops fused after the anchor share it (Conv+Relu and
+// Conv+Add+Relu over the same conv), which the weaker across-class tuning reuse matches on.
+// Empty when the class starts with another op (an elementwise chain, a copy): nothing to share.
 std::string class_anchor(const std::string& class_key);
 
 }  // namespace ts

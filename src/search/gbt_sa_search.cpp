@@ -175,11 +175,12 @@ std::vector<double> GbtSaSearch::predict(const SearchTask& task, TaskState& ts, 
     }
   }
   std::vector<double> quality;
-  if (!x.empty()) {
+  if (!x.empty() && ts.stats.samples < opts_.min_samples) {
+    quality = quality_of(*ts.global, ts.global->predict(x));  // the transfer model alone
+  } else if (!x.empty()) {
     std::vector<double> base;
     if (ts.global) base = margin_of(*ts.global, ts.global->predict(x));
-    quality = ts.stats.samples < opts_.min_samples ? quality_of(*ts.global, ts.global->predict(x))
-                                                   : quality_of(*ts.local, ts.local->predict(x, base));
+    quality = quality_of(*ts.local, ts.local->predict(x, base));
   }
   return rated_last(quality, rated, ss.size());
 }

@@ -30,6 +30,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr const char* kReusePolicy = "reuse";
+constexpr size_t kAcrossClassRecords = 1000;  // records read per donor workload of another class (its default ends them)
 
 
 // A tuned model of a donor database.
@@ -136,7 +137,7 @@ struct Current {
 // counts what could not be carried. What the target runs already (`current`) comes first, so that
 // the full phase weighs the donors against it, not against nothing.
 // With `across_classes`, the donors' workloads of other classes with t's anchor (class_anchor:
-// the same conv or matmul, other elementwise ops fused after it) give their default-rule knob
+// the same anchor op, a conv or matmul or pooling ..., other elementwise ops fused after it) give their default-rule knob
 // recipes too, carried as they are: the rule schedules the extra or missing stages itself (the
 // paper's weaker across-class reuse). Their stage-by-stage schedules name stages t lacks.
 // Where a donor's model kept the network variant of a workload of the class (or, across classes,
@@ -162,14 +163,17 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
     if (!chosen) continue;
     for (const auto& w : d.workloads) {
       const bool same_class = w.class_key == t.w->class_key;
-      if (!same_class && !(across_classes && class_anchor(w.class_key) == anchor)) continue;
+      if (!same_class && !(across_classes && !anchor.empty() && class_anchor(w.class_key) == anchor)) continue;
       network_decided = network_decided || decided_in_network(d, w, threads);
       // Only what tuning earned is carried: records faster than the donor workload's own default
       // (best() is fastest first, so its default ends the list). Random trials that never beat
       // their default made up most of what an earlier version carried, and cost minutes. One record
-      // more than carried is read, in place of one of a newer format that is skipped.
+      // more than carried is read, in place of one of a newer format that is skipped. Across
+      // classes the stage schedules above a recipe are skipped too, so the records are read down
+      // to the default.
       int taken = 0;
-      for (const Record& r : d.db->best(w.exact_key, static_cast<size_t>(per_workload) + 1)) {
+      const size_t window = same_class ? static_cast<size_t>(per_workload) + 1 : kAcrossClassRecords;
+      for (const Record& r : d.db->best(w.exact_key, window)) {
         if (taken == per_workload) break;
         Schedule s;
         try {

@@ -19,7 +19,8 @@
 //     variant is a candidate that skips this phase. Across classes (the paper's weaker reuse,
 //     ReuseOptions::across_classes): donor workloads of other classes over the same anchor op
 //     (graph/workload.h class_anchor: Conv+Relu for Conv+Add+Relu) give their default-rule knob
-//     recipes, which the rule applies to whatever stages the target fuses.
+//     recipes, which the rule applies to whatever stages the target fuses. The donor heuristic
+//     (2.) still scores classes only: a donor that shares anchors but no class is used when named.
 //  4. Full phase. The model is compiled with each workload's fastest standalone schedule (where
 //     it beats the default) and timed against the default model: full evaluation 0. Then
 //     `full_evals` more evaluations, allocated to workloads by their share of the model's time

@@ -160,7 +160,21 @@ TEST(Partition, ClassesOverTheSameConvShareTheirAnchor) {
   EXPECT_NE(anchor.find("Conv("), std::string::npos) << anchor;
   EXPECT_EQ(anchor.find("Relu"), std::string::npos) << anchor;
   EXPECT_EQ(others.count(anchor), 0u);
-  EXPECT_EQ(class_anchor("in0:float32;"), "in0:float32;") << "no operation: the whole key";
+  EXPECT_EQ(class_anchor("in0:float32;"), "") << "no operation: no anchor";
+  EXPECT_EQ(class_anchor("in0:float32;in1:float32;Add(in0,in1)->t0;Relu(t0)->t1;out t1;"), "")
+      << "an elementwise chain anchors nothing";
+  // Quoted attribute text may hold ';' and '(': the statement ends after it.
+  const std::string quoted = "in0:float32;Softmax(in0)->t0 note=\"a;b(c\";Relu(t0)->t1;out t1;";
+  EXPECT_EQ(class_anchor(quoted), "in0:float32;Softmax(in0)->t0 note=\"a;b(c\";");
+}
+
+// A depthwise conv's class and a regular one's over the same input have different anchors.
+TEST(Partition, DepthwiseAndRegularConvsHaveDifferentAnchors) {
+  EXPECT_NE(class_anchor(class_of_conv("anchor_dw.onnx", 16, 3, 1, 16, "Relu")),
+            class_anchor(class_of_conv("anchor_k3.onnx", 16, 3, 1, 1, "Relu")));
+  EXPECT_EQ(class_anchor(class_of_conv("anchor_relu.onnx", 8, 3, 1, 1, "Relu")),
+            class_anchor(class_of_conv("anchor_sigmoid.onnx", 8, 3, 1, 1, "Sigmoid")))
+      << "the same conv, another activation after it";
 }
 
 }  // namespace

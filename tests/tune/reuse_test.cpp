@@ -289,10 +289,11 @@ std::string pointwise_net(const std::string& name, int64_t hw, const std::string
   return b.save(name + "/model.onnx");
 }
 
-// The weaker across-class reuse: a donor's Conv+Relu earned a knob recipe of the default rule and
-// a stage-by-stage schedule; the target's Conv+Add+Relu (another class over the same conv) tries
-// the recipe, measured alone and recorded, never the stage schedule, whose stages it lacks; with
-// across_classes off it tries neither.
+// The weaker across-class reuse: a donor's Conv+Relu earned a knob recipe of the default rule,
+// below four faster stage-by-stage schedules; the target's Conv+Add+Relu (another class over the
+// same conv) tries the recipe, measured alone and recorded, never the stage schedules, whose
+// stages it lacks, nor a recipe slower than the donor's default; with across_classes off it tries
+// none.
 TEST(Reuse, CarriesKnobRecipesAcrossClassesThatShareTheAnchor) {
   const Graph donor_g = test::import_model(pointwise_net("xc_donor", 14, "relu"));
   const Graph target_g = test::import_model(pointwise_net("xc_target", 10, "residual"));
@@ -317,10 +318,17 @@ TEST(Reuse, CarriesKnobRecipesAcrossClassesThatShareTheAnchor) {
   {
     RecordsDB d(donor);
     record_model(d, donor_g, donor_part);
+    // Four stage schedules faster than the recipe (more than the records a class reads), and a
+    // recipe slower than the default (not earned).
     std::mt19937_64 rng(7);
-    const Schedule staged = ScheduleSpace(build_pipeline_view(lower_workload(*donor_w).outputs)).sample(rng);
-    d.add({test::measured_record(*donor_w, default_schedule_recipe(), 1.0e-3),
-           test::measured_record(*donor_w, recipe, 0.8e-3), test::measured_record(*donor_w, staged, 0.7e-3)});
+    const ScheduleSpace space(build_pipeline_view(lower_workload(*donor_w).outputs));
+    std::vector<Record> records{test::measured_record(*donor_w, default_schedule_recipe(), 1.0e-3),
+                                test::measured_record(*donor_w, recipe, 0.8e-3)};
+    for (int k = 0; k < 4; k++) records.push_back(test::measured_record(*donor_w, space.sample(rng), (0.6 + 0.04 * k) * 1e-3));
+    DefaultKnobs slower;
+    slower.columns = 2;
+    records.push_back(test::measured_record(*donor_w, DefaultKnobSpace::recipe(slower), 1.2e-3));
+    d.add(records);
   }
   auto target_of = [&](const ReuseSummary& s) {
     return std::find_if(s.workloads.begin(), s.workloads.end(),
@@ -345,7 +353,7 @@ TEST(Reuse, CarriesKnobRecipesAcrossClassesThatShareTheAnchor) {
       EXPECT_FALSE(recorded);
       continue;
     }
-    EXPECT_EQ(w->donor_schedules, 1) << "the recipe only, not the stage schedule";
+    EXPECT_EQ(w->donor_schedules, 1) << "the earned recipe only: not the stage schedules, not the slower recipe";
     EXPECT_EQ(w->across_class, 1);
     EXPECT_EQ(w->refused, 0);
     EXPECT_EQ(w->measured, 1);
