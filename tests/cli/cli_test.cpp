@@ -279,6 +279,14 @@ TEST(Cli, WorkloadsListThePartitionOfTheThreads) {
 // `tune --network-evals N` times the network variant of the conv with the most weight pages in
 // the whole model after the confirmations (tune/network_refine.h), prints the trial and puts it
 // in the JSON; it is refused with --reuse-from, whose options it does not belong to.
+// Reuse's options without --reuse-from are refused, naming the option: a search would ignore them.
+TEST(Cli, ReuseOptionsNeedReuseFrom) {
+  const std::string model = test::save_conv_chain("cli_reuse_options.onnx", 16, 32, 16, 8, 8, 1);
+  const std::string tune = "tune " + model + " --db " + (test::temp_dir() / "cli_reuse_options.db").string() + " --trials 1 ";
+  for (const std::string option : {"--same-class-only", "--full-evals 3", "--donor auto"})
+    expect_one_line_error(run_cli(tune + option), option.substr(0, option.find(' ')) + " applies only with --reuse-from");
+}
+
 TEST(Cli, TuneTimesNetworkVariantsInTheModel) {
   const std::string model = test::save_conv_chain("cli_network.onnx", 64, 2048, 512, 7, 7, 1);
   const std::string db = (test::temp_dir() / "cli_network.db").string();
