@@ -137,9 +137,10 @@ struct Current {
 // counts what could not be carried. What the target runs already (`current`) comes first, so that
 // the full phase weighs the donors against it, not against nothing.
 // With `across_classes`, the donors' workloads of other classes with t's anchor (class_anchor:
-// the same anchor op, a conv or matmul or pooling ..., other elementwise ops fused after it) give their default-rule knob
-// recipes too, carried as they are: the rule schedules the extra or missing stages itself (the
-// paper's weaker across-class reuse). Their stage-by-stage schedules name stages t lacks.
+// the same anchor op, a conv, matmul, pooling ..., other elementwise ops fused after it) give
+// their default-rule knob recipes too, carried as they are: the rule schedules the extra or
+// missing stages itself (the paper's weaker across-class reuse). Their stage-by-stage schedules
+// name stages t lacks.
 // Where a donor's model kept the network variant of a workload of the class (or, across classes,
 // of the anchor; network_refine.h, at `threads`), the target's own variant is a candidate too: the
 // knob, not the donor's sizes, is what carries.
