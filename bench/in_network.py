@@ -86,6 +86,8 @@ def match(steps, ort_nodes, aliases):
     unmatched = []
     for name in ort_nodes:
         step = owner.get(name)
+        if step is None and name.startswith("fused "):  # ORT's fused Gemm + activation: "fused <node>"
+            step = owner.get(name[len("fused "):])
         if step is None:  # ORT fusions named "<node>/<FusionName>/"
             step = next((owner[p] for p in owner if name.startswith(p + "/")), None)
         (unmatched if step is None else assigned[step]).append(name)
