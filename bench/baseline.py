@@ -87,13 +87,14 @@ def main():
         for threads in thread_counts:
             # --rounds: every side again in turn, each keeping its fastest round's median.
             ts_ms = ort_ms = eager_ms = script_ms = float("inf")
+            if not args.no_torch:
+                torch.set_num_threads(threads)
             for _ in range(args.rounds):
                 ts, _ = tensorsched(args.binary, model_path, threads, args.iters, cache)
                 ts_ms = min(ts_ms, ts["latency_ms"]["median"])
                 ort_round, ort_version = bench_util.ort_median_ms(model_path, threads, args.iters)
                 ort_ms = min(ort_ms, ort_round)
                 if not args.no_torch:
-                    torch.set_num_threads(threads)
                     eager_ms = min(eager_ms, bench_util.torch_median_ms(net, x, args.iters))
                     script_ms = min(script_ms, bench_util.torch_median_ms(script, x, args.iters))
             row = {"model": name, "threads": threads, "tensorsched_ms": round(ts_ms, 3),

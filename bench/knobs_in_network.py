@@ -38,9 +38,9 @@ def run(args, knobs):
     for p in out["profile"]:
         if p["key"] in steps:
             steps[p["key"]] += p["ms"]
-    missing = [k for k in args.keys if not any(p["key"] == k for p in out["profile"])]
+    missing = set(args.keys) - {p["key"] for p in out["profile"]}
     if missing:
-        sys.exit(f"{args.model}: no step of workload(s) {', '.join(missing)} (see `tensorsched workloads`)")
+        sys.exit(f"{args.model}: no step of workload(s) {', '.join(sorted(missing))} (see `tensorsched workloads`)")
     return out["latency_ms"]["median"], steps
 
 

@@ -209,22 +209,18 @@ std::string Workload::key_hash() const { return fnv1a_hex(exact_key); }
 std::string Workload::class_hash() const { return fnv1a_hex(class_key); }
 
 std::string class_anchor(const std::string& class_key) {
-  // Statements end in ';' and an operation's has a '(' (an input's declaration has none); quoted
-  // attribute text may hold either.
+  // Statements end in ';' and an operation's has a '(' after its name (an input's declaration has
+  // none); quoted attribute text may hold either.
   bool quoted = false;
-  size_t open = std::string::npos;
+  size_t start = 0, open = std::string::npos;  // the current statement's start and first '('
   for (size_t i = 0; i < class_key.size(); i++) {
     const char c = class_key[i];
     if (c == '"') quoted = !quoted;
     if (quoted) continue;
     if (c == '(' && open == std::string::npos) open = i;
     if (c != ';') continue;
-    if (open != std::string::npos) {
-      const size_t start = class_key.rfind(';', open);
-      const std::string op = class_key.substr(start == std::string::npos ? 0 : start + 1,
-                                              open - (start == std::string::npos ? 0 : start + 1));
-      return is_anchor(op) ? class_key.substr(0, i + 1) : "";
-    }
+    if (open != std::string::npos) return is_anchor(class_key.substr(start, open - start)) ? class_key.substr(0, i + 1) : "";
+    start = i + 1;
   }
   return "";
 }

@@ -60,6 +60,9 @@ struct GbtSaSearch::TaskState {
   int new_since_plan = 0;                        // measurements observed since the plan was built
   PlanStats stats;                               // of the last plan
 
+  // Enough valid samples of this task to train the local model on.
+  bool local_ready(int min_samples) const { return stats.samples >= min_samples; }
+
   int valid() const {
     int n = 0;
     for (double s : seconds) n += s > 0;
@@ -143,7 +146,7 @@ void GbtSaSearch::train(const SearchTask& task, TaskState& ts) {
       ts.global->update(src);
     }
   }
-  if (ts.stats.samples < opts_.min_samples) return;
+  if (!ts.local_ready(opts_.min_samples)) return;
   // The local model on this task's measurements (failures rank below every valid one).
   double worst = 0;
   for (double s : ts.seconds) worst = std::max(worst, s);
@@ -175,7 +178,7 @@ std::vector<double> GbtSaSearch::predict(const SearchTask& task, TaskState& ts, 
     }
   }
   std::vector<double> quality;
-  if (!x.empty() && ts.stats.samples < opts_.min_samples) {
+  if (!x.empty() && !ts.local_ready(opts_.min_samples)) {
     quality = quality_of(*ts.global, ts.global->predict(x));  // the transfer model alone
   } else if (!x.empty()) {
     std::vector<double> base;
@@ -273,7 +276,7 @@ void GbtSaSearch::rebuild_plan(const SearchTask& task, TaskState& ts, std::mt199
   };
 
   train(task, ts);
-  if (ts.stats.samples < opts_.min_samples && !ts.global) {
+  if (!ts.local_ready(opts_.min_samples) && !ts.global) {
     // Just enough random schedules to train on: the model steers from the next plan on.
     add_random(std::min(b, static_cast<size_t>(std::max(1, opts_.min_samples - ts.stats.samples))));
     ts.stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
