@@ -12,6 +12,7 @@ schedules other models earned, against tuning it from scratch for the same time.
    database and a fresh code cache (its compiles count). From the run's JSON: the untuned model's
    latency, the best latency after 0, 5, 10 and 20 full evaluations and the seconds each took
    since the start (the standalone phase included), and the donor the heuristic picked.
+   With --same-class-too, reuse runs again with --same-class-only (no across-class knob recipes).
    At its end reuse times the default model against the model `run --db` then runs (its
    confirmed choices), alternately, as `tune` ends a search: its "speedup".
 3. From scratch: the same target tuned from zero for the seconds the whole reuse run took, with
@@ -25,7 +26,7 @@ Run nothing else meanwhile: 2 shared cores are noisy.
 
   /usr/bin/python3 bench/tuning_reuse.py [--models resnet18,resnet50,...] [--donor-time 120]
       [--donor-dbs A.db,B.db,...] [--full-evals 20] [--scratch random,gbt-sa] [--work build/reuse]
-      [--keep] [--out docs/bench]
+      [--same-class-too] [--keep] [--out docs/bench]
 """
 import argparse
 import json
@@ -90,14 +91,15 @@ def speedup_of(evaluation):
     return evaluation["default_ms"] / evaluation["best_ms"]
 
 
-def reuse_target(args, model, donors):
+def reuse_target(args, model, donors, same_class_only=False):
     with tempfile.TemporaryDirectory(prefix="ts_reuse_") as tmp:
         r = run_json([args.binary, "tune", model_path(args.zoo, model), "--db", os.path.join(tmp, "r.db"),
                       "--reuse-from", ",".join(donors), "--donor", args.donor, "--full-evals", str(args.full_evals),
-                      "--json", "-q", "--cache-dir", os.path.join(tmp, "cache")])
+                      "--json", "-q", "--cache-dir", os.path.join(tmp, "cache")]
+                     + (["--same-class-only"] if same_class_only else []))
     chosen = [d["model"] for d in r["donors"] if d["chosen"]]
     cp = at_checkpoints(r)
-    print(f"reuse {model} from {','.join(chosen) or 'nothing'}: "
+    print(f"reuse{' (same class only)' if same_class_only else ''} {model} from {','.join(chosen) or 'nothing'}: "
           + ", ".join(f"{k} evals {s:.3f}x at {t:.0f} s" for k, (s, t) in cp.items()), flush=True)
     return r
 
@@ -111,6 +113,10 @@ def scratch_target(args, model, policy, seconds):
     return {k: r[k] for k in ("speedup", "e2e_default_ms", "e2e_tuned_ms", "seconds", "tuned_workloads")}
 
 
+def run_db_cell(reuse):
+    return f"{reuse['speedup']:.3f}x ({reuse['seconds']:.0f} s)" if reuse.get("speedup") else "-"
+
+
 def rows_of(results, scratch):
     rows = []
     for model, r in results.items():
@@ -121,8 +127,10 @@ def rows_of(results, scratch):
         for k in CHECKPOINTS:
             s, t = cp.get(k, (None, None))
             row[f"reuse_{k}"] = "-" if s is None else f"{s:.3f}x ({t:.0f} s)"
-        row["reuse_run_db"] = (f"{r['reuse']['speedup']:.3f}x ({r['reuse']['seconds']:.0f} s)"
-                               if r["reuse"].get("speedup") else "-")
+        row["across_class"] = sum(w.get("across_class", 0) for w in r["reuse"]["workloads"])
+        row["reuse_run_db"] = run_db_cell(r["reuse"])
+        if "reuse_same_class" in r:
+            row["same_class_only_run_db"] = run_db_cell(r["reuse_same_class"])
         for p in scratch:
             s = r.get("scratch", {}).get(p)
             row[f"{p}_same_time"] = "-" if s is None else f"{s['speedup']:.3f}x ({s['seconds']:.0f} s)"
@@ -204,6 +212,8 @@ def main():
     ap.add_argument("--work", default=os.path.join(REPO, "build", "reuse"), help="donor databases live here")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
     ap.add_argument("--stem", default="tuning_reuse")
+    ap.add_argument("--same-class-too", action="store_true",
+                    help="also reuse with --same-class-only (no across-class recipes), for comparison")
     ap.add_argument("--keep", action="store_true", help="keep the targets of an earlier OUT/STEM.json")
     args = ap.parse_args()
     args.scratch_list = [p for p in args.scratch.split(",") if p]
@@ -227,6 +237,9 @@ def main():
         r = results.setdefault(model, {})
         if "reuse" not in r:
             r["reuse"] = reuse_target(args, model, [db for m, db in donors.items() if m != model])
+            save(results, args)
+        if args.same_class_too and "reuse_same_class" not in r:
+            r["reuse_same_class"] = reuse_target(args, model, [db for m, db in donors.items() if m != model], True)
             save(results, args)
         seconds = r["reuse"]["seconds"]
         for p in args.scratch_list:

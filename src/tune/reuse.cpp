@@ -80,32 +80,49 @@ bool decided_in_network(const Donor& d, const WorkloadEntry& w, int threads) {
 }
 
 // W_Tc counts the donor's workloads of class c that tuning made faster than their default (every
-// tuned workload has a valid record: its default's), alone or in its network.
+// tuned workload has a valid record: its default's), alone or in its network. The anchor score
+// sums the same over the donor's tuned workloads of other classes with c's anchor (class_anchor),
+// whose knob recipes across-class reuse carries; it only ranks donors of equal class score.
 DonorScore score(const Donor& d, const std::vector<ReuseClass>& classes, int threads) {
-  DonorScore s{d.model, d.db->path(), {}, 0, false};
+  DonorScore s{d.model, d.db->path(), {}, 0, {}, 0, false};
   const std::string def = default_schedule_recipe().hash();
   std::map<std::string, int> tuned;  // class key -> such workloads
   for (const auto& w : d.workloads) {
     auto best = d.db->best(w.exact_key, 1);
     if ((!best.empty() && best[0].schedule_hash != def) || decided_in_network(d, w, threads)) tuned[w.class_key]++;
   }
+  auto add = [&](std::map<std::string, int>& per, double& sum, const ReuseClass& c, int n) {
+    if (n == 0) return;
+    per[c.label] = n;
+    sum += c.share * c.share * std::sqrt(static_cast<double>(n));
+  };
   for (const auto& c : classes) {
-    const int n = tuned.count(c.class_key) ? tuned.at(c.class_key) : 0;
-    if (n == 0) continue;
-    s.per_class[c.label] = n;
-    s.score += c.share * c.share * std::sqrt(static_cast<double>(n));
+    add(s.per_class, s.score, c, tuned.count(c.class_key) ? tuned.at(c.class_key) : 0);
+    const std::string anchor = class_anchor(c.class_key);
+    int across = 0;
+    for (const auto& [key, n] : tuned)
+      if (!anchor.empty() && key != c.class_key && class_anchor(key) == anchor) across += n;
+    add(s.per_anchor, s.anchor_score, c, across);
   }
   return s;
 }
 
+// Whether the donor has anything reuse would carry: a tuned workload of a class, or (across
+// classes) of an anchor, the target holds.
+bool usable(const DonorScore& s, bool across_classes) { return s.score > 0 || (across_classes && s.anchor_score > 0); }
+
 // Marks the donors `which` selects (auto, all or a name); the target itself is never a donor.
-void choose(std::vector<DonorScore>& scores, const std::string& which, const std::string& target) {
+// Ranked by the class score, then (across classes) the anchor score.
+void choose(std::vector<DonorScore>& scores, const std::string& which, const std::string& target, bool across_classes) {
   std::erase_if(scores, [&](const DonorScore& s) { return s.model == target; });
-  std::stable_sort(scores.begin(), scores.end(), [](const DonorScore& a, const DonorScore& b) { return a.score > b.score; });
+  std::stable_sort(scores.begin(), scores.end(), [&](const DonorScore& a, const DonorScore& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return across_classes && a.anchor_score > b.anchor_score;
+  });
   if (which == "all") {
-    for (auto& s : scores) s.chosen = s.score > 0;
+    for (auto& s : scores) s.chosen = usable(s, across_classes);
   } else if (which == "auto") {
-    if (!scores.empty() && scores[0].score > 0) scores[0].chosen = true;
+    if (!scores.empty() && usable(scores[0], across_classes)) scores[0].chosen = true;
   } else {
     bool found = false;
     for (auto& s : scores) found |= s.chosen = s.model == which;
@@ -445,12 +462,12 @@ ReuseSummary reuse_tune(const Graph& g, RecordsDB& db, const ReuseOptions& opts,
   sum.classes = classes_of(tasks);
   for (const auto& d : donors) {
     sum.donors.push_back(score(d, sum.classes, model_threads));
-    if (sum.donors.back().score == 0 && d.model != sum.model)
-      spdlog::warn("{}: model {} has no tuned workload of a class {} holds (a database written before class keys "
+    if (!usable(sum.donors.back(), opts.across_classes) && d.model != sum.model)
+      spdlog::warn("{}: model {} has no tuned workload of a class {} holds{} (a database written before class keys "
                    "became operation sequences matches nothing: tune that model again)",
-                   d.db->path(), d.model, sum.model);
+                   d.db->path(), d.model, sum.model, opts.across_classes ? ", nor of an anchor" : "");
   }
-  choose(sum.donors, opts.donor, sum.model);
+  choose(sum.donors, opts.donor, sum.model, opts.across_classes);
   std::vector<std::string> warnings;  // records of the target that no longer parse: not candidates
   const std::map<std::string, Schedule> current = best_schedules(part, db, warnings, measure_threads);
 
@@ -502,7 +519,8 @@ nlohmann::json reuse_json(const ReuseSummary& s) {
     classes.push_back({{"label", c.label}, {"name", c.name}, {"class_key", c.class_key}, {"workloads", c.workloads},
                        {"share", c.share}});
   for (const auto& d : s.donors)
-    donors.push_back({{"model", d.model}, {"db", d.db}, {"per_class", d.per_class}, {"score", d.score}, {"chosen", d.chosen}});
+    donors.push_back({{"model", d.model}, {"db", d.db}, {"per_class", d.per_class}, {"score", d.score},
+                      {"per_anchor", d.per_anchor}, {"anchor_score", d.anchor_score}, {"chosen", d.chosen}});
   for (const auto& w : s.workloads)
     workloads.push_back({{"key", w.key_hash}, {"name", w.name}, {"class", w.class_label}, {"count", w.count},
                          {"default_ms", w.default_s * 1e3}, {"donor_schedules", w.donor_schedules},
@@ -524,7 +542,7 @@ nlohmann::json reuse_json(const ReuseSummary& s) {
 std::string donor_table(const ReuseSummary& s) {
   std::string out = fmt::format("{:<24}", "class");
   for (const auto& c : s.classes) out += fmt::format(" {:>6}", c.label);
-  out += fmt::format(" {:>8}\n{:<24}", "score", "share of " + s.model);
+  out += fmt::format(" {:>8} {:>8}\n{:<24}", "score", "anchors", "share of " + s.model);
   for (const auto& c : s.classes) out += fmt::format(" {:>5.1f}%", 100 * c.share);
   out += "\n";
   for (const auto& d : s.donors) {
@@ -533,7 +551,7 @@ std::string donor_table(const ReuseSummary& s) {
       auto it = d.per_class.find(c.label);
       out += fmt::format(" {:>6}", it == d.per_class.end() ? 0 : it->second);
     }
-    out += fmt::format(" {:>8.4f}\n", d.score);
+    out += fmt::format(" {:>8.4f} {:>8.4f}\n", d.score, d.anchor_score);
   }
   for (const auto& c : s.classes) out += fmt::format("  {}: {} ({} workloads)\n", c.label, c.name, c.workloads);
   return out;

@@ -20,7 +20,9 @@
 //     ReuseOptions::across_classes): donor workloads of other classes over the same anchor op
 //     (graph/workload.h class_anchor: Conv+Relu for Conv+Add+Relu) give their default-rule knob
 //     recipes, which the rule applies to whatever stages the target fuses. The donor heuristic
-//     (2.) still scores classes only: a donor that shares anchors but no class is used when named.
+//     (2.) ranks by the paper's class score first; the same sum over other-class workloads with
+//     each class's anchor (DonorScore::anchor_score) breaks its ties, so `auto` and `all` take a
+//     donor that shares only anchors (a held-out network's new activations) when none shares more.
 //  4. Full phase. The model is compiled with each workload's fastest standalone schedule (where
 //     it beats the default) and timed against the default model: full evaluation 0. Then
 //     `full_evals` more evaluations, allocated to workloads by their share of the model's time
@@ -79,6 +81,8 @@ struct DonorScore {
   std::string db;                       // the database holding it
   std::map<std::string, int> per_class; // class label -> its tuned workloads of that class (faster than their default, alone or in its model)
   double score = 0;                     // sum over classes of P_c^2 sqrt(|W_Tc|)
+  std::map<std::string, int> per_anchor;  // class label -> its tuned workloads of other classes with that class's anchor
+  double anchor_score = 0;              // the same sum over those (across-class reuse): ranks donors of equal score
   bool chosen = false;                  // its schedules are used
 };
 

@@ -292,8 +292,9 @@ std::string pointwise_net(const std::string& name, int64_t hw, const std::string
 // The weaker across-class reuse: a donor's Conv+Relu earned a knob recipe of the default rule,
 // below four faster stage-by-stage schedules; the target's Conv+Add+Relu (another class over the
 // same conv) tries the recipe, measured alone and recorded, never the stage schedules, whose
-// stages it lacks, nor a recipe slower than the donor's default; with across_classes off it tries
-// none.
+// stages it lacks, nor a recipe slower than the donor's default. The donor shares no tuned class
+// with the target, only the anchor: `auto` takes it by its anchor score across classes, and with
+// across_classes off takes nothing.
 TEST(Reuse, CarriesKnobRecipesAcrossClassesThatShareTheAnchor) {
   const Graph donor_g = test::import_model(pointwise_net("xc_donor", 14, "relu"));
   const Graph target_g = test::import_model(pointwise_net("xc_target", 10, "residual"));
@@ -339,9 +340,15 @@ TEST(Reuse, CarriesKnobRecipesAcrossClassesThatShareTheAnchor) {
     std::filesystem::remove(target);
     RecordsDB db(target);
     ReuseOptions o = quick({donor}, 1);
-    o.donor = "xc_donor";  // it shares no class with the target: the heuristic would not pick it
+    o.donor = "auto";
     o.across_classes = across;
     const ReuseSummary s = reuse_tune(target_g, db, o);
+    ASSERT_EQ(s.donors.size(), 1u);
+    EXPECT_EQ(s.donors[0].score, 0) << "no tuned workload of a class the target holds";
+    EXPECT_GT(s.donors[0].anchor_score, 0);
+    EXPECT_EQ(s.donors[0].chosen, across);
+    EXPECT_EQ(s.donors[0].per_anchor.size(), 1u) << "the target's Conv+Add+Relu class only";
+    EXPECT_EQ(reuse_json(s)["donors"][0]["anchor_score"], s.donors[0].anchor_score);
     const auto w = target_of(s);
     ASSERT_NE(w, s.workloads.end());
     EXPECT_TRUE(w->error.empty()) << w->error;
