@@ -139,7 +139,7 @@ def rows_of(results, scratch):
 
 
 def markdown(rows, args):
-    cols = list(rows[0]) if rows else []
+    cols = list(dict.fromkeys(c for r in rows for c in r))  # a --keep run's rows may lack later columns
     donors = (f"Donors: {', '.join(os.path.basename(d) for d in args.donor_db_list)} (tuned beforehand)"
               if args.donor_db_list else f"Donors tuned {args.donor_time:.0f} s each (random)")
     lines = [f"{donors}; reuse: every other model's database as a donor, "
@@ -149,7 +149,7 @@ def markdown(rows, args):
              "run's seconds). From scratch: the same target tuned for the seconds the whole reuse run took, its "
              "end-to-end speed-up measured the same way.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+    lines += ["| " + " | ".join(str(r.get(c, "-")) for c in cols) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -52,7 +52,7 @@ struct CodeCache {
 // Schedule hash of apply_default_schedule's code in the cache; bump it when the heuristic in
 // schedule/default_schedule.cpp or the lowering it schedules (lower/) changes, so cached default
 // code is rebuilt.
-inline constexpr const char* kDefaultScheduleHash = "default36";
+inline constexpr const char* kDefaultScheduleHash = "default37";
 
 // Symbol of the argv-style entry point of a workload's code: "<name>_argv".
 std::string workload_function_name(const Workload& w, const std::string& schedule_hash);

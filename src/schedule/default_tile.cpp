@@ -330,7 +330,7 @@ void plan_parallel_loop(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   int lo = last;
   int64_t tasks = p.outer[lo].extent;
   while (tasks < wanted && lo > 1) tasks *= p.outer[--lo].extent;
-  if (tasks < 2 || (!k.tasks && f.work < kDefaultParallelWork)) return;
+  if (tasks < 2 || (!k.tasks && f.work < kDefaultParallelWork && f.largest_operand_bytes < kParallelReadBytes)) return;
   p.fused = last - lo + 1;
   p.tasks = tasks;
   p.grain = k.grain ? std::clamp<int64_t>(*k.grain, 1, std::max<int64_t>(1, tasks / 2)) : default_task_grain(tasks, f.work);
@@ -402,31 +402,32 @@ int64_t default_task_grain(int64_t tasks, int64_t work) {
 
 namespace {
 
-// The first input parameter r's update loads through renames whose indices use `u_var` (indexed)
-// or do not (!indexed); `first` gets the Func r calls for it.
-std::optional<Halide::Internal::Parameter> tile_operand(const Function& r, const std::string& u_var, bool indexed,
-                                                        std::optional<Function>* first) {
+// An input parameter r's update loads through renames (an input's wrapper, ImageParam's own Func).
+struct TileOperand {
+  Halide::Internal::Parameter param;
+  Function first;     // the Func r calls for it
+  bool uses_u = false;  // a load's indices use the reuse loop's var
+};
+
+// r's update's operands, in the order its loads are first visited.
+std::vector<TileOperand> tile_operands(const Function& r, const std::string& u_var) {
   struct Visitor : Halide::Internal::IRGraphVisitor {
     std::string self, u;
-    bool indexed = false;
-    std::optional<Halide::Internal::Parameter> found;
-    std::optional<Function> first;  // the Func r calls
+    std::vector<TileOperand> found;
     using IRGraphVisitor::visit;
     void visit(const Halide::Internal::Call* op) override {
       IRGraphVisitor::visit(op);
-      if (found || op->call_type != Halide::Internal::Call::Halide || op->name == self) return;
+      if (op->call_type != Halide::Internal::Call::Halide || op->name == self) return;
       const bool uses_u = !u.empty() && std::any_of(op->args.begin(), op->args.end(), [&](const Halide::Expr& a) {
         return Halide::Internal::expr_uses_var(a, u);
       });
-      if (uses_u != indexed) return;
-      // Follow renames (an input's wrapper, ImageParam's own Func) to the parameter.
+      // Follow renames to the parameter.
       Function f(op->func);
       while (!f.has_update_definition() && f.values().size() == 1) {
         const auto* c = f.values()[0].as<Halide::Internal::Call>();
         if (!c) return;
         if (c->call_type == Halide::Internal::Call::Image && c->param.defined()) {
-          found = c->param;
-          first = Function(op->func);
+          found.push_back({c->param, Function(op->func), uses_u});
           return;
         }
         if (c->call_type != Halide::Internal::Call::Halide) return;
@@ -436,10 +437,20 @@ std::optional<Halide::Internal::Parameter> tile_operand(const Function& r, const
   } v;
   v.self = r.name();
   v.u = u_var;
-  v.indexed = indexed;
   for (const auto& e : r.update(0).values()) e.accept(&v);
-  if (first) *first = v.first;
   return v.found;
+}
+
+// The first of r's operands whose indices use `u_var` (indexed) or do not (!indexed); `first` gets
+// the Func r calls for it.
+std::optional<Halide::Internal::Parameter> tile_operand(const Function& r, const std::string& u_var, bool indexed,
+                                                        std::optional<Function>* first) {
+  for (const TileOperand& o : tile_operands(r, u_var)) {
+    if (o.uses_u != indexed) continue;
+    if (first) *first = o.first;
+    return o.param;
+  }
+  return std::nullopt;
 }
 
 // A parameter's bytes by its extent estimates, 0 when one is not constant.
@@ -507,6 +518,7 @@ std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r
     else if (f.x_panel > 0 && f.ext[0] % f.x_panel == 0) f.block_weight_bytes = contiguous_block_bytes(*w, f.ext[0] / f.x_panel);
   }
   if (const auto in = tile_input(rf, u_var)) f.input_bytes = estimated_bytes(*in);
+  for (const TileOperand& op : tile_operands(rf, u_var)) f.largest_operand_bytes = std::max(f.largest_operand_bytes, estimated_bytes(op.param));
   return f;
 }
 

@@ -5,7 +5,8 @@
 // prefetches and computes what the unstreamed tile computes, and blocked 1x1 convs whose tile's
 // weights exceed L1 run their column tiles (and rows) inside chunks of 128 input channels,
 // computing what the unchunked tile computes, and where their input exceeds L2 too, their rows
-// in groups inside the block loop.
+// in groups inside the block loop. A matrix-vector conv (one pixel) runs in parallel where its
+// weights reach kParallelReadBytes, however little its work.
 #include "schedule/default_tile.h"
 
 #include <gtest/gtest.h>
@@ -406,6 +407,28 @@ TEST(DefaultTile, ChunkedAndUnchunkedTilesComputeTheSame) {
   for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(off), DefaultKnobSpace::recipe(eight),
                                         DefaultKnobSpace::recipe(tail), DefaultKnobSpace::recipe(serial)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
+}
+
+// A squeeze-excite conv on one pixel: 960 -> 240 channels is 230400 multiply-adds, below
+// kDefaultParallelWork, but reads 900 KiB of weights, so its output blocks are parallel tasks
+// (computing what the serial tile computes); 480 -> 40 (75 KiB) stays serial.
+TEST(DefaultTile, MatrixVectorConvsWithWeightsBeyondTheThresholdRunInParallel) {
+  const Workload big = test::conv_relu_workload(test::save_conv_chain("tile_matvec.onnx", 16, 960, 240, 1, 1, 1));
+  const TileFacts f = only_tile(big);
+  ASSERT_EQ(f.largest_operand_bytes, 960 * 240 * 4);  // the weights (one pixel: no reuse loop tells them apart)
+  ASSERT_LT(f.work, kDefaultParallelWork);
+  const TilePlan p = plan_tile(f, {});
+  EXPECT_GT(p.fused, 0);
+  EXPECT_GE(p.tasks, 2);
+  DefaultKnobs serial;
+  serial.tasks = 1;
+  EXPECT_EQ(plan_tile(f, serial).fused, 0);
+  test::expect_variants_match_rule(big, "tile_matvec_cache", {serial});
+
+  const TileFacts small = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_matvec_small.onnx", 16, 480, 40, 1, 1, 1)));
+  ASSERT_EQ(small.largest_operand_bytes, 480 * 40 * 4);
+  ASSERT_LT(small.largest_operand_bytes, kParallelReadBytes);
+  EXPECT_EQ(plan_tile(small, {}).fused, 0);
 }
 
 }  // namespace
