@@ -235,11 +235,12 @@ def main():
             results = json.load(f)["results"]
     for model in models:
         r = results.setdefault(model, {})
+        others = [db for m, db in donors.items() if m != model]  # a model is never its own donor
         if "reuse" not in r:
-            r["reuse"] = reuse_target(args, model, [db for m, db in donors.items() if m != model])
+            r["reuse"] = reuse_target(args, model, others)
             save(results, args)
         if args.same_class_too and "reuse_same_class" not in r:
-            r["reuse_same_class"] = reuse_target(args, model, [db for m, db in donors.items() if m != model], True)
+            r["reuse_same_class"] = reuse_target(args, model, others, True)
             save(results, args)
         seconds = r["reuse"]["seconds"]
         for p in args.scratch_list:

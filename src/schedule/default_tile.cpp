@@ -441,16 +441,10 @@ std::vector<TileOperand> tile_operands(const Function& r, const std::string& u_v
   return v.found;
 }
 
-// The first of r's operands whose indices use `u_var` (indexed) or do not (!indexed); `first` gets
-// the Func r calls for it.
-std::optional<Halide::Internal::Parameter> tile_operand(const Function& r, const std::string& u_var, bool indexed,
-                                                        std::optional<Function>* first) {
-  for (const TileOperand& o : tile_operands(r, u_var)) {
-    if (o.uses_u != indexed) continue;
-    if (first) *first = o.first;
-    return o.param;
-  }
-  return std::nullopt;
+// The first of the operands whose indices use the reuse loop's var (indexed) or do not (!indexed).
+const TileOperand* first_operand(const std::vector<TileOperand>& operands, bool indexed) {
+  auto it = std::find_if(operands.begin(), operands.end(), [&](const TileOperand& o) { return o.uses_u == indexed; });
+  return it == operands.end() ? nullptr : &*it;
 }
 
 // A parameter's bytes by its extent estimates, 0 when one is not constant.
@@ -480,12 +474,18 @@ int64_t contiguous_block_bytes(const Halide::Internal::Parameter& p, int64_t blo
 
 std::optional<Halide::Internal::Parameter> tile_weights(const Function& r, const std::string& u_var,
                                                         std::optional<Function>* first) {
-  return tile_operand(r, u_var, false, first);
+  const std::vector<TileOperand> operands = tile_operands(r, u_var);
+  const TileOperand* w = first_operand(operands, false);
+  if (!w) return std::nullopt;
+  if (first) *first = w->first;
+  return w->param;
 }
 
 std::optional<Halide::Internal::Parameter> tile_input(const Function& r, const std::string& u_var) {
   if (u_var.empty()) return std::nullopt;
-  return tile_operand(r, u_var, true, nullptr);
+  const std::vector<TileOperand> operands = tile_operands(r, u_var);
+  const TileOperand* in = first_operand(operands, true);
+  return in ? std::optional(in->param) : std::nullopt;
 }
 
 std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r, const Halide::Target& target) {
@@ -512,13 +512,14 @@ std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r
   }
   f.work = stage_work(f.ext, rf.update(0).schedule().rvars());
   const std::string u_var = f.u >= 0 ? rf.args()[f.u] : "";
-  if (const auto w = tile_weights(rf, u_var)) {
-    f.weight_bytes = estimated_bytes(*w);
-    if (f.v >= 0) f.block_weight_bytes = contiguous_block_bytes(*w, f.ext[f.v]);
-    else if (f.x_panel > 0 && f.ext[0] % f.x_panel == 0) f.block_weight_bytes = contiguous_block_bytes(*w, f.ext[0] / f.x_panel);
+  const std::vector<TileOperand> operands = tile_operands(rf, u_var);
+  if (const TileOperand* w = first_operand(operands, false)) {
+    f.weight_bytes = estimated_bytes(w->param);
+    if (f.v >= 0) f.block_weight_bytes = contiguous_block_bytes(w->param, f.ext[f.v]);
+    else if (f.x_panel > 0 && f.ext[0] % f.x_panel == 0) f.block_weight_bytes = contiguous_block_bytes(w->param, f.ext[0] / f.x_panel);
   }
-  if (const auto in = tile_input(rf, u_var)) f.input_bytes = estimated_bytes(*in);
-  for (const TileOperand& op : tile_operands(rf, u_var)) f.largest_operand_bytes = std::max(f.largest_operand_bytes, estimated_bytes(op.param));
+  if (const TileOperand* in = u_var.empty() ? nullptr : first_operand(operands, true)) f.input_bytes = estimated_bytes(in->param);
+  for (const TileOperand& op : operands) f.largest_operand_bytes = std::max(f.largest_operand_bytes, estimated_bytes(op.param));
   return f;
 }
 

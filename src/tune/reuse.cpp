@@ -86,23 +86,28 @@ bool decided_in_network(const Donor& d, const WorkloadEntry& w, int threads) {
 DonorScore score(const Donor& d, const std::vector<ReuseClass>& classes, int threads) {
   DonorScore s{d.model, d.db->path(), {}, 0, {}, 0, false};
   const std::string def = default_schedule_recipe().hash();
-  std::map<std::string, int> tuned;  // class key -> such workloads
+  std::map<std::string, int> tuned, tuned_by_anchor;  // class key / class_anchor -> such workloads
   for (const auto& w : d.workloads) {
     auto best = d.db->best(w.exact_key, 1);
-    if ((!best.empty() && best[0].schedule_hash != def) || decided_in_network(d, w, threads)) tuned[w.class_key]++;
+    if ((!best.empty() && best[0].schedule_hash != def) || decided_in_network(d, w, threads)) {
+      tuned[w.class_key]++;
+      tuned_by_anchor[class_anchor(w.class_key)]++;
+    }
   }
+  auto count = [](const std::map<std::string, int>& m, const std::string& key) {
+    auto it = m.find(key);
+    return it == m.end() ? 0 : it->second;
+  };
   auto add = [&](std::map<std::string, int>& per, double& sum, const ReuseClass& c, int n) {
     if (n == 0) return;
     per[c.label] = n;
     sum += c.share * c.share * std::sqrt(static_cast<double>(n));
   };
   for (const auto& c : classes) {
-    add(s.per_class, s.score, c, tuned.count(c.class_key) ? tuned.at(c.class_key) : 0);
+    const int same = count(tuned, c.class_key);
+    add(s.per_class, s.score, c, same);
     const std::string anchor = class_anchor(c.class_key);
-    int across = 0;
-    for (const auto& [key, n] : tuned)
-      if (!anchor.empty() && key != c.class_key && class_anchor(key) == anchor) across += n;
-    add(s.per_anchor, s.anchor_score, c, across);
+    if (!anchor.empty()) add(s.per_anchor, s.anchor_score, c, count(tuned_by_anchor, anchor) - same);  // other classes only
   }
   return s;
 }
