@@ -114,7 +114,10 @@ def scratch_target(args, model, policy, seconds):
 
 
 def run_db_cell(reuse):
-    return f"{reuse['speedup']:.3f}x ({reuse['seconds']:.0f} s)" if reuse.get("speedup") else "-"
+    if not reuse.get("speedup"):
+        return "-"
+    confirmed = sum(1 for w in reuse["workloads"] if w.get("confirmed"))
+    return f"{reuse['speedup']:.3f}x ({reuse['seconds']:.0f} s, {confirmed} confirmed)"
 
 
 def rows_of(results, scratch):
@@ -133,7 +136,8 @@ def rows_of(results, scratch):
             row["same_class_only_run_db"] = run_db_cell(r["reuse_same_class"])
         for p in scratch:
             s = r.get("scratch", {}).get(p)
-            row[f"{p}_same_time"] = "-" if s is None else f"{s['speedup']:.3f}x ({s['seconds']:.0f} s)"
+            row[f"{p}_same_time"] = ("-" if s is None else
+                                     f"{s['speedup']:.3f}x ({s['seconds']:.0f} s, {s['tuned_workloads']} tuned)")
         rows.append(row)
     return rows
 
@@ -147,7 +151,9 @@ def markdown(rows, args):
              "latency of the same evaluation's rounds, with the seconds since the start of the run; reuse_run_db: "
              "the default model against what `run --db` runs after reuse, timed alternately at its end (the whole "
              "run's seconds). From scratch: the same target tuned for the seconds the whole reuse run took, its "
-             "end-to-end speed-up measured the same way.", "",
+             "end-to-end speed-up measured the same way. \"N confirmed\" / \"N tuned\": workloads that run a "
+             "schedule other than the default's; where N is 0 the cell times the default model against itself, "
+             "so it shows the host's noise on a whole-model ratio.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r.get(c, "-")) for c in cols) + " |" for r in rows]
     return "\n".join(lines) + "\n"
