@@ -6,7 +6,13 @@ default-rule change (copy the old binary aside before rebuilding), e.g.
   cp build/tensorsched /tmp/ts_old && <change, rebuild> &&
   /usr/bin/python3 bench/ab_binaries.py --old /tmp/ts_old --models vgg16,googlenet --threads 2,1
 
-Each binary compiles into its own code cache first (one warm-up run), outside the timing."""
+Each binary compiles into its own code cache first (one warm-up run), outside the timing.
+
+--steps adds `--profile` to every run and compares the steps too: per workload the fastest round
+of its steps (summed per inference), and their sum over the network ("step floor"). Interference
+only ever adds time, so a floor moves far less with the host's phases than a whole-run median does;
+it is how a rule change of a few percent shows on a noisy host. Workloads whose floors differ by
+--step-diff or more are listed (--out: ab_binaries_steps.{csv,md})."""
 import argparse
 import json
 import os
@@ -24,14 +30,48 @@ def model_path(name, zoos):
     raise SystemExit(f"ab_binaries: no {name}/model.onnx under {', '.join(zoos)}")
 
 
-def run_ms(binary, model, threads, iters):
-    """(median, min) latency in ms of one `run` of `binary`."""
-    out = subprocess.run([binary, "run", model, "--threads", str(threads), "--iters", str(iters), "--json"],
-                         capture_output=True, text=True)
+def run_ms(binary, model, threads, iters, profile=False):
+    """(median, min, {workload key: (name, its steps' ms per inference)}) of one `run` of `binary`;
+    the dict is empty without `profile`."""
+    cmd = [binary, "-q", "run", model, "--threads", str(threads), "--iters", str(iters), "--json"]
+    out = subprocess.run(cmd + (["--profile"] if profile else []), capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"ab_binaries: {binary} run {model} failed: {out.stderr.strip()[-500:]}")
-    latency = json.loads(out.stdout)["latency_ms"]
-    return latency["median"], latency["min"]
+    result = json.loads(out.stdout)
+    steps = {}
+    for p in result.get("profile", []):
+        name, ms = steps.get(p["key"], (p["name"], 0.0))
+        steps[p["key"]] = (name, ms + p["ms"])
+    latency = result["latency_ms"]
+    return latency["median"], latency["min"], steps
+
+
+def step_floors(runs):
+    """Per workload key: (name, fastest round of its steps' ms)."""
+    floors = {}
+    for _, _, steps in runs:
+        for key, (name, ms) in steps.items():
+            floors[key] = (name, min(ms, floors.get(key, (name, ms))[1]))
+    return floors
+
+
+def compare_steps(name, threads, runs, min_diff):
+    """The model's step-floor columns, and the rows of workloads whose floors differ by min_diff."""
+    old, new = step_floors(runs["old"]), step_floors(runs["new"])
+    if set(old) != set(new):
+        raise SystemExit(f"ab_binaries: {name}: the two builds partition the model differently; "
+                         "--steps compares the same workloads")
+    total_old, total_new = sum(v[1] for v in old.values()), sum(v[1] for v in new.values())
+    cols = {"old_step_floor_ms": round(total_old, 3), "new_step_floor_ms": round(total_new, 3),
+            "old_over_new_steps": round(total_old / total_new, 3)}
+    moved = []
+    for key in sorted(old, key=lambda k: -old[k][1]):
+        ratio = old[key][1] / new[key][1]
+        if abs(ratio - 1) >= min_diff:
+            moved.append({"model": name, "threads": threads, "key": key, "name": old[key][0],
+                          "old_ms": round(old[key][1], 4), "new_ms": round(new[key][1], 4),
+                          "old_over_new": round(ratio, 3)})
+    return cols, moved
 
 
 def main():
@@ -43,10 +83,12 @@ def main():
     ap.add_argument("--threads", default="2,1")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--steps", action="store_true", help="time every step too (run --profile), compare step floors")
+    ap.add_argument("--step-diff", type=float, default=0.05, help="with --steps: list workloads whose floors differ this much")
     ap.add_argument("--out", help="write ab_binaries.{csv,md} here")
     args = ap.parse_args()
     binaries = {"old": args.old, "new": args.new}
-    rows = []
+    rows, step_rows = [], []
     for name in args.models.split(","):
         model = model_path(name, args.zoo.split(","))
         for threads in (int(t) for t in args.threads.split(",")):
@@ -55,16 +97,24 @@ def main():
             runs = {k: [] for k in binaries}
             for _ in range(args.rounds):
                 for k, binary in binaries.items():
-                    runs[k].append(run_ms(binary, model, threads, args.iters))
+                    runs[k].append(run_ms(binary, model, threads, args.iters, args.steps))
             med = {k: statistics.median(r[0] for r in v) for k, v in runs.items()}
             low = {k: min(r[1] for r in v) for k, v in runs.items()}
             row = {"model": name, "threads": threads, "old_ms": round(med["old"], 3), "new_ms": round(med["new"], 3),
                    "old_over_new": round(med["old"] / med["new"], 3), "old_min_ms": round(low["old"], 3),
                    "new_min_ms": round(low["new"], 3), "old_over_new_min": round(low["old"] / low["new"], 3)}
+            if args.steps:
+                cols, moved = compare_steps(name, threads, runs, args.step_diff)
+                row.update(cols)
+                step_rows += moved
+                for m in moved:
+                    print("  " + json.dumps(m), flush=True)
             print(json.dumps(row), flush=True)
             rows.append(row)
     if args.out:
         write_tables(rows, args.out, "ab_binaries")
+        if step_rows:
+            write_tables(step_rows, args.out, "ab_binaries_steps")
 
 
 if __name__ == "__main__":

@@ -415,6 +415,69 @@ void add_context_relations(const DefResult& a, const FlatLayout& F, std::vector<
   }
 }
 
+// The flat vector's totals over the pipeline: how many stages each placement took, the modeled
+// definitions' operations, traffic and allocations summed, recompute (computed / needed points,
+// inline Funcs' included) and the least-used core.
+void fill_pipeline_totals(const Pipeline& p, const std::vector<FuncState>& funcs, const std::vector<DefResult>& results,
+                          const std::vector<char>& modeled, double needed, double computed, const FlatLayout& F,
+                          std::vector<float>& f) {
+  const PipelineView& v = p.space->view();
+  double vec_points = 0, all_points = 0;
+  double decided = 0, n_inline = 0, n_root = 0, n_at = 0;
+  for (const FuncState& fs : funcs) {
+    decided += fs.decided;
+    n_inline += fs.decided && fs.inlined;
+    n_root += fs.decided && !fs.inlined && fs.placement == Placement::Root;
+    n_at += fs.decided && !fs.inlined && fs.placement == Placement::ComputeAt;
+  }
+  DefResult sum;
+  double alloc_bytes = 0, allocs = 0, heap_allocs = 0, faults = 0, min_util = 0;
+  bool any = false;
+  for (size_t di = 0; di < p.defs.size(); di++) {
+    if (!modeled[di]) continue;
+    const DefResult& r = results[di];
+    sum.vec_float += r.vec_float, sum.scalar_float += r.scalar_float, sum.vec_int += r.vec_int;
+    sum.scalar_int += r.scalar_int, sum.vec_loads += r.vec_loads, sum.scalar_loads += r.scalar_loads;
+    sum.read_bytes += r.read_bytes, sum.write_bytes += r.write_bytes, sum.read_lines += r.read_lines;
+    sum.write_lines += r.write_lines, sum.launches += r.launches, sum.false_sharing += r.false_sharing;
+    computed += r.points, needed += r.needed, all_points += r.points, vec_points += r.points * r.vec_frac;
+    min_util = any ? std::min(min_util, r.core_util) : r.core_util;
+    any = true;
+    const DefInfo& d = p.defs[di];
+    const FuncState& fs = funcs[d.stage];
+    if (d.def == 0 && fs.allocs > 0) {
+      const double b = static_cast<double>(fs.alloc_elems) * fs.geom.bytes * v.stages[d.stage].num_values;
+      alloc_bytes += b * fs.allocs;
+      allocs += fs.allocs;
+      if (!(fs.local && b < kStackLimit)) heap_allocs += fs.allocs, faults += std::ceil(b / 4096) * fs.allocs;
+    }
+  }
+  f[F.s_decided] = static_cast<float>(decided / std::max(1, p.num_stages));
+  f[F.s_inline] = static_cast<float>(n_inline);
+  f[F.s_root] = static_cast<float>(n_root);
+  f[F.s_compute_at] = static_cast<float>(n_at);
+  f[F.s_points] = lg(all_points);
+  f[F.s_recompute] = static_cast<float>(needed > 0 ? computed / needed : 0);
+  f[F.s_vec_frac] = static_cast<float>(all_points > 0 ? vec_points / all_points : 0);
+  f[F.s_vec_float_ops] = lg(sum.vec_float);
+  f[F.s_scalar_float_ops] = lg(sum.scalar_float);
+  f[F.s_vec_int_ops] = lg(sum.vec_int);
+  f[F.s_scalar_int_ops] = lg(sum.scalar_int);
+  f[F.s_vec_loads] = lg(sum.vec_loads);
+  f[F.s_scalar_loads] = lg(sum.scalar_loads);
+  f[F.s_read_bytes] = lg(sum.read_bytes);
+  f[F.s_write_bytes] = lg(sum.write_bytes);
+  f[F.s_read_lines] = lg(sum.read_lines);
+  f[F.s_write_lines] = lg(sum.write_lines);
+  f[F.s_alloc_bytes] = lg(alloc_bytes);
+  f[F.s_allocs] = lg(allocs);
+  f[F.s_heap_allocs] = lg(heap_allocs);
+  f[F.s_page_faults] = lg(faults);
+  f[F.s_false_sharing] = lg(sum.false_sharing);
+  f[F.s_launches] = lg(sum.launches);
+  f[F.s_min_core_util] = static_cast<float>(min_util);
+}
+
 }  // namespace
 
 ScheduleFeatures FeatureExtractor::extract(const Schedule& s) const {
@@ -451,7 +514,7 @@ ScheduleFeatures FeatureExtractor::extract(const Schedule& s) const {
     }
   }
   // Inline Funcs: what their consumers' evaluations of them computed.
-  double needed = 0, computed = 0, vec_points = 0, all_points = 0;
+  double needed = 0, computed = 0;
   for (size_t di = 0; di < p.defs.size(); di++) {
     const DefInfo& d = p.defs[di];
     const FuncState& fs = funcs[d.stage];
@@ -468,61 +531,8 @@ ScheduleFeatures FeatureExtractor::extract(const Schedule& s) const {
   // when the anchor is an inner reduction.
   std::copy(out.stages[p.output_def].values.begin(), out.stages[p.output_def].values.end(),
             out.flat.begin() + F.output);
-  double decided = 0, n_inline = 0, n_root = 0, n_at = 0;
-  for (const FuncState& fs : funcs) {
-    decided += fs.decided;
-    n_inline += fs.decided && fs.inlined;
-    n_root += fs.decided && !fs.inlined && fs.placement == Placement::Root;
-    n_at += fs.decided && !fs.inlined && fs.placement == Placement::ComputeAt;
-  }
-  DefResult sum;
-  double alloc_bytes = 0, allocs = 0, heap_allocs = 0, faults = 0, min_util = 0;
-  bool any = false;
-  for (size_t di = 0; di < p.defs.size(); di++) {
-    if (!modeled[di]) continue;
-    const DefResult& r = results[di];
-    sum.vec_float += r.vec_float, sum.scalar_float += r.scalar_float, sum.vec_int += r.vec_int;
-    sum.scalar_int += r.scalar_int, sum.vec_loads += r.vec_loads, sum.scalar_loads += r.scalar_loads;
-    sum.read_bytes += r.read_bytes, sum.write_bytes += r.write_bytes, sum.read_lines += r.read_lines;
-    sum.write_lines += r.write_lines, sum.launches += r.launches, sum.false_sharing += r.false_sharing;
-    computed += r.points, needed += r.needed, all_points += r.points, vec_points += r.points * r.vec_frac;
-    min_util = any ? std::min(min_util, r.core_util) : r.core_util;
-    any = true;
-    const DefInfo& d = p.defs[di];
-    const FuncState& fs = funcs[d.stage];
-    if (d.def == 0 && fs.allocs > 0) {
-      const double b = static_cast<double>(fs.alloc_elems) * fs.geom.bytes * v.stages[d.stage].num_values;
-      alloc_bytes += b * fs.allocs;
-      allocs += fs.allocs;
-      if (!(fs.local && b < kStackLimit)) heap_allocs += fs.allocs, faults += std::ceil(b / 4096) * fs.allocs;
-    }
-  }
-  std::vector<float>& f = out.flat;
-  f[F.s_decided] = static_cast<float>(decided / std::max(1, p.num_stages));
-  f[F.s_inline] = static_cast<float>(n_inline);
-  f[F.s_root] = static_cast<float>(n_root);
-  f[F.s_compute_at] = static_cast<float>(n_at);
-  f[F.s_points] = lg(all_points);
-  f[F.s_recompute] = static_cast<float>(needed > 0 ? computed / needed : 0);
-  f[F.s_vec_frac] = static_cast<float>(all_points > 0 ? vec_points / all_points : 0);
-  f[F.s_vec_float_ops] = lg(sum.vec_float);
-  f[F.s_scalar_float_ops] = lg(sum.scalar_float);
-  f[F.s_vec_int_ops] = lg(sum.vec_int);
-  f[F.s_scalar_int_ops] = lg(sum.scalar_int);
-  f[F.s_vec_loads] = lg(sum.vec_loads);
-  f[F.s_scalar_loads] = lg(sum.scalar_loads);
-  f[F.s_read_bytes] = lg(sum.read_bytes);
-  f[F.s_write_bytes] = lg(sum.write_bytes);
-  f[F.s_read_lines] = lg(sum.read_lines);
-  f[F.s_write_lines] = lg(sum.write_lines);
-  f[F.s_alloc_bytes] = lg(alloc_bytes);
-  f[F.s_allocs] = lg(allocs);
-  f[F.s_heap_allocs] = lg(heap_allocs);
-  f[F.s_page_faults] = lg(faults);
-  f[F.s_false_sharing] = lg(sum.false_sharing);
-  f[F.s_launches] = lg(sum.launches);
-  f[F.s_min_core_util] = static_cast<float>(min_util);
-  add_context_relations(results[p.anchor], F, f);
+  fill_pipeline_totals(p, funcs, results, modeled, needed, computed, F, out.flat);
+  add_context_relations(results[p.anchor], F, out.flat);
   return out;
 }
 
