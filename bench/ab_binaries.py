@@ -15,7 +15,8 @@ its steps (summed per inference), its "floor". Interference only ever adds time,
 project's shared host a whole phase can still slow one build's rounds by 5-10% on every step. So
 the workloads are split by whether the change touched their code (the two caches' object files
 differ): the untouched steps' old / new floor ratio is the phase, and the touched steps' ratio
-divided by it ("changed_vs_control") is the change's own effect. Touched workloads whose floors
+divided by it ("changed_vs_control") is the change's own effect. (With every workload touched
+there is no control, and the touched steps read as they are.) Touched workloads whose floors
 differ by --step-diff or more are listed (--out: ab_binaries_steps.{csv,md})."""
 import argparse
 import glob
@@ -87,18 +88,21 @@ def compare_steps(name, threads, runs, caches, min_diff):
 
     all_o, all_n, all_r = ratio(old)
     ch_o, ch_n, ch_r = ratio(touched)
-    _, _, ctl_r = ratio(set(old) - touched)
+    # With every step touched there is no control: the touched steps are compared as they read.
+    control = ratio(set(old) - touched)[2] if touched != set(old) else None
+    phase = control or 1.0
     cols = {"old_step_floor_ms": round(all_o, 3), "new_step_floor_ms": round(all_n, 3),
             "old_over_new_steps": round(all_r, 3), "changed_steps": f"{len(touched)}/{len(old)}",
             "changed_old_ms": round(ch_o, 3), "changed_new_ms": round(ch_n, 3),
-            "control_old_over_new": round(ctl_r, 3), "changed_vs_control": round(ch_r / ctl_r, 3) if touched else None}
+            "control_old_over_new": None if control is None else round(control, 3),
+            "changed_vs_control": round(ch_r / phase, 3) if touched else None}
     moved = []
     for key in sorted(touched, key=lambda k: -old[k][1]):
-        r = old[key][1] / new[key][1]
-        if abs(r / ctl_r - 1) >= min_diff:
+        r = old[key][1] / max(new[key][1], 1e-9)
+        if abs(r / phase - 1) >= min_diff:
             moved.append({"model": name, "threads": threads, "key": key, "name": old[key][0],
                           "old_ms": round(old[key][1], 4), "new_ms": round(new[key][1], 4),
-                          "old_over_new": round(r, 3), "vs_control": round(r / ctl_r, 3)})
+                          "old_over_new": round(r, 3), "vs_control": round(r / phase, 3)})
     return cols, moved
 
 
