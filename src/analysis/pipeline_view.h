@@ -3,7 +3,7 @@
 // Halide's own IR (Function definitions), so a hand-written pipeline works like a lowered ONNX
 // workload. Schedule-invariant: build it from the unscheduled Funcs.
 //
-// Model (see DESIGN.md "PipelineView" and the value-learning paper, sections 4 and 5.1):
+// Model (see docs/design.md (src/analysis/) and the value-learning paper, sections 4 and 5.1):
 //  - A Stage is one Func. Its pure definition and each update definition are Definitions of the
 //    stage (index 0 = pure, 1.. = updates in order): they share the Func's storage and pure
 //    loops but each has its own loop nest, op histogram and accesses.

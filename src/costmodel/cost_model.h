@@ -1,10 +1,10 @@
 #pragma once
 // CostModel: predicts how fast schedules of a workload run, from their features, and learns from
-// measured records. See DESIGN.md "CostModel" and AutoTVM (Chen et al.), sections 3-5.
+// measured records. See docs/design.md (src/costmodel/) and AutoTVM (Chen et al.), sections 3-5.
 //
 // Models here take the flat feature vector (features/features.h, ScheduleFeatures::flat) that
 // the FeatureExtractor computes from a (PipelineView, Schedule); every model shares that
-// extractor, so the DESIGN's predict(batch of (PipelineView, Schedule)) is
+// extractor, so predicting a batch of (PipelineView, Schedule) is
 // predict(extractor.flat(schedule) for each). A model trained with a rank loss predicts scores
 // (higher = faster) rather than seconds: predicts_seconds() tells which.
 #include <cstdint>

@@ -4,7 +4,7 @@
 // ln(seconds) ("reg:squarederror", seconds). Rank labels are AutoTVM's normalized throughput
 // (best time in the group / time), rounded to `rank_levels` levels by default: XGBoost pairs any
 // two different labels, and without rounding pairs that differ only by noise swamp the rest (on
-// data where a 4x effect hides in 10% noise the unrounded model ranked it far worse). An
+// data where a large effect hides in noise the unrounded model ranked it far worse). An
 // ensemble of bootstrapped models gives an uncertainty for exploration. Transfer (AutoTVM eq.
 // 4): `base` is the output of a global model that this local one corrects, in the model's margin
 // space: scores for gbt-rank, ln(seconds) for gbt-reg (so for gbt-reg, predict(x, base) =

@@ -1,7 +1,8 @@
 #pragma once
 // Features of a (possibly partial) schedule, computed by an analytical model of the loop nest the
-// schedule produces: no compile needed. See DESIGN.md (features) and the value-learning paper,
-// section 5.1, and AutoTVM (Chen et al.), section 4 (context-relation features).
+// schedule produces: no compile needed. See docs/design.md (src/features/) and the
+// value-learning paper, section 5.1, and AutoTVM (Chen et al.), section 4 (context-relation
+// features).
 //
 // Reading guide
 //  - Per definition of every stage (the pure one and each update), one StageFeatures row in a

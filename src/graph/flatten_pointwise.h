@@ -2,9 +2,8 @@
 // Pointwise convs over flattened pixels: a plain 1x1 conv is a matmul of its weights by the
 // input's [C, H * W] pixels, which NCHW stores as one dense row per channel. Lowered as a 2-D conv
 // its vectors run along one image row of W pixels: ShuffleNetV2's 14- and 28-wide rows (116 and
-// 58 channels, which do not block) got 8-lane or single vectors and ran at 60-80 GFLOP/s on one
-// thread; the same conv over [N, C, H * W] tiles 2 x 16 pixels by 8 output channels and ran at
-// 115-136 (ONNX Runtime computes a 1x1 conv as such a GEMM too).
+// 58 channels, which do not block) got 8-lane or single vectors; over [N, C, H * W] the same conv
+// tiles 2 x 16 pixels by 8 output channels (ONNX Runtime computes a 1x1 conv as such a GEMM too).
 //
 // Rule: a Conv whose output is a plain rank-4 float tensor (after the layout plan), with a
 // constant weight, a 1x1 kernel, unit strides, no padding, H > 1 and a single group
@@ -17,10 +16,10 @@
 // A blocked input (a pool's or a depthwise conv's output that other convs read blocked) is first
 // converted by an Identity, a copy step (a Reshape straight from blocked to pixels divided each
 // lane's index by the row width): read blocked while the vectors run along plain output pixels,
-// every vector was a gather (ShuffleNetV2's 24 -> 58 convs after its max pool: 37 GFLOP/s). The
-// copy costs a pass over the input, the gathers one per tile of output channels: with fewer than
-// kMinChannelsToConvert outputs the conv reads the blocked input as before (FCN's 512 -> 21
-// classifier: 0.52 ms gathering, 0.34 + 0.29 ms converted).
+// every vector was a gather (ShuffleNetV2's 24 -> 58 convs after its max pool). The copy costs a
+// pass over the input, the gathers one per tile of output channels: with fewer than
+// kMinChannelsToConvert outputs (FCN's 512 -> 21 classifier) the conv reads the blocked input as
+// before (measured: docs/benchmarks.md, "The default rule").
 #include <cstdint>
 
 #include "graph/graph.h"

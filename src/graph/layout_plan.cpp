@@ -35,7 +35,7 @@ bool pads_spatial_only(const Graph& g, const Node& n) {
 // output axis 1 read from the input's last) or of its output ([N, C, H, W] -> [N, H, W, C]):
 // a channel block is then a dense vector on both sides, so a blocked tensor costs the copy
 // nothing and the depthwise conv next to it runs blocked (plain, or with one blocked side,
-// ConvNeXt-T's 7x7 depthwise convs ran at 5-30 GFLOP/s).
+// ConvNeXt-T's 7x7 depthwise convs ran far below their blocked rate).
 bool channels_last_transpose(const Graph& g, const Node& n, bool from_last) {
   if (n.op != "Transpose" || n.inputs.empty() || n.outputs.size() != 1) return false;
   const int64_t r = static_cast<int64_t>(g.tensor(n.inputs[0]).shape.size());

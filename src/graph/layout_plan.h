@@ -25,31 +25,28 @@
 // Graph inputs and outputs at convs: a graph input whose channels fill whole vectors and that a
 // conv (group 1 or depthwise) reads, or such a graph output that a conv computes (directly or
 // through elementwise ops), gets a blocked twin and an Identity step converting between the two
-// (ONNX Runtime's ReorderInput / ReorderOutput): the conv then runs blocked. A model of one conv
-// (2048 -> 512, 1x1, 7 x 7 pixels) ran plain in 3.0 ms. Other readers of an output read its
-// twin; a twin the rule leaves plain is removed again. Only where the conversion pays
-// (kMinReductionToConvert, kMinConvFlopsPerConvertedValue below).
+// (ONNX Runtime's ReorderInput / ReorderOutput): the conv then runs blocked. Other readers of an
+// output read its twin; a twin the rule leaves plain is removed again. Only where the conversion
+// pays (kMinReductionToConvert, kMinConvFlopsPerConvertedValue below).
 //
 // Grouped convs narrower than a block: a Conv with a constant weight whose groups hold fewer input
 // channels than a block (C_in / group = 4 or 8 with 16 lanes) is widened first: f = block /
 // (C_in / group) neighbouring groups become one (f at most kMaxGroupWidening), the weight [C_out,
 // block, k...] zero outside each original group. It then reads whole blocks; the f-fold multiplies
-// cost less than a gather per vector (ResNeXt-50 32x4d on 1 thread: 166 ms as a plain grouped
-// conv, ONNX Runtime 55 ms).
+// cost less than a gather per vector (ResNeXt-50 32x4d's grouped convs).
 //
 // Channels padded to a block: a Conv (group 1) whose output channels do not block (R(2+1)D's 230,
 // 460, 921) gets zero filters (and zero biases) up to the next whole block when the padding is
 // at most 1 / kMaxChannelPadding of its channels and only unary ops that keep zeros finite (ReLU,
 // Clip, ...) lead to group-1 Convs, whose weights get zero input channels: the tensors between
-// are then blocked like any other (plain, such a conv ran at 27-53 GFLOP/s on 1 thread).
+// are then blocked like any other (plain, such a conv ran far below the blocked kernel's rate).
 //
 // Matmul panels: the constant B of a MatMul or Gemm of more than 4 rows whose N is a multiple of
 // the panel width (two vectors: a register tile's columns) is stored transposed, [N, K], with N
 // blocked by the panel ({axis 0, panel}), i.e. [N / panel][K][panel]: a tile of panel columns
 // streams one contiguous K x panel slab of B, as ONNX Runtime's MLAS prepacks it. Plain [K, N]
 // rows lie N floats apart, and in a network, where the weights come from memory, they were
-// fetched row by row (a Transformer's 128 x 2048 by 2048 x 512 on 1 thread: 1.96 ms, 1.55 with
-// B cached). A Gemm then reads B with transB = 1; a MatMul is marked with kTransposedBAttr.
+// fetched row by row. A Gemm then reads B with transB = 1; a MatMul is marked with kTransposedBAttr.
 #include <cstdint>
 
 #include "graph/graph.h"
@@ -67,16 +64,14 @@ struct LayoutPlanStats {
 
 inline constexpr int64_t kMaxGroupWidening = 4;   // most groups merged into one (multiplies x this)
 inline constexpr int64_t kMaxChannelPadding = 8;  // channels padded: at most 1 / this of them
-// Which graph inputs and outputs pay for a conversion (about 0.45 ns per value today): those of
-// convs that run slowly plain, with output rows narrower than two vectors (plain, a conv
-// vectorizes along rows: 2048 -> 512 1x1 at 7 x 7 ran 3.0 ms plain, 0.54 converted) or a
-// reduction (input channels per group x kernel taps) of at least kMinReductionToConvert (64 -> 64
-// 3x3 at 56 x 56: 5.3 ms plain, 0.49 converted), and outputs of convs with narrow rows or that
-// read an activation (a converted input's twin included) with at least
-// kMinConvFlopsPerConvertedValue FLOPs per output value (WaveNet's output conv, 64: 2.47 ms
-// plain, 1.76 converted). Short reductions over wide rows and convs of plain graph inputs (3
-// channels) run plain: a 1x1 conv of 16 -> 96 channels at 112 x 112 took 0.42 ms plain, 0.58
-// converted; ResNet's stem 1.40-1.52 plain, 1.81-1.85 with its output converted.
+// Which graph inputs and outputs pay for a conversion: those of convs that run slowly plain,
+// with output rows narrower than two vectors (plain, a conv vectorizes along rows) or a
+// reduction (input channels per group x kernel taps) of at least kMinReductionToConvert, and
+// outputs of convs with narrow rows or that read an activation (a converted input's twin
+// included) with at least kMinConvFlopsPerConvertedValue FLOPs per output value. Short
+// reductions over wide rows and convs of plain graph inputs (3 channels: ResNet's stem) run
+// plain, where the conversion costs more than it saves
+// (measured: docs/benchmarks.md, "The default rule").
 inline constexpr int64_t kMinReductionToConvert = 64;
 inline constexpr double kMinConvFlopsPerConvertedValue = 48;
 inline constexpr const char* kTransposedBAttr = "ts_transposed_b";  // MatMul attribute: 1 = B is stored [N, K]

@@ -20,7 +20,7 @@ constexpr int64_t kMaxEmbeddedIntegers = 64;
 
 // The longest chain fused into one workload. Real networks fuse 1-5 ops after an anchor; a longer
 // chain is split, because Halide's compile time of one fused chain grows about cubically with
-// its length (800 ops took 84 s), while split chains compile in linear time (and equal pieces once).
+// its length, while split chains compile in linear time (and equal pieces once).
 constexpr size_t kMaxFusedNodes = 24;
 
 bool embed_constant(const Tensor& t, const std::string& op, size_t slot) {

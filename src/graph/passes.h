@@ -20,8 +20,8 @@ int pretranspose_gemm_weights(Graph& g);
 // matmul of the patches as rows, [N * Ho * Wo, C * kh * kw], by the weights as B: Reshape,
 // Transpose and Reshape gather the rows (one copy step, graph/partition.cpp), MatMul and Add
 // the bias, Reshape and Transpose return [N, Cout, Ho, Wo]. As a conv its few input channels
-// left it a plain conv vectorized along 14 output columns that read the input 16 apart (40
-// GFLOP/s; ONNX Runtime 137). Returns the convs rewritten.
+// left it a plain conv vectorized along 14 output columns that read the input 16 apart. Returns
+// the convs rewritten.
 int patches_to_matmul(Graph& g);
 // The layer norm that exporters before opset 17 spell out (PyTorch's F.layer_norm):
 //   m = ReduceMean(x, A); d = x - m; v = ReduceMean(Pow(d, 2), A);
@@ -29,8 +29,8 @@ int patches_to_matmul(Graph& g);
 // with A the last axes of x, keepdims, and eps, gamma and beta constant, becomes one
 // LayerNormalization(x, gamma, beta, axis = rank - |A|, epsilon = eps) when the intermediate
 // tensors feed nothing else. Otherwise its 5 workloads each pass the tensor through memory, and
-// on 2 threads each serial step that reads what the other core wrote pays ~35 us (a
-// Transformer's 128 x 512 rows: 0.15 ms for one norm against 0.04 on 1 thread). Returns fusions.
+// on 2 threads each serial step that reads what the other core wrote waits for the transfer
+// between the cores. Returns fusions.
 int fuse_layer_norm(Graph& g);
 // GELU as PyTorch exports it before opset 20 (nn.GELU()):
 //   y = (x * (Erf(x / sqrt(2)) + 1)) * 0.5   (the Add's and Muls' operands in either order)
@@ -42,7 +42,7 @@ int fuse_gelu(Graph& g);
 // one [M, K] x [K, N] product, M the product of A's leading dims, as ONNX Runtime computes it.
 // Lowered as numpy's batched matmul, the leading dims were batches of a few rows each: ConvNeXt-T's
 // channels-last [1, 14, 14, 384] activations ran 14-row matmuls that re-read the 2.4 MB B from
-// L3 for every batch (93 GFLOP/s of 176). The pass widens the region to the row-wise ops around
+// L3 for every batch. The pass widens the region to the row-wise ops around
 // the MatMul (LayerNormalization over the last axis, elementwise ops with one-row constants,
 // further MatMuls by constant 2-D Bs), runs it on [M, C] tensors and puts a Reshape at each end:
 // only where both ends meet a data-movement op (a Transpose), whose copy the Reshape joins
@@ -51,7 +51,8 @@ int flatten_matmul_rows(Graph& g);
 // ReduceMean over every spatial axis of a float [N, C, spatial...] tensor (x.mean([2, 3]) in
 // PyTorch: MNASNet, ShuffleNetV2) becomes GlobalAveragePool, followed by Flatten when keepdims is
 // 0: the same sums, but a pool reads channel-blocked tensors, so the conv before it can write a
-// blocked layout (a plain 1x1 conv over 7x7 pixels ran at a tenth of peak). Returns rewrites.
+// blocked layout (a plain 1x1 conv over 7x7 pixels vectorizes along its 7-wide rows). Returns
+// rewrites.
 int reduce_mean_to_global_pool(Graph& g);
 // Whether `name` is one of g's outputs.
 bool is_graph_output(const Graph& g, const std::string& name);

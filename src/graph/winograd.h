@@ -4,9 +4,9 @@
 //   Y = AT [ (G g GT) .* (BT d B) ] A,
 // summed over input channels, so the 36 element-wise products become 36 independent matmuls
 // (tiles x Cin by Cin x Cout) with 2.25 multiplies per output and input channel instead of 9.
-// On this machine's 56x56 and 28x28 layers that ran 3.5x faster than the direct NCHW16c
-// micro-kernel (ONNX Runtime's MLAS computes them directly), on 14x14 2x, on 7x7 slower (too few
-// tiles to reuse the 4x larger transformed weights): the plan below picks where it pays.
+// It runs faster than the direct NCHW16c micro-kernel (ONNX Runtime's MLAS computes these convs
+// directly) on 56x56, 28x28 and 14x14 layers and slower on 7x7 ones (too few tiles to reuse the
+// 4x larger transformed weights): the plan below picks where it pays.
 //
 // The plan (plan_winograd) marks such a Conv with the attribute kWinogradAttr = 4 (the output
 // tile) and replaces its weight by the transformed one, computed once at load:
@@ -14,11 +14,10 @@
 // by the output's block (layout {0, b}): the matmul of position (i, j) streams one contiguous
 // [Cin][b] slab per output-channel block, and an output block's 36 slabs lie together, so a task
 // of whole blocks (the weights-once schedule) streams one contiguous run, which the hardware
-// prefetchers follow. Position-major ([6, 6, Cout, Cin], 36 runs a task) ResNet-50's layer3 3x3
-// convs ran 3.87 ms in the network against 3.17 (five steps, 1 thread, Zen 5; 3.14 with their
-// weights read into the caches before each step); software prefetches of the next task's run
-// on top measured 3.37. A 3-D conv's U is [Cout, KD, 6, 6, Cin] (each temporal tap's, an output
-// block's taps together). lower/ computes BT d B and AT M A.
+// prefetchers follow; position-major ([6, 6, Cout, Cin], 36 runs a task) ran slower in the
+// network, with or without software prefetches of the next task's run. A 3-D conv's U is
+// [Cout, KD, 6, 6, Cin] (each temporal tap's, an output block's taps together). lower/ computes
+// BT d B and AT M A.
 #include <cstdint>
 
 #include "graph/graph.h"
@@ -37,12 +36,8 @@ inline constexpr int64_t kWinogradMinTiles = 16;             // fewer output til
 // Per row is the rule up to kWinogradWeightsOnceBytes (the weights stay in L2). Beyond it, per
 // row still, unless the conv has at most kWinogradOnceMostTiles tiles (little work per row to
 // hide re-reading the weights) or more than kWinogradRowMostWeightBytes of weights (re-read per
-// row from L3). Measured alone on this project's Zen 5 at 2 threads (1 thread), per row against
-// once: VGG's 112 x 112 convs 1.2-1.9x (1.4-1.5x), its 56 x 56 128->256 1.23x (0.9-1.1x), the
-// 28 x 28 ResNet / GoogLeNet / SqueezeNet convs (49 tiles) 0.79-1.02x (0.76-0.78x), VGG's 56 x 56
-// 256->256 (9 MiB) 0.98x (0.84x); Inception-v3's, GoogLeNet's, Wide-ResNet's and
-// EfficientNetV2's of 81-576 tiles and 1.3-2.3 MiB 1.3-2.1x (0.73-1.05x). Tasks over blocks scale
-// poorly on 2 threads where the shared input transform is large.
+// row from L3). Tasks over blocks scale poorly on 2 threads where the shared input transform is
+// large (measured: docs/benchmarks.md, "The default rule").
 // A dilated conv is marked only where its weights stream once: with dilation d, 4 output rows
 // lie in 4 interleaved tile rows, and a per-row task would compute all of them.
 inline constexpr int64_t kWinogradWeightsOnceBytes = int64_t{1} << 20;
@@ -62,10 +57,9 @@ inline bool winograd_weights_once(int64_t weight_bytes, int64_t tiles) {
 // conv computes on `threads` cores:
 //   144 Cin Cout / B  <  18 H W Cin Cout / (threads R)   <=>   H W > 8 threads R / B,
 // with B the rate at which the Winograd product streams its weights and R the direct conv's
-// rate per core, both measured on this project's machine (Zen 5, ResNet-50's 14x14x256 conv in
-// the network: Winograd 9.4 MB of weights in 0.76-0.81 ms on 2 threads, at most 12.4 GB/s;
-// direct 231 MFLOP in 1.20 ms on 1 thread). On 1 thread every conv with kWinogradMinTiles
-// tiles passes; on 2 the 14x14 convs run directly (0.63 against Winograd's 0.90 ms there).
+// rate per core, both measured in the network on ResNet-50's 14x14x256 conv
+// (measured: docs/benchmarks.md, "The default rule"). On 1 thread every conv with
+// kWinogradMinTiles tiles passes; on 2 the 14x14 convs run directly.
 inline constexpr double kWinogradWeightStreamBytesPerSecond = 12.4e9;
 inline constexpr double kDirectConvFlopsPerCore = 193e9;
 

@@ -101,14 +101,10 @@ bool skips_padded_taps(const Geometry& g, size_t i, int64_t cg, int64_t out, int
 // test guards the border columns' FMAs unless the tile spans the width (then it folds away): it
 // is skipped there only where padded taps are at least kMinPaddedColumnTaps of the taps, the
 // kernel has at most 3 columns and the guards are amortized over a reduction across channels.
-// Measured alone (bench_knob_sweep, 1-2 threads) against skipping rows alone: ResNet-50's 3x3
-// convs at 7 x 7 1.07-1.10x, at 14 x 14 1.05x, FCN-ResNet50's dilated 3x3 convs at 28 x 28
-// 1.04-1.05x; Inception-v3's 1x7 convs at 17 x 17 0.89-0.98x, MNASNet's and EfficientNet-B0's
-// depthwise convs 2-6% slower in the network. Skipping every padded tap also drops the padded
-// copy of a blocked input (lower_conv), so the share was lowered from 4% to 1%: ResNet-50's 3x3
-// convs at 56 x 56 and 28 x 28 (1.2% and 2.4%) then ran 1.16-1.24x in the network (run
-// --profile, old against new binary, 1-2 threads, Zen 5); VGG-16's at 112 and 224 wide (0.6%,
-// 0.3%) ran 3-6% slower with the guards, and keep their copy.
+// Skipping every padded tap also drops the padded copy of a blocked input (lower_conv). Below
+// kMinPaddedColumnTaps (the widest images) the column guards cost more than they save and the
+// input keeps its copy; kernels of more than 3 columns (1x7) and depthwise convs keep the column
+// guards off (measured: docs/benchmarks.md, "The default rule").
 LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, const Shape& out_shape,
                    const Geometry& g, int64_t cg, const std::function<Expr(Expr, Expr)>& in_channel,
                    const std::function<Idx(Expr, Expr, const Idx&)>& weight_idx,
@@ -204,11 +200,11 @@ std::vector<LTensor> lower_conv(const LowerContext& c) {
   check_shape(c, out);
 
   // Pad only when some window reads outside X: the last window may end before the end padding.
+  // Pad only when some window reads outside X: the last window may end before the end padding.
   // No copy either where the reduction skips every padded tap (accumulate) of a channel-blocked
-  // input: it then reads X only inside X. R(2+1)D-18's 3x1x1 convs copied 9-18 MB per run for
-  // their two padded frames; measured in the network (run --profile, 1 thread, Zen 5): those
-  // 1.13-1.15x, ResNet-50's 3x3 convs at 7 x 7 1.10-1.17x, R3D-18's 3x3x3 ones 1.05-1.08x.
-  // A plain input (a network's first conv, mostly too wide to skip its column taps) keeps its
+  // input: it then reads X only inside X, and the copy (R(2+1)D-18's 3x1x1 convs copied 9-18 MB
+  // per run for their two padded frames) cost more than the skipped taps' guards
+  // (measured: docs/benchmarks.md, "The default rule").
   // copy, which the search space places inside the tiles.
   std::vector<int64_t> extent(s);
   bool pad = false, taps_skipped = true;

@@ -1,7 +1,7 @@
 #pragma once
 // Measurer: compiles and benchmarks candidate schedules of one workload in worker processes,
 // never in the caller's process, so a crash, a hang or a wrong answer in generated code becomes
-// a recorded error of its own kind. See DESIGN.md "Measurer".
+// a recorded error of its own kind. See docs/design.md (src/measure/).
 //
 // Protocol per batch:
 //  1. Schedules that fail Schedule::validate() are `invalid_schedule` (no process is started).

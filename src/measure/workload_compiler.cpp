@@ -200,10 +200,10 @@ namespace {
 
 // Every buffer a workload is called with is dense, with the workload's fixed (storage) shape
 // (WorkloadCall, CompiledModel and the C API allocate them so): telling Halide makes every
-// stride a constant, so addresses fold into immediate offsets and no register holds a stride
-// (MobileNetV2 7.3 -> 6.7 ms, EfficientNet-B0 13.7 -> 10.4 ms on one thread). Inputs also get
-// their bounds; outputs only their strides: with an output's extent fixed too, Halide 14 gave
-// wrong values for an Adams2019 schedule of a conv (tests/schedule/autoscheduler_test.cpp).
+// stride a constant, so addresses fold into immediate offsets and no register holds a stride.
+// Inputs also get their bounds; outputs only their strides: with an output's extent fixed too,
+// Halide 14 gave wrong values for an Adams2019 schedule of a conv
+// (tests/schedule/autoscheduler_test.cpp).
 // A caller passing anything else gets Halide's constraint error, never wrong results.
 template <typename DimOf>
 void constrain_dense(const Shape& storage, bool bounds, DimOf dim_of) {

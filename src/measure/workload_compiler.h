@@ -21,7 +21,7 @@ namespace ts {
 std::string code_cache_root(const std::string& root = "");
 // The target code is compiled for: the host's, less what its CPU does not have. Halide 14 names
 // AVX512_SapphireRapids for any CPU with AVX512-BF16 and VNNI, and LLVM's Sapphire Rapids model
-// includes AVX512-FP16, which AMD Zen 4 and 5 lack: a 6-element int64 select of fixed shape was
+// includes AVX512-FP16, which AMD's AVX-512 CPUs lack: a 6-element int64 select of fixed shape was
 // compiled to vmovw there (SIGILL). Every compile, JIT included, uses this target.
 Halide::Target host_code_target();
 // This build's folder under the root: "<tensorsched version>-<code generator source hash>".

@@ -132,12 +132,10 @@ WinogradTile DefaultKnobSpace::winograd_plan(const DefaultKnobs& k) const {
 
 DefaultKnobs DefaultKnobSpace::canonical_winograd(const DefaultKnobs& k) const {
   // Columns, blocks and stream are searched. Stream (the weights streamed once, tasks over
-  // output-channel blocks, or once per tile row) was not while the measurer ran a workload with
-  // its weights warm in L2/L3 (2.5x faster per row at 2 threads alone, 8% slower ResNet-18 at 1
-  // thread); with them evicted before every run the alone ranking is the network's. Its best
-  // value depends on the threads: ResNet-50's 28x28x128 conv alone, once 0.43 / per row 0.54 ms
-  // on 1 thread, 0.55 / 0.32 ms on 2 (each task's input transform then stays on its core); the
-  // tuner confirms a winner per thread count.
+  // output-channel blocks, or once per tile row) ranks alone as in the network because the
+  // measurer evicts the weights before every run (warm, per row looked faster alone than it ran
+  // in the network). Its best value depends on the threads (per row, each task's input transform
+  // stays on its core), so the tuner confirms a winner per thread count.
   const WinogradTile target = winograd_plan(k);
   DefaultKnobs c;
   if (k.columns) c.columns = target.columns;

@@ -4,8 +4,8 @@
 //
 // Why: tuning searches the sketch space (schedule/sketch.h), which lacks the default's
 // channel-blocked micro-kernels (paired half blocks, streamed inputs, grouped parallel tasks),
-// so 600 s of it gained 1-3% over the default. A Winograd conv workload (schedule/winograd_schedule.h) has three
-// knobs instead: columns, blocks and stream. The default's own knobs (columns and blocks per
+// so it rarely beats the default. A Winograd conv workload (schedule/winograd_schedule.h) has
+// three knobs instead: columns, blocks and stream. The default's own knobs (columns and blocks per
 // tile, vectors, loop order, parallel tasks and grain, reduction unrolling) are a small space
 // around a kernel that is already good; measuring its variants finds the one a workload's
 // shapes and this machine's caches prefer. A variant is a recipe, so it is recorded, replayed

@@ -160,10 +160,9 @@ TransposedCopy transposed_copy(const Function& fn, const std::vector<int64_t>& e
 
 // A transposing copy (transposed_copy) runs in square tiles of one vector: the vector loop over
 // the output's innermost dimension, the transposed dimension unrolled inside it, so a tile's
-// gathers read the same few cache lines of the input. The Transformer's key heads (128 x 512
-// slice -> 8 x 64 x 128): 0.079 -> ~0.015 ms at 1 thread, where a vector down the whole row
-// gathered from 16 rows 6 KB apart. A copy transposed by blocks takes one block per tile: a
-// channel-blocked tensor to a plain one (64 x 56 x 56) 0.131 -> 0.042 ms, where each vector
+// gathers read the same few cache lines of the input, where a vector down the whole row gathered
+// from rows far apart (the Transformer's key heads: 16 rows 6 KB apart). A copy transposed by
+// blocks takes one block per tile (a channel-blocked tensor to a plain one), where each vector
 // down a row read one lane of every block's 64-byte line.
 void schedule_transposing_copy(Halide::Func f, const std::vector<int64_t>& ext, TransposedCopy t, int width) {
   const std::vector<Halide::Var> args = f.args();
@@ -188,9 +187,8 @@ void schedule_transposing_copy(Halide::Func f, const std::vector<int64_t>& ext, 
 // its 16 lanes along K: lower/gemm.cpp) accumulates one vector per point of its next dimension:
 // run alone, each point's K loop is one chain of dependent FMAs and one stream of B. This many
 // points of that dimension run together, interleaved inside the reduction loops (independent
-// accumulators, as many B rows streaming at once). Measured in the network (Intel Xeon, 1
-// thread): AlexNet's 9216 x 4096 classifier 12.0 -> 9.45 ms (ONNX Runtime 10.9; 2 threads 5.25
-// against 5.43), ResNet-50's 2048 x 1000 0.66 -> 0.56 ms; 16 points ran the same as 8.
+// accumulators, as many B rows streaming at once); 16 points run the same as 8
+// (measured: docs/benchmarks.md, "The default rule").
 constexpr int kInterleavedReductionPoints = 8;
 
 // Splits the pure loop `arg` of a reduction's update into groups of kInterleavedReductionPoints,
@@ -206,9 +204,8 @@ std::pair<Halide::Var, Halide::Var> interleave_points(Halide::Stage st, const Ha
 // exactly one vector of lanes (a blocked input's channel lanes, dense in both operands): those
 // lanes are factored out (rfactor) into a vector of partial sums per output point, and
 // kInterleavedReductionPoints points accumulate together; each point's lanes are summed once at
-// the end. Scalar, each point was one chain of dependent FMAs (EfficientNet-B4's 68 x 1632:
-// 0.13 ms, where ONNX Runtime takes 0.03). Returns false, scheduling nothing, when `f` is not
-// such a reduction.
+// the end. Scalar, each point was one chain of dependent FMAs. Returns false, scheduling
+// nothing, when `f` is not such a reduction.
 bool schedule_lane_factored_reduction(Halide::Func f, const std::vector<int64_t>& ext, int width) {
   const Function& fn = f.function();
   if (f.num_update_definitions() != 1 || ext.empty()) return false;
@@ -396,9 +393,8 @@ void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p)
   for (int k = 0; k < p.unrolled_rvars; k++)
     if (f.rvar_ext[k] > 1) st.unroll(Halide::RVar(rvars[k].var));
   // A plain matmul's K loop (one reduction loop, too long to unroll whole) unrolled by 8 (or 4):
-  // the loop's own instructions share ports with the FMAs. Measured (bench_knob_sweep, 1 thread,
-  // Intel Xeon, AVX-512): ViT-B/16's MLP matmuls 1.09x, ConvNeXt-T's 1.04-1.14x, its 64-deep
-  // attention matmuls 1.05x; 8 and 4 within 1% of each other.
+  // the loop's own instructions share ports with the FMAs; 8 and 4 run alike
+  // (measured: docs/benchmarks.md, "The default rule").
   if (!f.blocked && rvars.size() == 1 && p.unrolled_rvars == 0 && f.rvar_ext[0] >= 16) {
     const int by = f.rvar_ext[0] % 8 == 0 ? 8 : f.rvar_ext[0] % 4 == 0 ? 4 : 1;
     const Halide::RVar k(rvars[0].var), ko(rvars[0].var + "_ko"), ki(rvars[0].var + "_ki");
@@ -408,7 +404,7 @@ void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p)
   if (const auto weights = tile_weights(r.function(), u >= 0 ? ra[u].name() : "")) {
     // Halide 14 lowers the region to one prefetch every 64 elements (256 bytes) of its innermost
     // dimension, not one per cache line; the slice is still covered, as consecutive iterations of
-    // that loop shift the region by a few lines (ResNet-18's 7x7 convs: 1.40 -> 1.16 ms in a network).
+    // that loop shift the region by a few lines.
     const int at = std::min(p.unrolled_rvars, static_cast<int>(rvars.size()) - 1);
     st.prefetch(*weights, Halide::RVar(rvars[at].var), Halide::RVar(rvars.back().var), 1,
                 Halide::PrefetchBoundStrategy::NonFaulting);

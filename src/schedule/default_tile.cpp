@@ -149,18 +149,10 @@ int64_t divisor_at_most(int64_t extent, int64_t cap) {
 // largest divisor of the extent in [5, 8] (no tail); else, with the last tile shifted inwards,
 // the count that computes the fewest columns, each tile counted one column more for reloading
 // its weights (ties: more columns), from [5, 8], or [8, 12] for 1 vector (8 accumulators hide
-// the FMA latency). Measured on SqueezeNet's 27-wide convs (bench_knob_sweep, 1 thread): 8
-// columns computed 32 of 27; 7 or 9 (4 or 3 tiles) ran 1.12-1.23x faster; 13-wide: 7 columns
-// 1.07-1.15x faster than 8. Tiles of 2 vectors may take 9 columns there (18 accumulators): on
-// Inception-v3's 15 convs at 17 x 17, 9 columns (2 tiles) against 6 (3 tiles, 12 accumulators)
-// ran 1.00-1.58x faster (bench_knob_sweep, 1 thread, weights cold, Intel Xeon; 2 threads
-// 1.11x on the one measured); 3 vectors x 8 columns ran out of registers. One vector takes a
-// divisor only from 7 (a pair of half-vector blocks is one vector too): 5 or 6 accumulators left
-// the FMA pipes idle. Measured on the 18 workloads that changed (bench_knob_sweep, 1 thread, Zen
-// 5): EfficientNet-B4's 190- and 95-wide convs 5 -> 12 columns 1.10-1.35x (its 48 -> 24 1x1 conv
-// 0.91 -> 0.68 ms), its 12-wide 6 -> 12 1.21-1.52x, SqueezeNet 1.0's 54-wide and 1.1's 55-wide
-// convs and pools 1.03-1.24x; one 95-wide depthwise conv 0.77x in one sweep, 1.13x in 5 rounds. 8 or 10
-// columns where 7 divides (14 and 28 wide) ran 0.85-1.26x: those keep 7.
+// the FMA latency). Tiles of 2 vectors may take 9 columns (18 accumulators); 3 vectors x 8
+// columns run out of registers. One vector takes a divisor only from 7 (a pair of half-vector
+// blocks is one vector too): 5 or 6 accumulators left the FMA pipes idle; where 7 divides (14
+// and 28 wide) it keeps 7 (measured: docs/benchmarks.md, "The default rule").
 int64_t column_tile(int64_t extent, int vectors) {
   const int64_t most = vectors >= 3 ? 7 : 8;  // 3 vectors x 8 columns ran out of registers
   const int64_t d = divisor_at_most(extent, most);
@@ -178,10 +170,7 @@ int64_t column_tile(int64_t extent, int vectors) {
 // Rows of a plain register tile of 2 vectors (16 accumulators at 8 rows) where 8 does not divide
 // the rows: the count in [7, 12] that computes the fewest rows with the last tile shifted
 // inwards, each tile counted one row more for streaming its B panel (ties: more rows), as
-// column_tile does. Measured (bench_knob_sweep, 1 thread, Intel Xeon): ConvNeXt-T's 49-row
-// matmuls (7 x 7) 10 rows against 8 1.13-1.14x (7 rows 1.07x), its 196-row ones 11 rows
-// 1.01-1.06x, ViT-B/16's 197-row ones 1.02-1.06x (9 rows alike); 784 and 3136 rows keep 8
-// (12 rows within 2%).
+// column_tile does (measured: docs/benchmarks.md, "The default rule").
 int64_t plain_row_tile(int64_t rows) {
   if (rows <= 8 || rows % 8 == 0) return std::min<int64_t>(rows, 8);
   int64_t best = 12, best_cost = -1;
@@ -208,12 +197,10 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   // Half-vector blocks (8 lanes of 16: channel counts that are odd multiples of 8, 24 to 1000)
   // pair two output-channel blocks into one full vector of accumulators (the weights' two
   // halves load separately, the input broadcast serves both), so the FMAs run at full width
-  // (SqueezeNet's 1000-channel classifier ran at 75 GFLOP/s of 8-lane FMAs). Their block count
-  // is odd, so the last pair overlaps the one before it (shifted inwards). Two pairs (2 full
-  // vectors x 8 columns, 16 accumulators) from 5 blocks on where the reduction is longer than
-  // 16 (else from 12): one pair's 8 accumulators left the FMA pipes idle. Measured against one
-  // pair (bench_knob_sweep, 1 thread, Zen 5): 56 channels (7 blocks) over 336 1.38-1.47x, 72
-  // over 24-72 1.08-1.21x, 88 over 96 1.28x, 40 over 96-672 1.00-1.10x; 72 over 16 0.81-0.85x.
+  // rather than 8 lanes. Their block count is odd, so the last pair overlaps the one before it
+  // (shifted inwards). Two pairs (2 full vectors x 8 columns, 16 accumulators) from 5 blocks on
+  // where the reduction is longer than 16 (else from 12): one pair's 8 accumulators left the FMA
+  // pipes idle (measured: docs/benchmarks.md, "The default rule").
   if (v >= 0 && v != u) {
     if (f.blocked && f.V * 2 == f.native && ext[v] >= 2) {
       const int64_t reduction = f.work / stage_work(ext, {});  // iterations of the reduction loops
@@ -222,16 +209,10 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
       p.pair_blocks = p.Vt > 1;
     } else {
       // Two blocks where they divide the count, else three (144 or 240 channels: 9 or 15 blocks;
-      // one block per tile left every broadcast serving one FMA). 3 blocks x 7 columns measured
-      // against 1 x 8 (bench_knob_sweep, 1 thread, Zen 5): EfficientNet-B0's and MobileNetV2's
-      // 24 -> 144 1x1 convs at 56x56 1.03x / 1.24x, EfficientNet-B0's 40 -> 240 at 28x28 1.10x,
-      // R(2+1)D's 1x3x3 conv 144 -> 144 1.12x (3 x 8 columns: 1.00-1.04x, out of registers).
-      // Other odd counts of 7 or more take two blocks, the last tile overlapping the one before
-      // (one block left 6-8 accumulators, below the FMA pipes' latency x width). Measured
-      // (bench_knob_sweep, 1 thread, weights cold, Intel Xeon): EfficientNet-B0's 112-channel
-      // 1x1 convs at 14x14 (7 blocks) 1.04x / 1.11x, EfficientNet-B4's at 24x24 1.25x / 1.24x,
-      // its 272-channel ones at 12x12 (17 blocks) 1.29x / 1.22x; 80 channels (5 blocks) at
-      // 14x14 0.99x / 1.00x, so 5 keeps one.
+      // one block per tile left every broadcast serving one FMA; 3 blocks x 8 columns run out of
+      // registers). Other odd counts of 7 or more take two blocks, the last tile overlapping the
+      // one before (one block left 6-8 accumulators, below the FMA pipes' latency x width); 5
+      // blocks keep one (measured: docs/benchmarks.md, "The default rule").
       const int rule = ext[v] % 2 == 0 ? 2 : ext[v] % 3 == 0 ? 3 : ext[v] >= 7 ? 2 : 1;
       p.Vt = clamp_knob(k.blocks, rule, 1, std::min<int64_t>(4, ext[v]));
     }
@@ -247,11 +228,8 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
   // A plain tile of 2 vectors whose B does not fit in L2 (one reduction loop, weights of more
   // than kDefaultL2Bytes: a Transformer's 512 x 2048 and 2048 x 512 matmuls stream their 4 MB B
   // from L3) takes 12 rows: 24 accumulators, 14 loads per step for 24 FMAs instead of 10 for 16.
-  // Measured on Zen 5 (bench_knob_sweep, 1 / 2 threads): 1.27 / 1.21x and 1.17 / 1.16x on those,
-  // 1.05 / 1.01x on a 512 x 1536 B (3 MB); a 512 x 512 B (1 MB, from L2) ran 1-7% slower in
-  // three sweeps and 4% faster in one, so it keeps 8 rows; the
-  // 64- and 128-deep attention matmuls run from L1 at over 90% of peak with 8 rows. A
-  // panel-packed B (contiguous per tile) keeps 8 rows: on those two, 1.00-1.08x of 12 rows.
+  // A B within L2 (attention matmuls run from L1) and a panel-packed B (contiguous per tile) keep
+  // 8 rows (measured: docs/benchmarks.md, "The default rule").
   const bool b_beyond_l2 = f.rvar_ext.size() == 1 && f.weight_bytes > kDefaultL2Bytes && f.x_panel == 0;
   if (u >= 0) {
     const int64_t plain_rows = b_beyond_l2 && p.X == 2 ? 12 : 8;
@@ -262,9 +240,7 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
     p.U = std::min(p.U, std::max(1, kMaxAccumulators / vectors));
     // Rows stream only when no column loop lies between them and the tile: a streamed tile at
     // most 16 wide that would take two column tiles takes its whole width with one block
-    // instead. ResNet-50's 14-wide 3x3 convs of 2.4 MB, 14 columns x 1 block, streamed: alone
-    // the same at 1 thread, 4% faster at 2; in the network at 2 threads 0.60-0.72 ms against
-    // 0.68-0.80 as 7 columns x 2 blocks (ORT 0.60-0.69).
+    // instead (ResNet-50's 14-wide 3x3 convs: 14 columns x 1 block, not 7 x 2).
     if (!k.columns && !k.blocks && !p.pair_blocks && f.blocked && clamp_knob(k.stream, streams_by_rule(f), 0, 1) &&
         ext[u] > p.U && ext[u] <= 16) {
       p.U = static_cast<int>(ext[u]);
@@ -281,14 +257,9 @@ void plan_register_tile(const TileFacts& f, const DefaultKnobs& k, TilePlan& p) 
 // A blocked tile whose activations do not fit in L2 runs its rows outermost: each row's input
 // (all its channel blocks) then stays in L2 for every output block, where block pairs outermost
 // re-read the whole input from L3 per pair, a 7-pixel slice per input block 50 KB apart that the
-// prefetchers do not follow. Measured on an Intel Xeon (2 MiB L2; bench_knob_sweep, 1 thread,
-// the outermost knob): FCN-ResNet50's 1x1 convs at 28 x 28 with 1024-2048 input channels
-// (3.2-6.4 MB of input) 1.15-1.46x (the network 343 -> 329 ms at 1 thread, 183 -> 168 at 2);
-// with 512 (1.6 MB, in L2) 0.85x, and its 3x3 convs 0.84x (their padded input is no parameter
-// here, so the rule leaves them). Old against new binary on every workload of 12 networks it
-// changes: ResNet-50's two 1x1 convs reading 56 x 56 x 256 1.6x and 1.2-1.9x (1 thread), 1.0x
-// and 1.1x (2 threads), the other 22 within noise. Intel only: not measured on Zen 5 (1 MiB L2,
-// a faster L3). The index of the rows in `outer`.
+// prefetchers do not follow. Inputs within L2 keep their order; 3x3 convs' padded input is no
+// parameter here, so the rule leaves them. Intel hosts only (other hosts untested)
+// (measured: docs/benchmarks.md, "The default rule"). The index of the rows in `outer`.
 std::optional<int> rows_outermost_by_rule(const TileFacts& f, const std::vector<OuterLoop>& outer) {
   if (!f.blocked || f.input_bytes <= host_l2_bytes() || !intel_host()) return std::nullopt;
   for (size_t j = 0; j < outer.size(); j++)
@@ -368,12 +339,9 @@ bool intel_host() {
   return intel;
 }
 
-// On Zen 5, builds alternated inside whole networks (`run --profile`, medians of 3-4 runs, 1 / 2
-// threads), prefetcht0 against prefetcht1: ResNet-50's prefetching 1x1 convs 238b3155 1.90 ->
-// 1.77 ms / 1.07 -> 0.98 (its three steps), 585a2269 1.30 -> 1.21 / 0.72 -> 0.65, ddff4ebb 1.27 ->
-// 1.20 / 0.70 -> 0.63; Inception-v3's and EfficientNet-B0's 1-10% faster at 1 thread, within noise
-// at 2. t1 and t2 ran alike; prefetching two tasks ahead instead of one changed nothing. The
-// pass was first measured on an Intel Xeon with t1, which it keeps there (t0 not tried).
+// prefetcht0 (into L1 and L2) ran faster than prefetcht1 on the prefetching convs in the network
+// on AMD hosts; Intel hosts, where the pass was measured with prefetcht1, keep it
+// (measured: docs/benchmarks.md, "The default rule").
 int weight_prefetch_locality() { return intel_host() ? 2 : 3; }
 
 std::vector<int64_t> estimate_extents(const Function& f) {

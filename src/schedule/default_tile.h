@@ -24,19 +24,15 @@ namespace ts {
 // The rule's parallel granularity. Outer loops are fused until there are kDefaultParallelTasks
 // tasks. Below kDefaultParallelWork (points x reduction iterations) a stage runs on one thread,
 // unless an input reaches kParallelReadBytes (below): splitting a small stage costs more than it
-// saves (ShuffleNet's 149 steps ran slower on 2 threads than on 1 with Halide's own pool;
-// measure/spinning_pool.h cut the wake-ups, not the cache traffic). A parallel task gets
+// saves (measure/spinning_pool.h cut the wake-ups, not the cache traffic). A parallel task gets
 // kDefaultTaskWork at least (consecutive iterations grouped), keeping kDefaultGroupedTasks tasks
-// for load balance: a thousand ~1 us tasks (a WaveNet conv's column tiles) ran slower on 2
+// for load balance: a thousand tiny tasks (a WaveNet conv's column tiles) ran slower on 2
 // threads than on 1 under Halide's pool lock.
 // A stage with an input of kParallelReadBytes or more runs in parallel whatever its work: a
 // matrix-vector product (a squeeze-excite conv on one pixel) or a global pool is bound by one
-// core's bandwidth, not its FLOPs. On Zen 5 at 2 threads (bench_knob_sweep, tasks=8 against the
-// rule) MobileNetV3's 225-900 KiB SE convs ran 1.3-2.0x faster, RegNetY's 192 KiB ones 1.5x,
-// EfficientNetV2-S's and -B4's 384-433 KiB ones 1.08-1.84x, ResNet-50's 400 KiB global pool
-// 1.29x; at 1 thread 0.95-1.11x. EfficientNet-B0/B4's 73-150 KiB SE convs ran up to 1.8x slower
-// at 2 threads (their weights stay in L2; the task wake-ups dominate). The rule does not know the
-// thread count: at 1 thread the parallel loop cost those steps 0-13% in the network (0.01-0.04 ms).
+// core's bandwidth, not its FLOPs. Below it the input stays in L2 and the task wake-ups dominate.
+// The rule does not know the thread count, so at 1 thread such a parallel loop costs a little
+// (measured: docs/benchmarks.md, "The default rule").
 constexpr int64_t kDefaultParallelTasks = 8;
 constexpr int64_t kDefaultParallelWork = int64_t{1} << 18;
 constexpr int64_t kParallelReadBytes = int64_t{192} << 10;

@@ -1,8 +1,8 @@
 #pragma once
 // Schedule: the decisions of tensorsched's schedule space as plain data that replays onto a
-// Halide pipeline (like Ansor's transform steps). See DESIGN.md "Schedule" and the value-learning
-// paper, section 4 (per stage: split every loop into up to 3 levels, reorder, vectorize, place,
-// parallelize).
+// Halide pipeline (like Ansor's transform steps). See docs/design.md (src/schedule/) and the
+// value-learning paper, section 4 (per stage: split every loop into up to 3 levels, reorder,
+// vectorize, place, parallelize).
 //
 // Model
 //  - A stage is one definition of one Func: `func` plus `definition` (0 = the pure definition,

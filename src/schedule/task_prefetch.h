@@ -2,15 +2,14 @@
 // Prefetching the next parallel task's weights into L2 while this task computes.
 //
 // A blocked conv whose weights come from memory (ResNet-50's layer4: 9.4 MB per 3x3 conv; a
-// network's 100 MB of weights evict each other) reads each task's slice of them (two output
-// blocks: 590 KB) in the task's first row, at the ~10 GB/s one core pulls from memory, while the
-// FMAs wait: 2.0 ms against 1.5 with the weights cached. Prefetches of the next task's slice,
-// a few cache lines at a time spread over this task's reduction loops, overlap the two (1.97 ->
-// 1.57 ms). Halide 14 cannot say it: its prefetch directive emits prefetchnta (measured 10x
-// slower on an Intel Xeon) for a whole region at one loop level. So the schedule records a
-// TaskPrefetch on the tiled Func, and the compile half (measure/workload_compiler.cpp) adds a
-// custom lowering pass per request that inserts the prefetches (llvm.prefetch, inlined; the
-// request's locality) into the lowered loops.
+// network's weights evict each other) reads each task's slice of them (two output blocks:
+// 590 KB) in the task's first row, at the rate one core pulls from memory, while the FMAs wait.
+// Prefetches of the next task's slice, a few cache lines at a time spread over this task's
+// reduction loops, overlap the two. Halide 14 cannot say it: its prefetch directive emits
+// prefetchnta (far slower for this) for a whole region at one loop level. So the schedule
+// records a TaskPrefetch on the tiled Func, and the compile half (measure/workload_compiler.cpp)
+// adds a custom lowering pass per request that inserts the prefetches (llvm.prefetch, inlined;
+// the request's locality) into the lowered loops.
 //
 // Halide 14 keeps custom lowering passes per Pipeline (a Func's own are lost when another Pipeline
 // is made of it), and the schedule sees only Funcs: the request rides on the Func as a trace tag,
@@ -51,20 +50,15 @@ struct TaskPrefetch {
 // huge pages in the guest or not. A line prefetch of the next task's slice that starts a page
 // waits on that walk, and the lines behind it wait too. One more prefetch per page, for the slice
 // three tasks ahead (two past the next), walks each page before the line prefetches reach it.
-// Measured on the Zen 5 VM, in the network (`run --profile`, knob prefetch=2 against 1, 4-6
-// rounds alternated): ResNet-50's 1x1 convs at 7 x 7 with 4-8 MB of weights 1.13-1.17x at 1
-// thread and 1.05-1.14x at 2 (the network 1.03x / 0.98x), but its 14 x 14 ones 0.85-1.03x at 2
-// threads, the same 8 MB conv inside ResNeXt-50 0.97x at 1 thread, EfficientNet-B4's,
-// R(2+1)D-18's, ViT-B/16's and the Transformer's 0.85-1.02x. So it is a point of the space (the
-// knob), not the rule's choice: whether it pays depends on the network around the workload,
-// which a full-model evaluation sees and a workload measured alone does not.
+// It pays on some workloads and costs on others of the same shape, so it is a point of the space
+// (the knob), not the rule's choice: whether it pays depends on the network around the workload,
+// which a full-model evaluation sees and a workload measured alone does not
+// (measured: docs/benchmarks.md, "The default rule").
 inline constexpr int64_t kPageBytes = 4096;
 inline constexpr int kWalkAheadTasks = 2;  // walk_ahead_tasks of the knob's requests (4 ran the same)
 
 // Chunks of at most this many bytes (8 cache lines): a burst of prefetches holds the line-fill
-// buffers, and loads behind them wait. On ResNet-50's 7x7 512-channel conv (1 thread, weights
-// cold): chunks of 3 lines per input channel 1.57 ms, 42 lines per input block 2.10 ms
-// (no prefetch 1.97).
+// buffers, and loads behind them wait (measured: docs/benchmarks.md, "The default rule").
 inline constexpr int64_t kMaxPrefetchChunkBytes = 512;
 
 // Records `req` on f (see above).

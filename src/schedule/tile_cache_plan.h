@@ -17,7 +17,7 @@
 
 namespace ts {
 
-// L2 per core the rule plans for where the host does not say (Zen 4 and 5: 1 MiB).
+// L2 per core the rule plans for where the host does not say (1 MiB).
 constexpr int64_t kDefaultL2Bytes = int64_t{1} << 20;
 
 // The knob's value clamped to [lo, hi], or the rule's when the knob is unset.

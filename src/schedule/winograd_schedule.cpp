@@ -63,8 +63,8 @@ std::optional<WinogradPipeline> winograd_pipeline(const std::vector<Halide::Func
 // into groups (the tasks, with the weights streamed once), a remainder group guarded. The count
 // whose groups finish soonest on `cores` (groups per core, rounded up, times their blocks; on the
 // tasks' cores only when `tasks_over_blocks`), the larger on a tie, keeping kMinAccumulators
-// where `most` has them. Inception-v3's 96-channel 35 x 35 convs (6 blocks) took 4: 2 tasks of 4
-// and 2 blocks, 1.13x slower at 2 threads and 1.07x at 1 than 3.
+// where `most` has them. Inception-v3's 96-channel 35 x 35 convs (6 blocks) run 3 + 3, not
+// 4 + 2, whose second task idles half the time.
 int balanced_blocks(int64_t blocks, int most, int columns, bool tasks_over_blocks, int cores) {
   const int64_t threads = tasks_over_blocks ? std::max(cores, 1) : 1;
   int best = most;
@@ -84,10 +84,8 @@ int balanced_blocks(int64_t blocks, int most, int columns, bool tasks_over_block
 
 WinogradTile plan_winograd_tile(const WinogradFacts& f, const DefaultKnobs& knobs, int cores) {
   WinogradTile t;
-  // A 3-D conv's weights stream once, measured alone against per tile row (which re-reads the
-  // taps' weights and transforms the taps' input frames per row): R3D-18's 8 x 56 x 56 3x3x3 conv
-  // (1.77 MB, 1568 tiles) 1.43x faster at 2 threads, 1.59x at 1; R(2+1)D-18's 1x3x3 convs at 8 x
-  // 56 x 56 (1.33 MB) 1.31x and 4 x 28 x 28 (5.3 MB) 1.47x at 2 threads, 1.22x and 1.43x at 1.
+  // A 3-D conv's weights stream once: per tile row it would re-read the taps' weights and
+  // transform the taps' input frames per row (measured: docs/benchmarks.md, "The default rule").
   t.weights_once = knobs.stream ? *knobs.stream != 0
                                 : f.frames > 1 || f.taps > 1 || winograd_weights_once(f.weight_bytes, f.tiles_wide * f.tile_rows);
   if (knobs.columns) {

@@ -1,6 +1,6 @@
 #pragma once
 // SearchPolicy: proposes the next schedules to measure for one task (a workload), given what
-// was measured. See DESIGN.md "SearchPolicy". Policies here: `random` (uniform draws from the
+// was measured. See docs/design.md (src/search/). Policies here: `random` (uniform draws from the
 // ScheduleSpace), `gbt-sa` (AutoTVM: a learned cost model steering simulated annealing) and
 // Halide's own autoschedulers as baselines (`adams2019`,
 // `adams2019-greedy`, `li2018`, `mullapudi2016`), whose proposals are AutoschedulerRecipes.

@@ -1,34 +1,14 @@
 #pragma once
-// In-network refinement: knob variants whose effect a workload measured alone cannot show, timed
-// as steps of the whole model.
-//
-// Why: the Measurer times a workload alone, its weights evicted before each run but its page
-// tables warm (CLFLUSH touches every page). In a network the page-table entries of a step's
-// weights are as cold as the weights, and ResNet-50's 7 x 7 1x1 convs ran 15-25% slower there
-// than alone. The prefetch=2 knob walks the pages of a prefetching task's slice ahead
-// (task_prefetch.h): 1.13-1.15x on those convs in ResNet-50 at 1 thread, but 0.85-1.0x on convs
-// of the same shapes in other networks, and no difference alone. So the rule never takes it, a
-// standalone measurement cannot pick it, and only the model around the workload can decide.
-//
-// How: per thread count, the model compiled with what `run --db --threads N` runs now (the base)
-// and the same model with one workload's variant (DefaultKnobSpace::network_variant) run in
-// turns (time_alternately: one inference each, alternately); the workload's steps are timed in
-// every run (their sum per inference). The variant is kept when it beat the base by
-// kConfirmMargin by its median and by its fastest run, like a standalone confirmation, and it
-// then stays in the base for the next workload. Only workloads that run the default (or the
-// variant by an earlier decision of the model) are tried: a tuned winner keeps its standalone
-// confirmation. Those with the most weight pages per
-// inference first (what a walk can save grows with them, not with the step's time: ResNet-50's
-// 7 x 7 convs gained 1.13-1.15x, its 14 x 14 ones with a quarter of the weights per step, six
-// times the count, 0.85-1.03x).
-// Each trial is recorded as a confirmation pair of policy kNetworkConfirmPolicy (records_db.h:
-// the default's in-network times, then the variant's, a step's mean per inference, with the
-// thread count), which
-// latest_confirmation reads like any other: `run --db` and `compile --db` run what it decided.
-// Outputs of the trial model must equal the base's before a time is trusted.
-// The models are compiled from the tuned graph (its passes planned for the tuning's thread
-// count); the variants change prefetching only, so their workloads' exact keys are the same at
-// every thread count.
+// In-network refinement: knob variants whose effect a workload measured alone cannot judge, timed
+// as steps of the whole model. The Measurer times a workload with its weights evicted but its
+// page tables warm; in a network the page-table entries are as cold as the weights, so a variant
+// such as prefetch=2 (task_prefetch.h: walk a slice's pages ahead) pays in one network and not in
+// another on workloads of the same shape, and alone it changes nothing. Per thread count, the
+// base model (what `run --db --threads N` runs) and the same model with one default-scheduled
+// workload's variant run in turns, that workload's steps timed in each; the variant is kept when
+// it beats the base by kConfirmMargin by median and fastest run (recorded as a pair of policy
+// kNetworkConfirmPolicy, which `run --db` reads) and stays in the base for the next workload.
+// Workloads with the most weight pages per inference go first; outputs must equal the base's.
 #include <atomic>
 #include <functional>
 #include <map>

@@ -309,8 +309,8 @@ void alternatives_of(const std::vector<Task>& tasks, const std::vector<std::vect
 // allocated evaluations, a workload's next alternative each. Every evaluation times the default
 // model, the best so far and the trial alternately in the same rounds (time_steps_in_models),
 // and a change is kept when the steps of the workloads it changed got faster by kConfirmMargin,
-// by their median and their fastest run, in the model: whole-model times drift by 10-20% on
-// shared cores and the other steps add their noise, more than most changes are worth. A network
+// by their median and their fastest run, in the model: whole-model times drift on shared cores
+// and the other steps add their noise, more than most changes are worth. A network
 // variant's trial against the default is recorded as the pair that decides (network_refine.h).
 // Returns per workload the index of its chosen candidate, -1 for the default.
 std::vector<int> full_phase(const Graph& g, const std::vector<Task>& tasks, const std::vector<std::vector<Candidate>>& cands,

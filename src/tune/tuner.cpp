@@ -47,12 +47,10 @@ std::vector<int> confirm_thread_counts(const TuneOptions& opts) {
 // measurements the fastest record is often a lucky draw of a schedule no better than the
 // default, while the second or third is really faster. The best of several re-measurements is
 // itself a lucky draw, so a chosen candidate that won by kConfirmMargin is re-measured once more
-// and that fresh pair decides (ResNet-50: the best of 3 won by 0.1-3% on 10 of 14 workloads,
-// and the model ran 3.5% slower). This is done at every thread count of
-// confirm_thread_counts: a schedule tuned on 2 threads can lose to the default on 1 (ResNet-18's
-// 14x14 Winograd convs: 1.34x faster on 2, 0.74x on 1), and `run --threads N` reads the pair
-// measured with N. Per thread count the chosen pair is recorded last (latest_confirmation reads
-// the last pair). True when it re-measured.
+// and that fresh pair decides. This is done at every thread count of confirm_thread_counts: a
+// schedule tuned on 2 threads can lose to the default on 1 (ResNet-18's 14x14 Winograd convs),
+// and `run --threads N` reads the pair measured with N. Per thread count the chosen pair is
+// recorded last (latest_confirmation reads the last pair). True when it re-measured.
 bool confirm_winner(Task& t, RecordsDB& db, const Schedule& def, const TuneOptions& opts) {
   if (opts.confirm_rounds <= 0 || !t.measurer) return false;
   const size_t wanted = static_cast<size_t>(std::max(1, opts.confirm_candidates));

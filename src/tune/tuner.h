@@ -139,9 +139,8 @@ inline bool is_confirmation_policy(const std::string& policy) {
   return policy == kConfirmPolicy || policy == kNetworkConfirmPolicy;
 }
 // How much faster than the default a re-measured candidate must be, by its median and by its
-// fastest run. Wins below it are not told apart from noise: of ResNet-50's 14 winners (from 600 s
-// of tuning) used with any win, 10 gained 0.1-3% by the fastest run, and the tuned model ran
-// 3.5% slower than its default at 1 and 2 threads.
+// fastest run. Wins below it are not told apart from noise: taken with any win, they made a tuned
+// model slower than its default (measured: docs/benchmarks.md, "Tuned").
 inline constexpr double kConfirmMargin = 1.02;
 inline bool faster_by_margin(double base_median, double base_min, double median, double min) {
   return median * kConfirmMargin <= base_median && min * kConfirmMargin <= base_min;
@@ -151,9 +150,8 @@ struct Confirmation {
   Record candidate;
   // The candidate ran faster than the default by kConfirmMargin, by its median and by its
   // fastest run (never when the candidate is the default itself). A default whose median a
-  // disturbed round inflated shows it in its fastest run: 7 of MobileNetV2's 17 median "wins" of
-  // 1-46% were no faster by the minimum, and together they made the model 4% slower than its
-  // default.
+  // disturbed round inflated shows it in its fastest run: median "wins" no faster by the minimum
+  // together made a tuned model slower than its default.
   bool faster() const {
     return candidate.valid() && default_record.valid() && candidate.schedule_hash != default_record.schedule_hash &&
            faster_by_margin(default_record.median, default_record.min, candidate.median, candidate.min);

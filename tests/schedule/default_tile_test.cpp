@@ -174,8 +174,8 @@ TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
                                    "tile_cols_cache", {six});
 }
 
-// Streaming is the rule on hosts other than Intel's (default_tile.cpp: there every streamed direct
-// conv measured slower); the knob streams anywhere.
+// Streaming is the rule on hosts other than Intel's (tile_cache_plan.cpp: there every streamed
+// direct conv ran slower); the knob streams anywhere.
 TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
   const bool rule_streams = !intel_host();
   DefaultKnobs on, off;

@@ -172,7 +172,7 @@ TEST(TaskPrefetch, SmallImagesWithLargeSlicesRunTheirRowsInsideOneBlockChunks) {
   }
   // A 1x1 conv of one column tile whose tile's weights exceed L1 (1024 input channels x 2 blocks:
   // 128 KB) can run in chunks of 8 input blocks (128 channels), its rows inside, still
-  // prefetching; the rule takes them on Intel hosts only (measured slower on Zen 5).
+  // prefetching; the rule takes them on Intel hosts only (slower elsewhere).
   const TileFacts one_by_one = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks_1x1.onnx", 16, 1024, 512, 7, 7, 1)));
   DefaultKnobs chunks_of_8 = rule;
   chunks_of_8.chunk = 8;
