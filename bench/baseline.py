@@ -18,7 +18,7 @@ the Markdown table. Writes CSV and Markdown. Run nothing else while it runs: 2 s
 noisy.
 
   /usr/bin/python3 bench/baseline.py [--models resnet18,...] [--iters 10] [--threads 1,2]
-                                     [--rounds 1] [--no-torch] [--out docs/bench]
+                                     [--rounds 1] [--no-torch] [--out docs/bench] [--stem baseline]
 """
 import argparse
 import json
@@ -62,6 +62,7 @@ def main():
                          "slow phases only ever add time)")
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch eager and TorchScript")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
+    ap.add_argument("--stem", default="baseline", help="output tables: OUT/STEM.csv and .md (one stable name per benchmark; the next run overwrites it)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     peak = bench_util.host_check("before")
@@ -124,7 +125,7 @@ def main():
         s["ort_version"] = ort_version
         summary.append(s)
         print("geomean " + json.dumps(s), flush=True)
-    bench_util.write_tables(rows, args.out, "baseline", summary)
+    bench_util.write_tables(rows, args.out, args.stem, summary)
 
 
 if __name__ == "__main__":

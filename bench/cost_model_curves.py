@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Best time found vs measured trials on ResNet-18's conv workloads (issue 5's benchmark).
+"""Best time found vs measured trials on ResNet-18's conv workloads (the guided-search benchmark).
 
 Three searches in one run, with the same trials per workload:
   random           uniform draws from the schedule space;

@@ -12,7 +12,7 @@ Matching: an ORT node belongs to the tensorsched step covering the ONNX node it 
 (ORT keeps a node's name, or names a fused or NCHWc node after an output tensor of one of the
 nodes it fused, plus "_nchwc"). ORT nodes that match no step (its layout reorders) are summed as
 `ort_only`. Per step: medians over the timed runs; with --rounds R, both sides run alternately R
-times and each step, node and run keeps its fastest round. Writes OUT/in_network.csv and .md; prints the
+times and each step, node and run keeps its fastest round. Writes OUT/STEM.csv and .md (--stem, default in_network); prints the
 totals and the steps where tensorsched loses most. Nothing else may run meanwhile.
 """
 import argparse
@@ -133,15 +133,15 @@ def compare(model_name, model, threads, args):
     return rows, total
 
 
-def write(rows, totals, out):
+def write(rows, totals, out, stem):
     os.makedirs(out, exist_ok=True)
     cols = list(rows[0].keys())
-    with open(os.path.join(out, "in_network.csv"), "w") as f:
+    with open(os.path.join(out, stem + ".csv"), "w") as f:
         f.write(",".join(cols) + "\n")
         for r in rows:
             f.write(",".join("" if r[c] is None else str(r[c]) for c in cols) + "\n")
     tcols = ["model", "threads", "tensorsched_run_ms", "ort_run_ms", "tensorsched_steps_ms", "ort_nodes_ms", "ort_only_ms"]
-    with open(os.path.join(out, "in_network.md"), "w") as f:
+    with open(os.path.join(out, stem + ".md"), "w") as f:
         f.write("| " + " | ".join(tcols) + " |\n|" + "---|" * len(tcols) + "\n")
         for t in totals:
             f.write("| " + " | ".join(str(t[c]) for c in tcols) + " |\n")
@@ -161,6 +161,7 @@ def main():
     ap.add_argument("--db", default=None, help="records database: tensorsched runs its tuned schedules")
     ap.add_argument("--top", type=int, default=12, help="steps printed per run, largest loss first")
     ap.add_argument("--out", default=os.path.join(bench_util.REPO, "docs", "bench"))
+    ap.add_argument("--stem", default="in_network", help="output tables: OUT/STEM.csv and .md")
     args = ap.parse_args()
     rows, totals = [], []
     for name in args.models.split(","):
@@ -173,8 +174,8 @@ def main():
             lost = sorted((x for x in r if x["ort_ms"] is not None), key=lambda x: x["ort_ms"] - x["tensorsched_ms"])
             for x in lost[: args.top]:
                 print(f"  {x['tensorsched_ms']:8.3f} ms vs ORT {x['ort_ms']:8.3f} ms  {x['ops']:24s} {x['node']}")
-    write(rows, totals, args.out)
-    print(f"wrote {args.out}/in_network.csv and in_network.md")
+    write(rows, totals, args.out, args.stem)
+    print(f"wrote {args.out}/{args.stem}.csv and {args.stem}.md")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,9 @@ with the ORT column, weights as warm. A second ONNX Runtime column is the same n
 single node run again and again keeps its weights in cache.
 
     /usr/bin/python3 bench/per_layer.py [--zoo build/zoo] [--models resnet18,...] [--threads 1,2]
-        [--iters 30] [--rounds 3] [--db records.db] [--out docs/bench]
+        [--iters 30] [--rounds 3] [--db records.db] [--out docs/bench] [--stem per_layer]
 
-Writes OUT/per_layer.csv and .md. Ratios are ort_over_tensorsched (above 1: tensorsched faster).
+Writes OUT/STEM.csv and .md. Ratios are ort_over_tensorsched (above 1: tensorsched faster).
 Nothing else may run meanwhile: two cores, shared.
 """
 import argparse
@@ -158,6 +158,7 @@ def main():
     ap.add_argument("--min-mflop", type=float, default=20)
     ap.add_argument("--db", default="", help="records database: tensorsched runs its tuned schedules")
     ap.add_argument("--out", default=os.path.join(bench_util.REPO, "docs", "bench"))
+    ap.add_argument("--stem", default="per_layer", help="output tables: OUT/STEM.csv and .md (one stable name per benchmark; the next run overwrites it)")
     a = ap.parse_args()
 
     peak = bench_util.host_check("before")
@@ -222,7 +223,7 @@ def main():
                         "ort_version": ort_version})
     for s in summary:
         print(s)
-    bench_util.write_tables(rows, a.out, "per_layer", summary)
+    bench_util.write_tables(rows, a.out, a.stem, summary)
 
 
 if __name__ == "__main__":

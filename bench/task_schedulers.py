@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Task-scheduler experiment (issue 15, DynaTune's Fig. 7-8): model latency against tuning time
+"""Task-scheduler experiment (DynaTune's Fig. 7-8): model latency against tuning time
 for each task scheduler, with the same search policy and the same budget.
 
 For each model, scheduler and seed: `tensorsched tune MODEL --time B --scheduler S --seed K
@@ -20,7 +20,7 @@ times with a target never reached counted as the whole budget (so such means are
 "+"), and DynaTune's ratios against sequential, round-robin and gradient. Writes OUT/STEM.json,
 OUT/STEM.md and OUT/STEM.png (speed-up over the default against time, mean over seeds). `--keep`
 loads the runs of an earlier OUT/STEM.json first and runs only what it lacks, so seeds can be added
-in separate sessions.
+in separate runs.
 Run nothing else meanwhile: 2 shared cores are noisy.
 
   /usr/bin/python3 bench/task_schedulers.py [--models resnet18,squeezenet1_0,mobilenet_v2,transformer]
@@ -209,7 +209,7 @@ def main():
         for seed in [int(k) for k in args.seeds.split(",") if k]:
             for s in schedulers:
                 if s in runs.get((model, seed), {}):
-                    continue  # --keep: measured in an earlier session
+                    continue  # --keep: measured in an earlier run
                 r = tune(args.binary, path, s, seed, args.time, args.policy)
                 runs.setdefault((model, seed), {})[s] = {k: r[k] for k in ("curve", "seconds", "scheduler_seconds")}
                 print(f"{model} seed {seed} {s}: {r['curve'][0][1]:.2f} -> {r['curve'][-1][1]:.2f} ms in "

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tuning-reuse experiment (issue 16, Gibson and Cano's Fig. 5-6): a model starts from the
+"""Tuning-reuse experiment (Gibson and Cano's Fig. 5-6): a model starts from the
 schedules other models earned, against tuning it from scratch for the same time.
 
 1. Donors: every model is tuned from scratch for --donor-time seconds (random search) into its own

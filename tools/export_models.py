@@ -145,8 +145,8 @@ MODELS = {
     "wavenet": (lambda: WaveNet(), (1, 1, 4096)),
 }
 
-# Torchvision networks outside the zoo: issue 12 is checked on networks nothing was tuned or
-# ruled on. Exported on request only (--held-out, or naming them in --models).
+# Torchvision networks outside the zoo: the default rule is checked on networks nothing was tuned
+# or ruled on. Exported on request only (--held-out, or naming them in --models).
 HELD_OUT = {
     "resnet34": (lambda: tv.resnet34(weights=None), (1, 3, 224, 224)),
     "resnext50_32x4d": (lambda: tv.resnext50_32x4d(weights=None), (1, 3, 224, 224)),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Model fuzzer for tensorsched (issue 14: no crash, no hang, no silent wrong answer).
+"""Model fuzzer for tensorsched (no crash, no hang, no silent wrong answer).
 
 Design
   * Seeds (seeds.py): small valid ONNX models built with onnx.helper, sharing shapes and weights so
