@@ -6,7 +6,7 @@ its layout reorders and thread-pool start per call, and its timings are per-call
 small nodes. Here both sides are timed where they run.
 
     /usr/bin/python3 bench/in_network.py [--models resnet50,...] [--threads 1,2] [--iters 50]
-        [--warmup 10] [--rounds 1] [--db records.db] [--top 12] [--out docs/bench]
+        [--warmup 10] [--rounds 1] [--db records.db] [--top 12] [--out docs/bench] [--stem in_network]
 
 Matching: an ORT node belongs to the tensorsched step covering the ONNX node it is named after
 (ORT keeps a node's name, or names a fused or NCHWc node after an output tensor of one of the
