@@ -89,7 +89,7 @@ def main():
             # --rounds: every side again in turn, each keeping its fastest round's median.
             ts_ms = ort_ms = eager_ms = script_ms = float("inf")
             if not args.no_torch:
-                torch.set_num_threads(threads)
+                bench_util.set_torch_threads(threads)
             for _ in range(args.rounds):
                 ts, _ = tensorsched(args.binary, model_path, threads, args.iters, cache)
                 ts_ms = min(ts_ms, ts["latency_ms"]["median"])

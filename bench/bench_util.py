@@ -1,6 +1,7 @@
 """Shared pieces of the Python benchmarks: PyTorch and ONNX Runtime timing, the FMA peak of the
 machine, and the CSV + Markdown tables."""
 import csv
+import ctypes
 import json
 import math
 import os
@@ -15,6 +16,19 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ORT_RUN = os.path.join(REPO, "bench", "ort_run.js")
 FMA_PEAK_SRC = os.path.join(REPO, "bench", "fma_peak.cpp")
 FMA_PEAK_BIN = os.path.join(REPO, "build", "fma_peak")
+
+
+def set_torch_threads(n):
+    """Runs PyTorch on n threads. torch.set_num_threads sets ATen's pool only: Debian's torch calls
+    the system BLAS (OpenBLAS, pthread build), whose own pool keeps every core, so a "1-thread"
+    PyTorch matmul ran on 2 cores. Every loaded OpenBLAS is told n as well."""
+    torch.set_num_threads(n)
+    with open("/proc/self/maps") as maps:
+        libs = {line.split()[-1] for line in maps if "libopenblas" in line}
+    for lib in libs:
+        setter = getattr(ctypes.CDLL(lib), "openblas_set_num_threads", None)
+        if setter:
+            setter(n)
 
 
 

@@ -58,7 +58,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
     cache = os.path.join(work, "cache")
-    torch.set_num_threads(os.cpu_count())
+    bench_util.set_torch_threads(os.cpu_count())
     rows = []
     for name in args.models.split(","):
         model = os.path.join(REPO, "models", name + ".onnx")
