@@ -31,7 +31,6 @@ def set_torch_threads(n):
             setter(n)
 
 
-
 def repo_relative(value):
     """`value` (nested dicts, lists, strings) with paths inside the repository made relative to
     it, so that results committed to docs/ name no folder of the machine that measured them."""
