@@ -61,8 +61,7 @@ def main():
                     help="each side runs this many times in turn; its fastest median is kept (a shared host's "
                          "slow phases only ever add time)")
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch eager and TorchScript")
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
-    ap.add_argument("--stem", default="baseline", help="output tables: OUT/STEM.csv and .md (one stable name per benchmark; the next run overwrites it)")
+    bench_util.add_output_args(ap, "baseline")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     peak = bench_util.host_check("before")

@@ -18,6 +18,13 @@ FMA_PEAK_SRC = os.path.join(REPO, "bench", "fma_peak.cpp")
 FMA_PEAK_BIN = os.path.join(REPO, "build", "fma_peak")
 
 
+def add_output_args(ap, stem):
+    """--out (default docs/bench) and --stem: a benchmark writes OUT/STEM.*, one stable name that
+    its next run overwrites (docs/benchmarks.md quotes it)."""
+    ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
+    ap.add_argument("--stem", default=stem, help="output files: OUT/STEM.* (default %(default)s)")
+
+
 def set_torch_threads(n):
     """Runs PyTorch on n threads. torch.set_num_threads sets ATen's pool only: Debian's torch calls
     the system BLAS (OpenBLAS, pthread build), whose own pool keeps every core, so a "1-thread"

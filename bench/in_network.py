@@ -160,8 +160,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=1, help="alternating rounds of both sides; each step's fastest is kept")
     ap.add_argument("--db", default=None, help="records database: tensorsched runs its tuned schedules")
     ap.add_argument("--top", type=int, default=12, help="steps printed per run, largest loss first")
-    ap.add_argument("--out", default=os.path.join(bench_util.REPO, "docs", "bench"))
-    ap.add_argument("--stem", default="in_network", help="output tables: OUT/STEM.csv and .md")
+    bench_util.add_output_args(ap, "in_network")
     args = ap.parse_args()
     rows, totals = [], []
     for name in args.models.split(","):

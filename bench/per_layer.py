@@ -157,8 +157,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="alternating whole-network rounds (medians)")
     ap.add_argument("--min-mflop", type=float, default=20)
     ap.add_argument("--db", default="", help="records database: tensorsched runs its tuned schedules")
-    ap.add_argument("--out", default=os.path.join(bench_util.REPO, "docs", "bench"))
-    ap.add_argument("--stem", default="per_layer", help="output tables: OUT/STEM.csv and .md (one stable name per benchmark; the next run overwrites it)")
+    bench_util.add_output_args(ap, "per_layer")
     a = ap.parse_args()
 
     peak = bench_util.host_check("before")

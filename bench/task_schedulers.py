@@ -37,7 +37,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import repo_relative  # noqa: E402
+from bench_util import add_output_args, repo_relative  # noqa: E402
 
 
 def tune(binary, model, scheduler, seed, seconds, policy):
@@ -197,8 +197,7 @@ def main():
     ap.add_argument("--seeds", default="1,2,3", help="comma-separated seeds to run")
     ap.add_argument("--time", type=float, default=120)
     ap.add_argument("--policy", default="random")
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
-    ap.add_argument("--stem", default="task_schedulers")
+    add_output_args(ap, "task_schedulers")
     ap.add_argument("--keep", action="store_true", help="add to the runs of an earlier OUT/STEM.json")
     args = ap.parse_args()
     schedulers = args.schedulers.split(",")

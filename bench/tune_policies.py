@@ -47,12 +47,11 @@ def main():
     ap.add_argument("--halide-trials", type=int, default=20, help="adams2019(-greedy): proposals per task")
     ap.add_argument("--time", type=float, default=0,
                     help="a fixed budget: every policy tunes for this many seconds (--time) instead of trials")
-    ap.add_argument("--stem", default="tune_policies", help="output tables: OUT/STEM.csv and .md")
+    bench_util.add_output_args(ap, "tune_policies")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--binary", default=os.path.join(REPO, "build", "tensorsched"))
     ap.add_argument("--work", default=None, help="directory for databases and code (default: a temp dir)")
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
     args = ap.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="tensorsched-tune-bench-")
     os.makedirs(work, exist_ok=True)

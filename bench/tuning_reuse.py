@@ -38,7 +38,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import repo_relative  # noqa: E402
+from bench_util import add_output_args, repo_relative  # noqa: E402
 PAPER_MODELS = ("resnet18,resnet50,alexnet,vgg16,mobilenet_v2,efficientnet_b0,efficientnet_b4,googlenet,"
                 "mnasnet1_0")
 CHECKPOINTS = (0, 5, 10, 20)
@@ -226,8 +226,7 @@ def main():
     ap.add_argument("--full-evals", type=int, default=20)
     ap.add_argument("--scratch", default="random", help="comma-separated policies tuned from scratch")
     ap.add_argument("--work", default=os.path.join(REPO, "build", "reuse"), help="donor databases live here")
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
-    ap.add_argument("--stem", default="tuning_reuse")
+    add_output_args(ap, "tuning_reuse")
     ap.add_argument("--same-class-too", action="store_true",
                     help="also reuse with --same-class-only (no across-class recipes), for comparison")
     ap.add_argument("--keep", action="store_true", help="keep the targets of an earlier OUT/STEM.json")

@@ -14,9 +14,7 @@ cd "$(dirname "$0")/.."
 jobs=${CTEST_PARALLEL_LEVEL:-2}
 if [ "${1:-}" = "--quick" ]; then
   shift
-  scripts/install-deps.sh
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-  cmake --build build --target tensorsched_tests
+  scripts/build.sh tensorsched_tests
   exec ctest --test-dir build --output-on-failure -j "$jobs" -L '^unit$' "$@"
 fi
 scripts/build.sh
