@@ -1,6 +1,7 @@
 #include "schedule/default_schedule.h"
 
 #include "schedule/default_tile.h"
+#include "schedule/schedule_builder.h"
 #include "schedule/task_prefetch.h"
 #include "schedule/winograd_schedule.h"
 
@@ -23,8 +24,7 @@ constexpr int64_t kMinParallelPoints = int64_t{1} << 17;
 
 // Runs `loop` in parallel, `grain` consecutive iterations per task; returns the loop of one
 // iteration of `loop` (itself, or the inner loop of the split).
-template <typename StageT>
-Halide::VarOrRVar parallel_in_tasks(StageT s, const Halide::VarOrRVar& loop, int64_t grain) {
+Halide::VarOrRVar parallel_in_tasks(StageRef s, const Halide::VarOrRVar& loop, int64_t grain) {
   if (grain < 2) {
     s.parallel(loop);
     return loop;
@@ -35,8 +35,7 @@ Halide::VarOrRVar parallel_in_tasks(StageT s, const Halide::VarOrRVar& loop, int
 }
 
 // Fuses `loops` (innermost first) into one loop, outermost first, named after the outermost.
-template <typename StageT>
-Halide::VarOrRVar fuse_outermost_first(StageT s, const std::vector<Halide::VarOrRVar>& loops) {
+Halide::VarOrRVar fuse_outermost_first(StageRef s, const std::vector<Halide::VarOrRVar>& loops) {
   Halide::VarOrRVar outer = loops.back();
   for (int k = static_cast<int>(loops.size()) - 2; k >= 0; k--) {
     Halide::Var fused(loops.back().name() + "_" + loops[k].name() + "_f");
@@ -46,8 +45,7 @@ Halide::VarOrRVar fuse_outermost_first(StageT s, const std::vector<Halide::VarOr
   return outer;
 }
 
-template <typename StageT>
-void vectorize_and_parallelize(StageT s, const std::vector<Halide::Var>& args, const std::vector<int64_t>& ext,
+void vectorize_and_parallelize(StageRef s, const std::vector<Halide::Var>& args, const std::vector<int64_t>& ext,
                                int width, bool vectorize_inner, int64_t work) {
   const int n = static_cast<int>(args.size());
   if (n == 0) return;
@@ -164,8 +162,8 @@ TransposedCopy transposed_copy(const Function& fn, const std::vector<int64_t>& e
 // from rows far apart (the Transformer's key heads: 16 rows 6 KB apart). A copy transposed by
 // blocks takes one block per tile (a channel-blocked tensor to a plain one), where each vector
 // down a row read one lane of every block's 64-byte line.
-void schedule_transposing_copy(Halide::Func f, const std::vector<int64_t>& ext, TransposedCopy t, int width) {
-  const std::vector<Halide::Var> args = f.args();
+void schedule_transposing_copy(FuncRef f, const std::vector<Halide::Var>& args, const std::vector<int64_t>& ext,
+                               TransposedCopy t, int width) {
   const int k = t.dim;
   Halide::Var xo(args[0].name() + "_to"), xi(args[0].name() + "_ti"), ko(args[k].name() + "_to"), ki(args[k].name() + "_ti");
   const int kw = t.block > 0 ? t.block : static_cast<int>(std::min<int64_t>(width, ext[k]));
@@ -193,7 +191,7 @@ constexpr int kInterleavedReductionPoints = 8;
 
 // Splits the pure loop `arg` of a reduction's update into groups of kInterleavedReductionPoints,
 // the points of a group unrolled (to be placed inside the reduction loops): {groups, points}.
-std::pair<Halide::Var, Halide::Var> interleave_points(Halide::Stage st, const Halide::Var& arg) {
+std::pair<Halide::Var, Halide::Var> interleave_points(StageRef st, const Halide::Var& arg) {
   Halide::Var groups(arg.name() + "_io"), points(arg.name() + "_ii");
   st.split(arg, groups, points, kInterleavedReductionPoints, Halide::TailStrategy::GuardWithIf).unroll(points);
   return {groups, points};
@@ -206,7 +204,7 @@ std::pair<Halide::Var, Halide::Var> interleave_points(Halide::Stage st, const Ha
 // kInterleavedReductionPoints points accumulate together; each point's lanes are summed once at
 // the end. Scalar, each point was one chain of dependent FMAs. Returns false, scheduling
 // nothing, when `f` is not such a reduction.
-bool schedule_lane_factored_reduction(Halide::Func f, const std::vector<int64_t>& ext, int width) {
+bool schedule_lane_factored_reduction(ScheduleBuilder& sb, const Halide::Func& f, const std::vector<int64_t>& ext, int width) {
   const Function& fn = f.function();
   if (f.num_update_definitions() != 1 || ext.empty()) return false;
   const auto& rvars = fn.update(0).schedule().rvars();
@@ -219,20 +217,18 @@ bool schedule_lane_factored_reduction(Halide::Func f, const std::vector<int64_t>
     else other_iterations *= *e;
   }
   if (lane_rvar < 0 || other_iterations < 4) return false;
+  // rfactor needs a reduction Halide can prove associative.
+  const auto& def = fn.update(0);
+  if (!Halide::Internal::prove_associativity(fn.name(), def.args(), def.values()).associative()) return false;
   const std::vector<Halide::Var> args = f.args();
-  Halide::Var lane(f.name() + "_lane");
-  Halide::Func partial;
-  try {
-    partial = f.update(0).rfactor(Halide::RVar(rvars[lane_rvar].var), lane);
-  } catch (const Halide::Error&) {
-    return false;  // not a reduction rfactor can prove associative
-  }
+  Halide::Var lane(func_base_name(f.name()) + "_lane");
+  FuncRef partial = sb.func(f).update(0).rfactor(Halide::RVar(rvars[lane_rvar].var), lane);
   // rfactor appends the lanes as the outermost dimension: store them innermost, one vector.
   std::vector<Halide::Var> storage = {lane};
   storage.insert(storage.end(), args.begin(), args.end());
   partial.compute_root().reorder_storage(storage).reorder(std::vector<Halide::VarOrRVar>(storage.begin(), storage.end())).vectorize(lane);
   // The partial sums' loops, innermost first: lanes, [interleaved points,] reduction, pure.
-  Halide::Stage st = partial.update(0);
+  StageRef st = partial.update(0);
   std::vector<Halide::VarOrRVar> order = {lane};
   std::vector<Halide::VarOrRVar> outer;
   int points_dim = -1;
@@ -247,25 +243,28 @@ bool schedule_lane_factored_reduction(Halide::Func f, const std::vector<int64_t>
     order.push_back(points);
     outer.push_back(groups);
   }
-  for (const auto& rv : partial.function().update(0).schedule().rvars()) order.push_back(Halide::RVar(rv.var));
+  // The partial sums reduce over the RVars not factored out, in their order.
+  for (size_t i = 0; i < rvars.size(); i++)
+    if (static_cast<int>(i) != lane_rvar) order.push_back(Halide::RVar(rvars[i].var));
   order.insert(order.end(), outer.begin(), outer.end());
   st.reorder(order).vectorize(lane);
   return true;
 }
 
-void schedule_root(Halide::Func f, const Halide::Target& target, const DefaultStructure& ds) {
+void schedule_root(ScheduleBuilder& sb, const Halide::Func& f, const Halide::Target& target, const DefaultStructure& ds) {
   const Function& fn = f.function();
   const std::vector<int64_t> ext = estimate_extents(fn);
   const std::vector<Halide::Var> args = f.args();
   const int width = target.natural_vector_size(f.output_types()[0]);
   const bool vec = !args.empty() && ext[0] * 2 >= width;
-  f.compute_root();
+  FuncRef F = sb.func(f);
+  F.compute_root();
   if (const TransposedCopy t = vec ? transposed_copy(fn, ext, ds, width) : TransposedCopy{}; t.dim > 0)
-    return schedule_transposing_copy(f, ext, t, width);
-  vectorize_and_parallelize(f, args, ext, width, vec, stage_work(ext, {}));
-  if (!vec && schedule_lane_factored_reduction(f, ext, width)) return;
+    return schedule_transposing_copy(F, args, ext, t, width);
+  vectorize_and_parallelize(F, args, ext, width, vec, stage_work(ext, {}));
+  if (!vec && schedule_lane_factored_reduction(sb, f, ext, width)) return;
   for (int u = 0; u < f.num_update_definitions(); u++) {
-    Halide::Stage st = f.update(u);
+    StageRef st = F.update(u);
     const auto& rvars = fn.update(u).schedule().rvars();
     // Loop order, innermost first: vector loop, [interleaved points,] reduction loops, other pure loops.
     std::vector<Halide::VarOrRVar> order;
@@ -300,9 +299,9 @@ bool blocks_inside_k_blocks(const TilePlan& p) {
 // inner reduction loops (a blocked conv's lanes) unrolled as the plan says. A plain matmul's
 // block of B is copied contiguous once per block (into a wrapper of the Func r reads B through,
 // which only r calls: the workload's other stages may read B too) unless B is stored in panels.
-void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePlan& p) {
+void schedule_k_blocked_update(ScheduleBuilder& sb, const Halide::Func& r, const TileFacts& f, const TilePlan& p) {
   const std::vector<Halide::Var> ra = r.args();
-  Halide::Stage st = r.update(0);
+  StageRef st = sb.func(r).update(0);
   const auto& rvars = r.function().update(0).schedule().rvars();
   const Halide::RVar k(rvars.back().var);
   Halide::RVar ko(k.name() + "_ko"), ki(k.name() + "_ki");
@@ -342,9 +341,10 @@ void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePla
   const auto weights = tile_weights(r.function(), ra[f.u].name(), &b);
   // A panel-packed B (graph/layout_plan.h, 3 dimensions) is contiguous per block already.
   if (!b || (weights && weights->dimensions() > 2)) return;
-  Halide::Func staged = Halide::Func(*b).in(r);
-  staged.compute_at(r, ko);
-  if (!staged.args().empty()) staged.vectorize(staged.args()[0], f.V, Halide::TailStrategy::GuardWithIf);
+  // The copy has b's arguments; r's update (its definition 1) reads it.
+  FuncRef staged = sb.func(Halide::Func(*b)).in(sb.func(r));
+  staged.compute_at(sb.func(r), ko, 1);
+  if (!b->args().empty()) staged.vectorize(Halide::Var(b->args()[0]), f.V, Halide::TailStrategy::GuardWithIf);
 }
 
 // The update of a register tile's accumulator r (computed inside the tile): lanes innermost
@@ -352,12 +352,12 @@ void schedule_k_blocked_update(Halide::Func r, const TileFacts& f, const TilePla
 // reduction loops, the innermost ones the plan says unrolled. A streamed tile runs its streamed
 // pure loop right inside the outermost reduction loop and prefetches the weights of that loop's
 // next iteration from its innermost rolled reduction loop (default_tile.cpp plan_streaming).
-void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p) {
-  if (p.k_block > 0) return schedule_k_blocked_update(r, f, p);
+void schedule_tile_update(ScheduleBuilder& sb, const Halide::Func& r, const TileFacts& f, const TilePlan& p) {
+  if (p.k_block > 0) return schedule_k_blocked_update(sb, r, f, p);
   const std::vector<Halide::Var> ra = r.args();
   const int n = static_cast<int>(ra.size());
   const int u = f.u, v = f.v;
-  Halide::Stage st = r.update(0);
+  StageRef st = sb.func(r).update(0);
   // Paired blocks put the block loop right outside the lanes (in the loops and the
   // accumulator's storage): one dense vector of 2 x V lanes per column.
   std::vector<Halide::VarOrRVar> rorder = {ra[0]};
@@ -378,7 +378,7 @@ void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p)
     std::vector<Halide::Var> storage = {ra[0], ra[v]};
     for (int k = 1; k < n; k++)
       if (k != v) storage.push_back(ra[k]);
-    r.reorder_storage(storage);
+    sb.func(r).reorder_storage(storage);
     // Both loops vectorized (nested ramps): the weights' halves stay two dense loads, where a
     // fused loop's div/mod index became a gather.
     if (p.Vt == 2) {
@@ -413,20 +413,19 @@ void schedule_tile_update(Halide::Func r, const TileFacts& f, const TilePlan& p)
 
 // The tile's parallel loop (`task`: its block tiles, default_tile.cpp tasks_are_block_tiles)
 // prefetches the next task's weights over r's loops (schedule/task_prefetch.h).
-void request_next_task_weights(Halide::Func o, Halide::Func r, const TileFacts& f, const TilePlan& p,
-                               const std::string& task) {
+void request_next_task_weights(ScheduleBuilder& sb, const Halide::Func& o, const Halide::Func& r, const TileFacts& f,
+                               const TilePlan& p, const std::string& task) {
   const auto weights = tile_weights(r.function(), f.u >= 0 ? r.args()[f.u].name() : "");
   if (!weights) return;
   TaskPrefetch req;
   req.task_loop = task;
-  req.task_func = o.name();
-  req.spread_stage = r.name() + ".s1";
+  req.spread_stage = func_base_name(r.name()) + ".s1";
   req.buffer = weights->name();
   req.task_bytes = task_slice_bytes(f, p);
   req.buffer_bytes = f.weight_bytes;  // the blocks span the weights (tile_facts' contiguous_block_bytes)
   req.locality = weight_prefetch_locality();
   req.walk_ahead_tasks = p.walk_pages_ahead ? kWalkAheadTasks : 0;
-  request_task_prefetch(o, req);
+  sb.func(o).task_prefetch(req);
 }
 
 // Rule 5: output o, elementwise in one reduction r over the same domain, is tiled (vector loop
@@ -436,8 +435,9 @@ void request_next_task_weights(Halide::Func o, Halide::Func r, const TileFacts& 
 // when no load is reused along one, e.g. depthwise) times 2 output-channel blocks (v), 12-16
 // accumulators, with the innermost reduction loops (the kernel's taps, or a 1x1 conv's block
 // lanes) unrolled. default_tile.h plans it; this issues the calls.
-void schedule_tile(Halide::Func o, Halide::Func r, const TileFacts& f, const TilePlan& p) {
-  const std::vector<Halide::Var> oa = o.args(), ra = r.args();
+void schedule_tile(ScheduleBuilder& sb, const Halide::Func& of, const Halide::Func& rf, const TileFacts& f, const TilePlan& p) {
+  const std::vector<Halide::Var> oa = of.args(), ra = rf.args();
+  FuncRef o = sb.func(of), r = sb.func(rf);
   const int u = f.u, v = f.v;
   Halide::Var xo("xo"), xi("xi"), uo("uo"), ui("ui"), vo("vo"), vi("vi");
   o.compute_root();
@@ -482,36 +482,22 @@ void schedule_tile(Halide::Func o, Halide::Func r, const TileFacts& f, const Til
     task = parallel_in_tasks(o, fuse_outermost_first(o, std::vector<Halide::VarOrRVar>(outer.end() - p.fused, outer.end())), p.grain);
     if (p.streamed >= 0 && p.streamed + 1 == static_cast<int>(outer.size()) - p.fused) at = *task;
   }
-  r.compute_at(o, at.var).vectorize(ra[0]);
+  r.compute_at(o, at).vectorize(ra[0]);
   if (u >= 0 && p.k_block == 0) r.unroll(ra[u]);  // a K-blocked r holds every row: a loop
   if (p.Vt > 1 && !blocks_inside_k_blocks(p)) r.unroll(ra[v]);  // else r holds every block: a loop
-  schedule_tile_update(r, f, p);
-  if (p.prefetch_next_task && task) request_next_task_weights(o, r, f, p, task->name());
+  schedule_tile_update(sb, rf, f, p);
+  if (p.prefetch_next_task && task) request_next_task_weights(sb, of, rf, f, p, task->name());
 }
 
 }  // namespace
 
-void bound_outputs_to_estimates(const std::vector<Halide::Func>& outputs) {
-  for (const auto& o : outputs) {
-    const std::vector<int64_t> ext = estimate_extents(o.function());
-    if (ext.empty() || !std::all_of(ext.begin(), ext.end(), [](int64_t e) { return e > 0; })) continue;
-    Halide::Func f = o;
-    for (size_t d = 0; d < ext.size(); d++) f.bound(f.args()[d], 0, static_cast<int>(ext[d]));
-  }
-}
-
-void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
-  apply_default_variant(outputs, target, {});
-}
-
-void apply_default_variant(const std::vector<Halide::Func>& outputs, const Halide::Target& target,
-                           const DefaultKnobs& knobs) {
-  if (apply_winograd_schedule(outputs, knobs)) return;
+Schedule default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target, const DefaultKnobs& knobs) {
+  ScheduleBuilder sb;
+  if (winograd_schedule(sb, outputs, knobs)) return sb.schedule;
   const DefaultStructure ds = default_structure(outputs, target);
-  bound_outputs_to_estimates(outputs);
   std::set<std::string> tiled;
   for (const auto& t : ds.tiles) {
-    schedule_tile(t.o, t.r, t.facts, plan_tile(t.facts, knobs));
+    schedule_tile(sb, t.o, t.r, t.facts, plan_tile(t.facts, knobs));
     tiled.insert(t.o.name());
     tiled.insert(t.r.name());
     // Its padded inputs are then read in place (inlined, bounds checked per tap).
@@ -520,7 +506,17 @@ void apply_default_variant(const std::vector<Halide::Func>& outputs, const Halid
         tiled.insert(callee);
   }
   for (const auto& name : ds.root)
-    if (!tiled.count(name)) schedule_root(Halide::Func(ds.env.at(name)), target, ds);
+    if (!tiled.count(name)) schedule_root(sb, Halide::Func(ds.env.at(name)), target, ds);
+  return sb.schedule;
+}
+
+void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
+  apply_default_variant(outputs, target, {});
+}
+
+void apply_default_variant(const std::vector<Halide::Func>& outputs, const Halide::Target& target,
+                           const DefaultKnobs& knobs) {
+  apply(default_schedule(outputs, target, knobs), outputs, target);
 }
 
 }  // namespace ts

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "schedule/schedule.h"
+
 namespace ts {
 
 // Knobs of rule 5's register tile. Unset = the rule's choice; a value outside what a workload
@@ -63,18 +65,15 @@ struct DefaultKnobs {
 // Why `params` are not valid TensorschedDefault parameters, or nullopt.
 std::optional<std::string> check_default_params(const std::map<std::string, std::string>& params);
 
+// The rule's schedule of the pipeline computing `outputs` (every stage it decides; the rest stay
+// at Halide's default), with `knobs` (unset: the rule's own choices), as data for apply().
+Schedule default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target, const DefaultKnobs& knobs = {});
+
 // The rule (every knob unset).
 void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
 // The rule with `knobs` (a TensorschedDefault recipe's parameters).
 void apply_default_variant(const std::vector<Halide::Func>& outputs, const Halide::Target& target,
                            const DefaultKnobs& knobs);
 
-// Bounds every output's loops to its estimates (the workload's fixed shape, from 0): every loop
-// extent and every per-tile allocation becomes a constant, so an accumulator tile lives on the
-// stack instead of a heap allocation per tile (a depthwise conv's tile sized by a fused parallel
-// loop's batch index was malloc'ed 2,352 times per call). The default schedule and the sketch's
-// schedules call it; Halide's autoschedulers do not: an Adams2019 schedule of a conv gave wrong
-// values under fixed output bounds in Halide 14 (tests/schedule/autoscheduler_test.cpp).
-void bound_outputs_to_estimates(const std::vector<Halide::Func>& outputs);
 
 }  // namespace ts

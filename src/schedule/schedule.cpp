@@ -48,6 +48,36 @@ const char* tail_source(Tail t) {
   return "?";
 }
 
+const char* step_name(StepKind k) {
+  switch (k) {
+    case StepKind::Split: return "split";
+    case StepKind::Fuse: return "fuse";
+    case StepKind::Reorder: return "reorder";
+    case StepKind::Vectorize: return "vectorize";
+    case StepKind::Unroll: return "unroll";
+    case StepKind::Parallel: return "parallel";
+  }
+  return "?";
+}
+
+const char* bound_name(PrefetchBound b) {
+  switch (b) {
+    case PrefetchBound::Clamp: return "clamp";
+    case PrefetchBound::GuardWithIf: return "guard_with_if";
+    case PrefetchBound::NonFaulting: return "non_faulting";
+  }
+  return "?";
+}
+
+const char* bound_source(PrefetchBound b) {
+  switch (b) {
+    case PrefetchBound::Clamp: return "PrefetchBoundStrategy::Clamp";
+    case PrefetchBound::GuardWithIf: return "PrefetchBoundStrategy::GuardWithIf";
+    case PrefetchBound::NonFaulting: return "PrefetchBoundStrategy::NonFaulting";
+  }
+  return "?";
+}
+
 bool stage_less(const StageSchedule& a, const StageSchedule& b) {
   return std::tie(a.func, a.definition) < std::tie(b.func, b.definition);
 }
@@ -78,6 +108,38 @@ json stage_to_json(const StageSchedule& s) {
     if (!s.parallel_fused.empty()) j["parallel"]["fused"] = s.parallel_fused;
   }
   if (!s.unroll.empty()) j["unroll"] = s.unroll;
+  if (!s.steps.empty()) {
+    json steps = json::array();
+    for (const auto& st : s.steps) {
+      json o;
+      if (st.kind == StepKind::Split || st.kind == StepKind::Fuse || st.kind == StepKind::Reorder) o[step_name(st.kind)] = st.loops;
+      else o[step_name(st.kind)] = st.loops.empty() ? "" : st.loops[0];
+      if (st.factor != 0) o["factor"] = st.factor;
+      if (st.tail != Tail::Auto) o["tail"] = tail_name(st.tail);
+      steps.push_back(o);
+    }
+    j["steps"] = steps;
+  }
+  if (!s.prefetches.empty()) {
+    json p = json::array();
+    for (const auto& d : s.prefetches)
+      p.push_back({{"buffer", d.buffer}, {"at", d.at}, {"from", d.from}, {"offset", d.offset}, {"bound", bound_name(d.bound)}});
+    j["prefetch"] = p;
+  }
+  if (!s.rfactor.empty()) {
+    json r = json::array();
+    for (const auto& f : s.rfactor) r.push_back({{"rvar", f.rvar}, {"var", f.var}});
+    j["rfactor"] = r;
+  }
+  if (!s.staged_for.empty()) j["in"] = s.staged_for;
+  if (!s.task_prefetches.empty()) {
+    json t = json::array();
+    for (const auto& q : s.task_prefetches)
+      t.push_back({{"task_loop", q.task_loop}, {"spread_stage", q.spread_stage}, {"buffer", q.buffer},
+                   {"task_bytes", q.task_bytes}, {"buffer_bytes", q.buffer_bytes}, {"locality", q.locality},
+                   {"walk_ahead_tasks", q.walk_ahead_tasks}});
+    j["task_prefetch"] = t;
+  }
   return j;
 }
 
@@ -136,17 +198,89 @@ Tail parse_tail(const Reader& r, const std::string& s) {
   r.fail(fmt::format("unknown tail '{}' (auto, guard_with_if, shift_inwards, round_up)", s));
 }
 
+PrefetchBound parse_bound(const Reader& r, const std::string& s) {
+  for (PrefetchBound b : {PrefetchBound::Clamp, PrefetchBound::GuardWithIf, PrefetchBound::NonFaulting})
+    if (s == bound_name(b)) return b;
+  r.fail(fmt::format("unknown prefetch bound '{}' (clamp, guard_with_if, non_faulting)", s));
+}
+
+// One object of "steps": exactly one directive key, with "factor" and "tail" where they apply.
+LoopStep step_from_json(const json& j, const Reader& outer, size_t index) {
+  Reader r{fmt::format("{} step {}", outer.where, index)};
+  r.only_keys(j, {"split", "fuse", "reorder", "vectorize", "unroll", "parallel", "factor", "tail"});
+  LoopStep st;
+  int kinds = 0;
+  for (StepKind k : {StepKind::Split, StepKind::Fuse, StepKind::Reorder, StepKind::Vectorize, StepKind::Unroll, StepKind::Parallel}) {
+    if (!j.contains(step_name(k))) continue;
+    kinds++;
+    st.kind = k;
+    if (k == StepKind::Split || k == StepKind::Fuse || k == StepKind::Reorder) st.loops = r.strings(j, step_name(k));
+    else st.loops = {r.str(j, step_name(k))};
+  }
+  if (kinds != 1) r.fail("names one directive (split, fuse, reorder, vectorize, unroll or parallel)");
+  if ((st.kind == StepKind::Split || st.kind == StepKind::Fuse) && st.loops.size() != 3)
+    r.fail(fmt::format("{} names {} loops (3: {})", step_name(st.kind), st.loops.size(),
+                       st.kind == StepKind::Split ? "old, outer, inner" : "inner, outer, fused"));
+  if (j.contains("factor")) st.factor = r.integer(j, "factor");
+  if (j.contains("tail")) st.tail = parse_tail(r, r.str(j, "tail"));
+  return st;
+}
+
+void extras_from_json(const json& j, const Reader& r, StageSchedule& s) {
+  if (j.contains("steps")) {
+    if (!j["steps"].is_array()) r.fail("field 'steps' must be an array");
+    for (size_t i = 0; i < j["steps"].size(); i++) s.steps.push_back(step_from_json(j["steps"][i], r, i));
+  }
+  if (j.contains("prefetch")) {
+    if (!j["prefetch"].is_array()) r.fail("field 'prefetch' must be an array");
+    for (const auto& p : j["prefetch"]) {
+      Reader rp{r.where + " prefetch"};
+      rp.only_keys(p, {"buffer", "at", "from", "offset", "bound"});
+      PrefetchDirective d{rp.str(p, "buffer"), rp.str(p, "at"), rp.str(p, "from")};
+      if (p.contains("offset")) d.offset = rp.integer(p, "offset");
+      if (p.contains("bound")) d.bound = parse_bound(rp, rp.str(p, "bound"));
+      s.prefetches.push_back(d);
+    }
+  }
+  if (j.contains("rfactor")) {
+    if (!j["rfactor"].is_array()) r.fail("field 'rfactor' must be an array");
+    for (const auto& p : j["rfactor"]) {
+      Reader rr{r.where + " rfactor"};
+      rr.only_keys(p, {"rvar", "var"});
+      s.rfactor.push_back({rr.str(p, "rvar"), rr.str(p, "var")});
+    }
+  }
+  if (j.contains("in")) s.staged_for = r.strings(j, "in");
+  if (j.contains("task_prefetch")) {
+    if (!j["task_prefetch"].is_array()) r.fail("field 'task_prefetch' must be an array");
+    for (const auto& p : j["task_prefetch"]) {
+      Reader rt{r.where + " task_prefetch"};
+      rt.only_keys(p, {"task_loop", "spread_stage", "buffer", "task_bytes", "buffer_bytes", "locality", "walk_ahead_tasks"});
+      TaskPrefetch q;
+      q.task_func = s.func;
+      q.task_loop = rt.str(p, "task_loop");
+      q.spread_stage = rt.str(p, "spread_stage");
+      q.buffer = rt.str(p, "buffer");
+      q.task_bytes = rt.integer(p, "task_bytes");
+      q.buffer_bytes = rt.integer(p, "buffer_bytes");
+      q.locality = rt.small_int(p, "locality");
+      q.walk_ahead_tasks = rt.small_int(p, "walk_ahead_tasks");
+      s.task_prefetches.push_back(q);
+    }
+  }
+}
+
 StageSchedule stage_from_json(const json& j, size_t index) {
   Reader r{fmt::format("schedule stage {}", index)};
   r.only_keys(j, {"func", "definition", "placement", "compute_at", "store_root", "store_at", "storage_order", "tiling",
-                  "order", "vectorize", "parallel", "unroll"});
+                  "order", "vectorize", "parallel", "unroll", "steps", "prefetch", "rfactor", "in", "task_prefetch"});
   StageSchedule s;
   s.func = r.str(j, "func");
   if (j.contains("definition")) s.definition = r.small_int(j, "definition");
   if (s.definition < 0) r.fail(fmt::format("definition {} is negative", s.definition));
   r.where = fmt::format("schedule stage {} ('{}')", index, s.name());
   if (s.definition > 0) {
-    for (const char* k : {"placement", "compute_at", "store_root", "store_at", "storage_order"})
+    for (const char* k : {"placement", "compute_at", "store_root", "store_at", "storage_order", "in", "task_prefetch"})
       if (j.contains(k)) r.fail(fmt::format("field '{}' belongs to the pure definition (definition 0)", k));
   } else {
     s.placement = parse_placement(r, r.str(j, "placement"));
@@ -201,6 +335,8 @@ StageSchedule stage_from_json(const json& j, size_t index) {
     if (p.contains("fused")) s.parallel_fused = rp.strings(p, "fused");
   }
   if (j.contains("unroll")) s.unroll = r.strings(j, "unroll");
+  if (s.definition == 0 && j.contains("rfactor")) r.fail("field 'rfactor' belongs to an update definition");
+  extras_from_json(j, r, s);
   return s;
 }
 
@@ -233,6 +369,28 @@ std::string ident(const std::string& name) {
 std::string ident_list(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + ident(n);
+  return out;
+}
+
+// The stage's steps and prefetches as chained Halide calls.
+std::string steps_source(const StageSchedule& s) {
+  std::string out;
+  for (const auto& st : s.steps) {
+    const std::string tail = st.tail == Tail::Auto ? "" : std::string(", ") + tail_source(st.tail);
+    const std::string loop = st.loops.empty() ? "" : ident(st.loops[0]);
+    switch (st.kind) {
+      case StepKind::Split: out += fmt::format(".split({}, {}{})", ident_list(st.loops), st.factor, tail); break;
+      case StepKind::Fuse: out += fmt::format(".fuse({})", ident_list(st.loops)); break;
+      case StepKind::Reorder: out += fmt::format(".reorder({})", ident_list(st.loops)); break;
+      case StepKind::Vectorize:
+      case StepKind::Unroll:
+        out += fmt::format(".{}({}{})", step_name(st.kind), loop, st.factor > 0 ? fmt::format(", {}{}", st.factor, tail) : "");
+        break;
+      case StepKind::Parallel: out += fmt::format(".parallel({})", loop); break;
+    }
+  }
+  for (const auto& p : s.prefetches)
+    out += fmt::format(".prefetch({}, {}, {}, {}, {})", ident(p.buffer), ident(p.at), ident(p.from), p.offset, bound_source(p.bound));
   return out;
 }
 
@@ -281,8 +439,21 @@ std::string stage_source(const StageSchedule& s) {
     }
     out += fmt::format(".parallel({})", ident(cur));
   }
-  if (out.size() == head) return "";  // an update entry that keeps the default nest
-  return out + ";\n";
+  out += steps_source(s);
+  std::string pre;  // the Funcs the entry makes come first
+  if (!s.rfactor.empty()) {
+    std::string pairs;
+    for (const auto& p : s.rfactor) pairs += fmt::format("{}{{{}, {}}}", pairs.empty() ? "" : ", ", ident(p.rvar), ident(p.var));
+    pre += fmt::format("Func {} = {}.update({}).rfactor({{{}}});\n", ident(rfactor_func_name(s.func)), ident(s.func),
+                       s.definition - 1, pairs);
+  }
+  for (const auto& c : s.staged_for)
+    pre += fmt::format("Func {} = {}.in({});\n", ident(staged_copy_name(s.func, c)), ident(s.func), ident(c));
+  for (const auto& q : s.task_prefetches)
+    pre += fmt::format("// {}: each task of parallel loop {} prefetches the next task's {} bytes of {} (locality {}, pages walked {} tasks ahead), spread over {}\n",
+                       s.func, q.task_loop, q.task_bytes, q.buffer, q.locality, q.walk_ahead_tasks, q.spread_stage);
+  if (out.size() == head) return pre;  // an update entry that keeps the default nest
+  return pre + out + ";\n";
 }
 
 }  // namespace
@@ -309,8 +480,14 @@ std::string StageSchedule::parallel_loop_name() const {
 
 bool StageSchedule::decides_loops() const {
   return !tiling.empty() || !order.empty() || !vectorize.empty() || vector_width != 0 || !parallel.empty() ||
-         !parallel_fused.empty() || !unroll.empty();
+         !parallel_fused.empty() || !unroll.empty() || !steps.empty() || !prefetches.empty() || !rfactor.empty();
 }
+
+bool StageSchedule::restructures() const { return !rfactor.empty() || !staged_for.empty(); }
+
+std::string rfactor_func_name(const std::string& func) { return func + "_intm"; }
+
+std::string staged_copy_name(const std::string& func, const std::string& consumer) { return func + "_in_" + consumer; }
 
 int64_t StageSchedule::level_extent(const std::string& l) const {
   for (const auto& t : tiling) {

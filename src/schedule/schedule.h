@@ -7,9 +7,10 @@
 // Model
 //  - A stage is one definition of one Func: `func` plus `definition` (0 = the pure definition,
 //    k = update k-1, as in PipelineView). Its name is "f" or "f.update(k-1)".
-//  - Funcs are named without the "$N" suffix Halide adds to a name reused in one process (a
-//    workload lowered twice has "Conv_0_n0_acc$1"), so a schedule replays on every lowering;
-//    a name several Funcs of one pipeline share cannot be scheduled.
+//  - Funcs are named without the "$N" suffixes Halide adds to a name reused in one process (a
+//    workload lowered twice has "Conv_0_n0_acc$1", its staging copy "B$1_in_Conv_0_n0_acc$1"),
+//    so a schedule replays on every lowering; a name several Funcs of one pipeline share cannot
+//    be scheduled.
 //  - A stage absent from the Schedule is undecided: a partial schedule is a first-class value.
 //    apply() leaves undecided stages at Halide's default: a Func without a definition-0 entry
 //    is inlined (a Func with update definitions is then computed at the innermost loop of each
@@ -45,6 +46,13 @@
 //    a parallel loop below the storage (a race) or an unrolled one (Halide's sliding window),
 //    and no Func is computed inside a vectorized loop.
 //
+//  - Beyond those decisions (what the default rule's kernels need): `steps`, loop directives in
+//    Halide's terms replayed after the structured fields; `prefetches`; `task_prefetches`; and
+//    two that make Funcs, applied before every other decision: `rfactor` on an update (the
+//    intermediate Func is then scheduled by its own entries) and `staged_for` (a staging copy
+//    per consumer, Func::in). validate() checks a schedule that makes Funcs on a deep copy of
+//    the pipeline, restructured.
+//
 // What validate() does not know: the extent a compute_at Func realizes per iteration of its
 // consumer loop. Splits are checked against the Func's whole extent only, so a
 // shift_inwards / round_up / auto split, or a guarded tile, wider than a compute_at Func's
@@ -62,6 +70,7 @@
 
 #include "schedule/input_layout.h"
 #include "schedule/schedule_fn.h"
+#include "schedule/task_prefetch.h"
 
 namespace ts {
 
@@ -95,6 +104,48 @@ struct ConsumerLoop {
   bool operator==(const ConsumerLoop&) const = default;
 };
 
+// One loop directive in Halide's own terms, replayed in order after a stage's structured loop
+// fields (tiling, order, vectorize, unroll, parallel), like Ansor's transform steps: what the
+// default rule's micro-kernels and the Winograd plans say that those fields cannot (splits of
+// split or fused loops, their own loop names, several vectorized loops, fusion in any order, a
+// parallel loop split into tasks). Loops are named as Halide names them: a split's outer and
+// inner names, a fuse's fused name; the outer name of a split may reuse the old one.
+enum class StepKind { Split, Fuse, Reorder, Vectorize, Unroll, Parallel };
+struct LoopStep {
+  StepKind kind = StepKind::Split;  // the Halide directive
+  std::vector<std::string> loops;   // Split {old, outer, inner}; Fuse {inner, outer, fused}; Reorder: loops innermost first; else {loop}
+  int64_t factor = 0;               // Split: the inner loop's extent; Vectorize / Unroll: split off this many lanes first (0 = the whole loop)
+  Tail tail = Tail::Auto;           // Split, and Vectorize / Unroll with a factor
+  bool operator==(const LoopStep&) const = default;
+};
+
+// How a prefetch treats a region past its buffer's bounds (Halide's PrefetchBoundStrategy).
+enum class PrefetchBound { Clamp, GuardWithIf, NonFaulting };
+
+// Halide's prefetch directive: at each iteration of loop `at`, prefetch what the iteration
+// `offset` ahead of loop `from` reads of an input buffer.
+struct PrefetchDirective {
+  std::string buffer;   // the input buffer (an ImageParam's name)
+  std::string at;       // the loop whose iterations issue the prefetch
+  std::string from;     // the loop stepped ahead: `at` or a loop outside it
+  int64_t offset = 1;   // iterations of `from` ahead
+  PrefetchBound bound = PrefetchBound::GuardWithIf;  // what happens past the buffer's bounds
+  bool operator==(const PrefetchDirective&) const = default;
+};
+
+// rfactor of an update: reduction loop `rvar` becomes pure loop `var` of a new Func named
+// rfactor_func_name(func), which computes partial results; the update then reduces over them.
+struct RFactorPair {
+  std::string rvar;  // an RVar of the update
+  std::string var;   // the pure Var it becomes in the intermediate Func
+  bool operator==(const RFactorPair&) const = default;
+};
+
+// The Func rfactor makes of `func`'s update ("<func>_intm", as Halide 14 names it).
+std::string rfactor_func_name(const std::string& func);
+// The staging copy Func::in makes of `func` for consumer `consumer` ("<func>_in_<consumer>").
+std::string staged_copy_name(const std::string& func, const std::string& consumer);
+
 // The decisions for one stage (one definition of one Func).
 struct StageSchedule {
   std::string func;                          // Func name
@@ -111,10 +162,16 @@ struct StageSchedule {
   std::string parallel;                      // the loop run in parallel ("" = none)
   std::vector<std::string> parallel_fused;   // loops fused into `parallel`, each just outside the previous (innermost first)
   std::vector<std::string> unroll;           // loops fully unrolled
+  std::vector<LoopStep> steps;               // loop directives in Halide's terms, after the fields above (see LoopStep)
+  std::vector<PrefetchDirective> prefetches; // Halide prefetch directives, over the loops as scheduled
+  std::vector<RFactorPair> rfactor;          // update only: the RVars factored out into rfactor_func_name(func), applied before any loop decision
+  std::vector<std::string> staged_for;       // definition 0 only: consumers that read the Func through a staging copy (Func::in), named staged_copy_name(func, consumer)
+  std::vector<TaskPrefetch> task_prefetches; // definition 0 only: the next parallel task's slice of a buffer prefetched (schedule/task_prefetch.h)
 
   std::string name() const;                  // "f" (definition 0) or "f.update(definition - 1)"
   std::string parallel_loop_name() const;    // the parallel loop after fusion ("" = none)
-  bool decides_loops() const;                // any of tiling, order, vectorize, parallel, unroll is set
+  bool decides_loops() const;                // any of tiling, order, vectorize, parallel, unroll, steps, prefetches, rfactor is set
+  bool restructures() const;                 // rfactor or staged_for is set: the entry makes a Func
   // Extent of a non-outermost tiling level (its factor); 0 for any other loop.
   int64_t level_extent(const std::string& loop) const;
   bool operator==(const StageSchedule&) const = default;
@@ -168,7 +225,9 @@ struct Schedule {
 };
 
 // Validates, then issues the Halide scheduling calls on the pipeline's Funcs (found from the
-// outputs). Undecided stages keep Halide's default (see above). Throws Error with the reason
+// outputs): the Funcs rfactor and staging copies make first, then every stage's decisions; the
+// outputs of stage schedules are bounded to their estimates (constant extents, so tiles live on
+// the stack). Undecided stages keep Halide's default (see above). Throws Error with the reason
 // when the schedule is invalid (nothing is scheduled then) or Halide rejects a call. A recipe
 // runs its autoscheduler for `target`, which schedules the Funcs themselves; stage schedules do
 // not consult `target` yet (vector widths are the schedule's own).

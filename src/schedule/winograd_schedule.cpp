@@ -1,5 +1,7 @@
 #include "schedule/winograd_schedule.h"
 
+#include "schedule/schedule_builder.h"
+
 #include <algorithm>
 #include <map>
 
@@ -114,15 +116,15 @@ std::optional<WinogradFacts> winograd_facts(const std::vector<Halide::Func>& out
   return p ? std::optional<WinogradFacts>(p->facts) : std::nullopt;
 }
 
-bool apply_winograd_schedule(const std::vector<Halide::Func>& outputs, const DefaultKnobs& knobs) {
+bool winograd_schedule(ScheduleBuilder& sb, const std::vector<Halide::Func>& outputs, const DefaultKnobs& knobs) {
   const auto p = winograd_pipeline(outputs);
   if (!p) return false;
   const auto& st = p->stages;
-  bound_outputs_to_estimates(outputs);
-  Halide::Func o = outputs[0];
-  Halide::Func t(st.at("_wino_t")), v(st.at("_wino_v")), mr(st.at("_wino_mr")), m(st.at("_wino_m")), y(st.at("_wino_y"));
+  const Halide::Func ht(st.at("_wino_t")), hv(st.at("_wino_v")), hmr(st.at("_wino_mr")), hm(st.at("_wino_m")), hy(st.at("_wino_y"));
   const WinogradTile tile = plan_winograd_tile(p->facts, knobs, host_cores());
-  const std::vector<Halide::Var> oa = o.args(), ya = y.args(), ma = m.args(), ra = mr.args(), va = v.args(), ta = t.args();
+  const std::vector<Halide::Var> oa = outputs[0].args(), ya = hy.args(), ma = hm.args(), ra = hmr.args(), va = hv.args(), ta = ht.args();
+  const auto& rv = hmr.function().update(0).schedule().rvars();
+  FuncRef o = sb.func(outputs[0]), t = sb.func(ht), v = sb.func(hv), mr = sb.func(hmr), m = sb.func(hm), y = sb.func(hy);
   // oa: lane, column, row, [frame,] block, batch; ya: ol, a, i, tx, ...; ma: ol, tx, jj, i, ty, cob, n;
   // ra: ol, tx, cob, jj, i, ty, n; va: il, tx, jj, i, ty, cb, n; ta: il, tx, j, i, ...
   // (n: the batch, with a 3-D conv's frames.)
@@ -176,7 +178,6 @@ bool apply_winograd_schedule(const std::vector<Halide::Func>& outputs, const Def
   // The register tile: columns x blocks accumulators, the reduction over input channels inside.
   mr.compute_at(m, txo).vectorize(ra[0]).unroll(ra[1]).unroll(ra[2]);
   // Inside it, the reduction: input channels, then a 3-D conv's temporal taps.
-  const auto& rv = mr.function().update(0).schedule().rvars();
   std::vector<Halide::VarOrRVar> reduction_order = {ra[0], ra[1], ra[2]};
   for (const auto& r : rv) reduction_order.push_back(Halide::RVar(r.var));
   for (int k = 3; k < 7; k++) reduction_order.push_back(ra[k]);

@@ -34,11 +34,14 @@ struct WinogradTile {
 };
 WinogradTile plan_winograd_tile(const WinogradFacts& f, const DefaultKnobs& knobs, int cores);
 
-// The facts of the pipeline's Winograd conv when apply_winograd_schedule would schedule it.
+// The facts of the pipeline's Winograd conv when winograd_schedule would schedule it.
 std::optional<WinogradFacts> winograd_facts(const std::vector<Halide::Func>& outputs);
 
-// Schedules the pipeline when it holds one Winograd conv whose output (with its fused epilogue)
-// is the pipeline's only, channel-blocked output; returns false, scheduling nothing, otherwise.
-bool apply_winograd_schedule(const std::vector<Halide::Func>& outputs, const DefaultKnobs& knobs);
+class ScheduleBuilder;
+
+// Records the schedule of the pipeline in `sb` when it holds one Winograd conv whose output (with
+// its fused epilogue) is the pipeline's only, channel-blocked output; returns false, recording
+// nothing, otherwise.
+bool winograd_schedule(ScheduleBuilder& sb, const std::vector<Halide::Func>& outputs, const DefaultKnobs& knobs);
 
 }  // namespace ts

@@ -4,6 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "schedule/task_prefetch.h"
+
+#include "api/compile_model.h"
 #include "graph/layout_plan.h"
 #include "graph/workload.h"
 #include "lower/lower.h"
@@ -174,7 +182,8 @@ TEST(DefaultSchedule, ReductionWithoutVectorOutputFactorsOutItsLanes) {
   out.set_estimate(x, 0, 1).set_estimate(c, 0, C);
   apply_default_schedule({out}, host_code_target());
   const auto calls = Halide::Internal::find_transitive_calls(out.function());
-  const auto partial = calls.find("acc_intm");
+  // Halide names the Func after acc ("acc_intm", made unique in the process as it likes).
+  const auto partial = std::find_if(calls.begin(), calls.end(), [](const auto& c) { return c.first.find("intm") != std::string::npos; });
   ASSERT_NE(partial, calls.end()) << "no partial sums factored out of acc";
   EXPECT_TRUE(has_loop_type(partial->second, 1, ForType::Vectorized));
   EXPECT_TRUE(has_loop_type(partial->second, 1, ForType::Unrolled));
@@ -279,6 +288,78 @@ TEST(DefaultSchedule, HalfVectorBlocksPairIntoFullVectors) {
     auto c = compare_tensors(m.run(in)[0], test::run_model(path, in)[0], 1e-4, 1e-5);
     EXPECT_TRUE(c.ok) << channels << ": " << c.message;
   }
+}
+
+// The lowered statement of workload w under schedule s, up to a renaming of identifiers: every
+// name (Funcs, loops, Halide's temporaries and closures, which differ between two lowerings in
+// one process: "$N" suffixes, "_N" in C names, t123) is replaced by its order of first
+// appearance, so two statements are equal when one is the other with names changed one for one.
+std::string lowered_statement(const Workload& w, const Schedule& s) {
+  LoweredWorkload lw = lower_workload(w);
+  const Halide::Target target = host_code_target();
+  apply(s, lw.outputs, target);
+  add_task_prefetch_passes(lw.pipeline, lw.outputs);
+  const std::string path = (test::temp_dir() / "stmt.txt").string();
+  lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, target);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string stmt = text.str();
+  std::map<std::string, int> ids;
+  std::string out;
+  const std::regex name("[A-Za-z_][A-Za-z0-9_$.]*");
+  auto last = stmt.cbegin();
+  for (std::sregex_iterator it(stmt.begin(), stmt.end(), name), end; it != end; ++it) {
+    out.append(last, (*it)[0].first);
+    out += "n" + std::to_string(ids.emplace(it->str(), static_cast<int>(ids.size())).first->second);
+    last = (*it)[0].second;
+  }
+  out.append(last, stmt.cend());
+  return out;
+}
+
+// The rule's schedule of every workload of the zoo networks (register tiles, Winograd,
+// rfactor'd lane sums, staged weight blocks, prefetches) is data: it validates, survives a JSON
+// round trip, and a database record of it (the JSON) replays to the very statement the rule's own
+// schedule lowers to.
+TEST(DefaultSchedule, EveryZooWorkloadsScheduleIsDataThatReplaysExactly) {
+  const Halide::Target target = host_code_target();
+  std::map<std::string, int> directives;
+  int workloads = 0;
+  // Every network as `run` loads it (channel-blocked layouts, Winograd convs), and two in plain
+  // layouts, whose matmuls stage blocks of their weights.
+  std::vector<std::pair<std::string, LoadOptions>> models;
+  LoadOptions plain;
+  plain.layout = "plain";
+  for (const auto& file : std::filesystem::directory_iterator(std::string(TENSORSCHED_SOURCE_DIR) + "/models"))
+    if (file.path().extension() == ".onnx") models.emplace_back(file.path().string(), LoadOptions{});
+  for (const char* name : {"transformer.onnx", "wavenet.onnx"})
+    models.emplace_back(std::string(TENSORSCHED_SOURCE_DIR) + "/models/" + name, plain);
+  for (const auto& [file, options] : models) {
+    for (const Workload& w : partition_graph(load_model(file, options)).workloads) {
+      LoweredWorkload lw = lower_workload(w);
+      const Schedule s = default_schedule(lw.outputs, target);
+      ASSERT_EQ(s.validate(lw.outputs), std::nullopt) << file << " " << w.name;
+      const Schedule record = Schedule::from_json(s.to_json());
+      ASSERT_EQ(record, s) << file << " " << w.name;
+      ASSERT_EQ(record.hash(), s.hash());
+      EXPECT_EQ(lowered_statement(w, record), lowered_statement(w, s)) << file << " " << w.name << "\n" << s.to_json(2);
+      for (const auto& st : s.stages) {
+        directives["steps"] += !st.steps.empty();
+        directives["prefetch"] += !st.prefetches.empty();
+        directives["rfactor"] += !st.rfactor.empty();
+        directives["staged"] += !st.staged_for.empty();
+        directives["task_prefetch"] += !st.task_prefetches.empty();
+      }
+      workloads++;
+    }
+  }
+  std::cout << workloads << " workloads:";
+  for (const auto& [d, n] : directives) std::cout << " " << d << " " << n;
+  std::cout << "\n";
+  EXPECT_GT(workloads, 400);
+  // Prefetches stream weights on AMD hosts only (default_tile.cpp streams_by_rule).
+  for (const char* d : {"steps", "rfactor", "staged"}) EXPECT_GT(directives[d], 0) << d;
 }
 
 }  // namespace

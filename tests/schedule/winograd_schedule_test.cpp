@@ -12,6 +12,7 @@
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
 #include "schedule/default_knobs.h"
+#include "schedule/schedule_builder.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 
@@ -100,7 +101,11 @@ TEST(WinogradSchedule, A3DConvReadsItsFramesAndTapsAndStreamsItsWeightsOnce) {
   plain.frames = 1;
   plain.tile_rows *= 4;
   EXPECT_FALSE(plan_winograd_tile(plain, {}, 2).weights_once);
-  EXPECT_TRUE(apply_winograd_schedule(lw.outputs, {}));
+  ScheduleBuilder sb;
+  EXPECT_TRUE(winograd_schedule(sb, lw.outputs, {}));
+  // Its schedule is data every stage of which validates against the pipeline.
+  EXPECT_EQ(sb.schedule.validate(lw.outputs), std::nullopt);
+  EXPECT_GE(sb.schedule.stages.size(), 6u);
 }
 
 // The Winograd Conv+Relu workload of a 16 -> 32 -> 48 conv chain at 14 x 14 (empty name: none).
@@ -171,7 +176,9 @@ TEST(WinogradSchedule, TransformedInputKeepsATilesInputBlocksTogetherWhenStreame
     const LoweredWorkload lw = lower_workload(w);
     DefaultKnobs k;
     k.stream = stream;
-    EXPECT_TRUE(apply_winograd_schedule(lw.outputs, k));
+    ScheduleBuilder sb;
+    EXPECT_TRUE(winograd_schedule(sb, lw.outputs, k));
+    apply(sb.schedule, lw.outputs, host_code_target());
     std::vector<std::string> args, storage;
     for (const auto& [name, f] : Halide::Internal::find_transitive_calls(lw.outputs[0].function()))
       if (name.find("_wino_v") != std::string::npos) {
