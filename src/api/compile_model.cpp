@@ -115,7 +115,7 @@ CompileResult compile_model(const CompileRequest& req) {
     nlohmann::json entry = {{"key", w.key_hash()}, {"name", w.name}, {"count", w.count}, {"schedule", schedule},
                             {"function", model.plan().functions[i]}};
     // The measurement that chose a tuned schedule: its re-measurement against the default.
-    if (db && schedule != kDefaultScheduleHash)
+    if (db && schedule != model.default_schedule_hashes()[i])
       if (auto c = latest_confirmation(*db, w.exact_key, effective_threads(0)); c && c->candidate.schedule_hash == schedule)
         entry["record"] = {{"id", c->candidate.id},
                            {"median_ms", c->candidate.median * 1e3},

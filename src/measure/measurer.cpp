@@ -122,6 +122,8 @@ struct Measurer::Impl {
   std::vector<Tensor> reference_outputs;    // the default schedule's outputs on `inputs`
   MeasureResult reference;                  // the default schedule's measurement
   LoweredWorkload unscheduled;              // the workload lowered once, for Schedule::validate
+  Schedule default_schedule;                // the default rule's schedule of the workload (the reference's)
+  std::string default_hash;                 // its hash: the reference's code in the cache
 
   // "workload <key> (<name>)" for messages.
   std::string what;
@@ -206,15 +208,17 @@ Measurer::Measurer(const Workload& w, MeasureOptions opts) : w_(w), opts_(std::m
     m.cache = CodeCache::open_default(host_code_target(), opts_.cache_root);
     m.inputs = random_inputs(w_.graph, opts_.input_seed);
     m.unscheduled = lower_workload(w_);
+    m.default_schedule = ts::default_schedule(m.unscheduled.outputs, host_code_target());  // reads the Funcs only
+    m.default_hash = m.default_schedule.hash();
 
     double seconds = 0;
-    if (!m.cache.has_entry(w_, kDefaultScheduleHash)) {
-      CompileOutcome o = m.compile({{&w_, apply_default_schedule, kDefaultScheduleHash, {}}}, opts_)[0];
+    if (!m.cache.has_entry(w_, m.default_hash)) {
+      CompileOutcome o = m.compile({{&w_, schedule_fn(m.default_schedule), m.default_hash, {}}}, opts_)[0];
       if (!o.error.empty())
         throw Error(fmt::format("{}: the default schedule (the reference) does not compile: {}", m.what, o.error));
       seconds = o.seconds;
     }
-    m.reference = m.run(w_, kDefaultScheduleHash, {}, opts_, InjectedFault::None, &m.reference_outputs);
+    m.reference = m.run(w_, m.default_hash, {}, opts_, InjectedFault::None, &m.reference_outputs);
     m.reference.compile_seconds = seconds;
     if (!m.reference.valid())
       throw Error(fmt::format("the default schedule (the reference) failed to run ({}): {}", m.reference.error_kind,
@@ -228,6 +232,8 @@ Measurer::Measurer(const Workload& w, MeasureOptions opts) : w_(w), opts_(std::m
 Measurer::~Measurer() { delete impl_; }
 
 const MeasureResult& Measurer::reference() { return impl_->reference; }
+
+const Schedule& Measurer::default_schedule() const { return impl_->default_schedule; }
 
 std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& batch) {
   Impl& m = *impl_;
@@ -259,7 +265,7 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
   for (size_t i : to_compile) {
     const std::string& hash = results[i].schedule_hash;
     jobs.push_back({&w_, schedule_fn(batch[i]), hash, batch[i].layouts});
-    if (!fs::exists(m.cache.object_path(w_, hash)) && hash != kDefaultScheduleHash)
+    if (!fs::exists(m.cache.object_path(w_, hash)) && hash != m.default_hash)
       for (const auto& f : m.cache.entry_files(w_, hash)) created.push_back(f);
   }
   std::vector<CompileOutcome> compiled = m.compile(jobs, opts_);
@@ -290,12 +296,12 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
 Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, int rounds) {
   Impl& m = *impl_;
   Remeasurement out;
-  out.default_result.schedule_hash = kDefaultScheduleHash;
+  out.default_result.schedule_hash = m.default_hash;
   out.candidate.schedule_hash = s.hash();
   out.default_result.threads = out.candidate.threads = effective_threads(opts_.threads);
   const std::string& hash = out.candidate.schedule_hash;
   const std::vector<std::string> code = m.cache.entry_files(w_, hash);
-  const bool created = !fs::exists(code[0]) && hash != kDefaultScheduleHash;
+  const bool created = !fs::exists(code[0]) && hash != m.default_hash;
   CompileOutcome compiled = m.compile({{&w_, schedule_fn(s), hash, s.layouts}}, opts_)[0];
   if (!compiled.error.empty()) {
     out.candidate.error_kind = "compile_error";
@@ -307,7 +313,7 @@ Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, i
       const bool candidate = (k == 0) == (r % 2 == 1);  // default first in even rounds
       MeasureResult& into = candidate ? out.candidate : out.default_result;
       MeasureResult x = candidate ? m.run(w_, hash, s.layouts, opts_, InjectedFault::None, nullptr)
-                                  : m.run(w_, kDefaultScheduleHash, {}, opts_, InjectedFault::None, nullptr);
+                                  : m.run(w_, m.default_hash, {}, opts_, InjectedFault::None, nullptr);
       if (!x.valid()) {
         x.schedule_hash = into.schedule_hash;
         into = x;

@@ -75,6 +75,8 @@ class Measurer {
   void set_threads(int threads) { opts_.threads = threads; }
   // The default schedule measured like a candidate (by the constructor).
   const MeasureResult& reference();
+  // The default rule's schedule of the workload, whose code the reference runs.
+  const Schedule& default_schedule() const;
   // Measures a batch; results in the batch's order.
   std::vector<MeasureResult> measure_batch(const std::vector<Schedule>& batch);
 
@@ -83,7 +85,7 @@ class Measurer {
   // first, so that both see the same machine state; each result pools the times of its rounds
   // (its noise says how much they agree). A failure of `s` (any error kind) ends the rounds.
   struct Remeasurement {
-    MeasureResult default_result;    // the default's pooled times (schedule_hash kDefaultScheduleHash)
+    MeasureResult default_result;    // the default's pooled times (schedule_hash: default_schedule()'s)
     MeasureResult candidate;         // the candidate's
   };
   Remeasurement remeasure_against_default(const Schedule& s, int rounds);

@@ -24,6 +24,7 @@
 #include "measure/subprocess.h"
 #include "measure/worker_pool.h"
 #include "measure/workload_code.h"
+#include "schedule/default_schedule.h"
 #include "schedule/task_prefetch.h"
 
 namespace fs = std::filesystem;
@@ -219,6 +220,11 @@ void constrain_dense(const Shape& storage, bool bounds, DimOf dim_of) {
 }
 
 }  // namespace
+
+Schedule default_schedule_of(const Workload& w) {
+  const LoweredWorkload lw = lower_workload(w);
+  return default_schedule(lw.outputs, host_code_target());
+}
 
 LoweredWorkload lower_workload(const Workload& w, const std::vector<InputLayout>& layouts) {
   LoweredWorkload lw;

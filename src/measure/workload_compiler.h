@@ -11,6 +11,7 @@
 
 #include "graph/workload.h"
 #include "schedule/input_layout.h"
+#include "schedule/schedule.h"
 #include "schedule/schedule_fn.h"
 
 namespace ts {
@@ -49,10 +50,11 @@ struct CodeCache {
   std::string runtime_object_path() const;
 };
 
-// Schedule hash of apply_default_schedule's code in the cache; bump it when the heuristic in
-// schedule/default_schedule.cpp or the lowering it schedules (lower/) changes, so cached default
-// code is rebuilt.
-inline constexpr const char* kDefaultScheduleHash = "default37";
+// The default rule's schedule of workload w on this host (schedule/default_schedule.h), read from
+// one lowering of w. Its hash names the default's code in the cache like any schedule's: a rule
+// that decides otherwise, here or on another host, is another entry (and a change of the lowering
+// or the rule's sources is another cache directory: code_cache_build_dir).
+Schedule default_schedule_of(const Workload& w);
 
 // Symbol of the argv-style entry point of a workload's code: "<name>_argv".
 std::string workload_function_name(const Workload& w, const std::string& schedule_hash);

@@ -29,6 +29,7 @@ struct CompiledModel::Impl {
   CompileStats stats;
   std::vector<WorkloadCode> code;                // loaded code per distinct workload
   std::vector<std::string> schedule_hashes;      // per workload: the schedule its code was compiled with
+  std::vector<std::string> default_hashes;       // per workload: the default rule's schedule's hash
   std::vector<std::string> object_files;         // per plan function: its relocatable object
   std::string runtime_object;                    // the Halide runtime's relocatable object
   std::map<std::string, Tensor> packed;          // constants packed at load (by the plan or a schedule), until copied to constant_blob
@@ -184,11 +185,15 @@ std::vector<std::vector<InputLayout>> CompiledModel::Impl::compile_workloads(Cod
   std::vector<std::vector<InputLayout>> layouts;  // per workload, of the code that runs
   std::vector<CompileJob> to_compile;
   std::vector<size_t> compile_index;  // workload of each job
+  std::vector<Schedule> defaults;  // per workload, the default rule's schedule
+  default_hashes.clear();
   for (size_t i = 0; i < partition.workloads.size(); i++) {
     const Workload& w = partition.workloads[i];
+    defaults.push_back(default_schedule_of(w));
+    default_hashes.push_back(defaults.back().hash());
     auto tuned = opts.schedules.find(w.exact_key);
     CompileJob job = tuned == opts.schedules.end()
-                         ? CompileJob{&w, apply_default_schedule, kDefaultScheduleHash, {}}
+                         ? CompileJob{&w, schedule_fn(defaults.back()), default_hashes.back(), {}}
                          : CompileJob{&w, schedule_fn(tuned->second), tuned->second.hash(), tuned->second.layouts};
     hashes.push_back(job.hash);
     layouts.push_back(job.layouts);
@@ -205,18 +210,18 @@ std::vector<std::vector<InputLayout>> CompiledModel::Impl::compile_workloads(Cod
   for (const auto& o : compile_batch(to_compile, cache, {opts.jobs, opts.compile_timeout_s})) errors.push_back(o.error);
   for (size_t k = 0; k < errors.size(); k++) {
     if (errors[k].empty()) continue;
-    if (to_compile[k].hash == kDefaultScheduleHash) throw Error(errors[k]);
+    const size_t i = compile_index[k];
+    if (to_compile[k].hash == default_hashes[i]) throw Error(errors[k]);
     const Workload& w = *to_compile[k].workload;
     stats.warnings.push_back(fmt::format("workload {} ({}): tuned schedule {} failed to compile, using the default: {}",
                                          w.key_hash(), w.name, to_compile[k].hash, errors[k].substr(0, 500)));
-    hashes[compile_index[k]] = kDefaultScheduleHash;
-    layouts[compile_index[k]].clear();
-    if (!cache.has_entry(w, kDefaultScheduleHash))
-      fallback.push_back({&w, apply_default_schedule, kDefaultScheduleHash, {}});
+    hashes[i] = default_hashes[i];
+    layouts[i].clear();
+    if (!cache.has_entry(w, default_hashes[i])) fallback.push_back({&w, schedule_fn(defaults[i]), default_hashes[i], {}});
   }
   for (const auto& o : compile_batch(fallback, cache, {opts.jobs, opts.compile_timeout_s}))
     if (!o.error.empty()) throw Error(o.error);
-  for (const auto& h : hashes) stats.tuned += h != kDefaultScheduleHash;
+  for (size_t i = 0; i < hashes.size(); i++) stats.tuned += hashes[i] != default_hashes[i];
   schedule_hashes = hashes;
   return layouts;
 }
@@ -353,6 +358,7 @@ const plan::Plan& CompiledModel::plan() const { return impl_->executor->plan(); 
 const std::vector<const void*>& CompiledModel::constant_data() const { return impl_->constants; }
 const std::vector<std::string>& CompiledModel::object_files() const { return impl_->object_files; }
 const std::vector<std::string>& CompiledModel::schedule_hashes() const { return impl_->schedule_hashes; }
+const std::vector<std::string>& CompiledModel::default_schedule_hashes() const { return impl_->default_hashes; }
 const std::string& CompiledModel::runtime_object() const { return impl_->runtime_object; }
 
 void CompiledModel::set_threads(int threads) { set_halide_threads(threads); }

@@ -61,9 +61,10 @@ class CompiledModel {
   const plan::Plan& plan() const;
   const std::vector<const void*>& constant_data() const;
   const std::vector<std::string>& object_files() const;
-  // Per workload (partition order): the hash of the schedule its code runs (kDefaultScheduleHash
-  // or a tuned Schedule's).
+  // Per workload (partition order): the hash of the schedule its code runs (the default rule's
+  // or a tuned Schedule's), and of the default rule's schedule.
   const std::vector<std::string>& schedule_hashes() const;
+  const std::vector<std::string>& default_schedule_hashes() const;
   const std::string& runtime_object() const;
 
  private:

@@ -76,7 +76,7 @@ TEST(Measurer, ReferenceValidInvalidAndCompileTimeout) {
   // Candidate code is removed after its run; the reference's stays in the cache.
   CodeCache cache = CodeCache::open_default(host_code_target(), opts.cache_root);
   EXPECT_FALSE(fs::exists(cache.object_path(w, good.hash())));
-  EXPECT_TRUE(fs::exists(cache.object_path(w, kDefaultScheduleHash)));
+  EXPECT_TRUE(fs::exists(cache.object_path(w, default_schedule_of(w).hash())));
 
   // A compile past its time limit is a compile_error naming the timeout.
   MeasureOptions hurried = opts;

@@ -72,8 +72,8 @@ TEST(CompiledModel, DamagedCacheEntriesAreCompiledAgainNotLoaded) {
   // Truncate one shared object and overwrite another with other bytes of the same size.
   CodeCache cache = CodeCache::open_default(host_code_target(), opts.cache_root);
   Partition p = partition_graph(g);
-  const std::string a = cache.object_path(p.workloads[0], kDefaultScheduleHash);
-  const std::string b = cache.object_path(p.workloads[1], kDefaultScheduleHash);
+  const std::string a = cache.object_path(p.workloads[0], default_schedule_of(p.workloads[0]).hash());
+  const std::string b = cache.object_path(p.workloads[1], default_schedule_of(p.workloads[1]).hash());
   std::filesystem::resize_file(a, std::filesystem::file_size(a) / 2);
   const auto size_b = std::filesystem::file_size(b);
   std::ofstream(b, std::ios::binary | std::ios::trunc) << std::string(size_b, '\x90');
