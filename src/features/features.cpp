@@ -556,6 +556,56 @@ int find_loop(const std::vector<NestLoop>& nest, const std::string& name) {
   return -1;
 }
 
+// The region of stage x one iteration of loop `at` (its nest's cover there: `cover`) needs, when x
+// is read there through stages computed inside that loop (a Winograd product at the output's
+// task loop, read by the output transform computed at a tile loop inside it): each reader's
+// region per iteration of `at`, then what the reader's loops over that region read of x
+// (reduction loops whole), over every definition of the reader.
+std::vector<int64_t> region_per_iteration(const Pipeline& p, const std::vector<FuncState>& funcs, int x, const ConsumerLoop& at,
+                                          const std::vector<int64_t>& cover, int depth) {
+  const PipelineView& v = p.space->view();
+  const StageInfo& xi = p.stages[x];
+  const auto uses = uses_through_inlined(v, v.stages[x].name, [&](const std::string& n) -> std::optional<bool> {
+    const auto k = p.stage_of_name.find(func_base_name(n));
+    return k == p.stage_of_name.end() || !funcs[k->second].decided ? std::nullopt : std::optional<bool>(funcs[k->second].inlined);
+  });
+  const auto reader = uses ? p.stage_of_name.find(func_base_name(uses->stage)) : p.stage_of_name.end();
+  if (!uses || reader == p.stage_of_name.end() || depth > 16)
+    throw Error(fmt::format("stage '{}': computed at '{}', which does not read it through inlined Funcs or Funcs computed inside it",
+                            xi.name, at.func));
+  if (func_base_name(uses->stage) == at.func) {
+    std::vector<Access> accs;
+    for (const Access& a : uses->accesses)
+      if (a.definition == at.definition) accs.push_back(a);
+    if (accs.empty()) throw Error(fmt::format("stage '{}': computed in '{}', which does not read it", xi.name, def_name(at)));
+    return access_region(accs, cover, xi.full);
+  }
+  const int r = reader->second;
+  const FuncState& rf = funcs[r];
+  if (!rf.decided || rf.placement != Placement::ComputeAt)
+    throw Error(fmt::format("stage '{}': computed at '{}', but its reader '{}' is not computed inside it", xi.name, at.func,
+                            p.stages[r].name));
+  const std::vector<int64_t> reader_region = region_per_iteration(p, funcs, r, at, cover, depth + 1);
+  const Stage& rs = v.stages[r];
+  std::vector<int64_t> region(xi.full.size(), 1);
+  for (size_t d = 0; d < rs.definitions.size(); d++) {
+    const auto& loops = rs.definitions[d].loops;
+    std::vector<int64_t> reader_cover(loops.size(), 1);
+    for (size_t k = 0; k < loops.size(); k++) {
+      reader_cover[k] = std::max<int64_t>(loops[k].extent, 1);
+      for (size_t m = 0; m < rs.dims.size() && !loops[k].reduction; m++)
+        if (rs.dims[m].name == loops[k].name) reader_cover[k] = reader_region.at(m);
+    }
+    std::vector<Access> accs;
+    for (const Access& a : uses->accesses)
+      if (a.definition == static_cast<int>(d)) accs.push_back(a);
+    if (accs.empty()) continue;
+    const std::vector<int64_t> in_d = access_region(accs, reader_cover, xi.full);
+    for (size_t m = 0; m < region.size(); m++) region[m] = std::max(region[m], in_d[m]);
+  }
+  return region;
+}
+
 void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs) {
   const PipelineView& v = p.space->view();
   static const StageSchedule kDefault;
@@ -595,22 +645,11 @@ void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs) 
                                 def_name(at)));
       // Its accesses in c, composed through the inlined consumers between them (as
       // ScheduleSpace's compute_at candidates are).
-      const auto uses = uses_through_inlined(v, stage.name, [&](const std::string& n) -> std::optional<bool> {
-        for (size_t k = 0; k < v.stages.size(); k++)
-          if (v.stages[k].name == n) return funcs[k].decided ? std::optional<bool>(funcs[k].inlined) : std::nullopt;
-        return std::nullopt;
-      });
-      if (!uses || uses->stage != v.stages[static_cast<size_t>(c)].name)
-        throw Error(fmt::format("stage '{}': computed at '{}', which does not read it through inlined Funcs only",
-                                si.name, at.func));
-      const std::vector<Access>& chain = uses->accesses;
-      std::vector<Access> accs;
-      for (const Access& a : chain)
-        if (a.definition == at.definition) accs.push_back(a);
-      if (accs.empty())
-        throw Error(fmt::format("stage '{}': computed in '{}', which does not read it", si.name,
-                                def_name(at)));
-      fs.region = access_region(accs, nest[j].inside, si.full);
+      // The region one iteration of a loop of the consumer's nest (its cover) realizes.
+      const auto region_at = [&](const std::vector<int64_t>& cover) {
+        return region_per_iteration(p, funcs, st, at, cover, 0);
+      };
+      fs.region = region_at(nest[j].inside);
       double outer = cs.executions;
       for (size_t k = j; k < nest.size(); k++) outer *= static_cast<double>(nest[k].extent);
       fs.executions = outer;
@@ -628,7 +667,7 @@ void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs) 
       } else if (!s0->store_at.empty()) {
         const int js = find_loop(nest, s0->store_at);
         if (js < j) throw Error(fmt::format("stage '{}': store_at loop '{}' is not at or outside its compute loop", si.name, s0->store_at));
-        alloc = access_region(accs, nest[js].inside, si.full);
+        alloc = region_at(nest[js].inside);
         fs.allocs = cs.executions;
         for (size_t k = js; k < nest.size(); k++) fs.allocs *= static_cast<double>(nest[k].extent);
       }

@@ -75,9 +75,12 @@ struct ScheduleFeatures {
 class FeatureExtractor {
  public:
   explicit FeatureExtractor(const ScheduleSpace& space);  // keeps a reference: space must outlive it
-  // Throws Error naming the stage and the reason for a schedule the space cannot place (e.g. a
-  // compute_at loop the consumer's nest lacks, a compute_at Func with another consumer) and for
-  // an autoscheduler recipe (its decisions are not data). Schedules are not validated: run
+  // Loop steps are modelled like the structured decisions (schedule/loop_nest.h), and a Func
+  // computed at a loop of a consumer further out than its reader (a Winograd product at the
+  // output's task loop) realizes what its readers computed inside that loop read. Throws Error
+  // naming the stage and the reason for a schedule the space cannot place (e.g. a compute_at
+  // loop the consumer's nest lacks, a compute_at Func with another consumer) and for an
+  // autoscheduler recipe (its decisions are not data). Schedules are not validated: run
   // Schedule::validate() first on hand-written ones.
   ScheduleFeatures extract(const Schedule& s) const;
   // Only the flat vector (what tree models use).

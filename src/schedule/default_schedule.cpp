@@ -493,7 +493,10 @@ void schedule_tile(ScheduleBuilder& sb, const Halide::Func& of, const Halide::Fu
 
 Schedule default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target, const DefaultKnobs& knobs) {
   ScheduleBuilder sb;
-  if (winograd_schedule(sb, outputs, knobs)) return sb.schedule;
+  if (winograd_schedule(sb, outputs, knobs)) {
+    sb.inline_the_rest(outputs);
+    return sb.schedule;
+  }
   const DefaultStructure ds = default_structure(outputs, target);
   std::set<std::string> tiled;
   for (const auto& t : ds.tiles) {
@@ -507,6 +510,7 @@ Schedule default_schedule(const std::vector<Halide::Func>& outputs, const Halide
   }
   for (const auto& name : ds.root)
     if (!tiled.count(name)) schedule_root(sb, Halide::Func(ds.env.at(name)), target, ds);
+  sb.inline_the_rest(outputs);
   return sb.schedule;
 }
 

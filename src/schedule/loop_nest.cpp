@@ -29,96 +29,157 @@ std::vector<OrigLoop> original_loops(const Stage& st, int def, const std::vector
   return out;
 }
 
+namespace {
+
+// One loop of the nest being built: the original loops it iterates (a fused loop several) and how.
+struct Level {
+  std::string name;                              // loop name ("<loop>.v": lanes split off a longer loop)
+  std::vector<std::pair<int, int64_t>> members;  // (index into orig, iterations of it), fastest first
+  LoopKind kind = LoopKind::Serial;              // how it runs
+  bool site = true;                              // a Func may be computed here
+  int64_t extent() const {
+    int64_t e = 1;
+    for (const auto& [o, n] : members) e *= std::max<int64_t>(n, 1);
+    return e;
+  }
+};
+
+int find_level(const std::vector<Level>& levels, const std::string& name) {
+  for (size_t k = 0; k < levels.size(); k++)
+    if (levels[k].name == name) return static_cast<int>(k);
+  return -1;
+}
+
+// Splits level k by `factor` into {inner, outer} (inner where it was, outer just outside): the
+// inner part takes `factor` iterations from its members, fastest first, the outer the rest.
+void split_level(std::vector<Level>& levels, int k, int64_t factor, const std::string& outer, const std::string& inner) {
+  Level in{inner, {}, LoopKind::Serial, true}, out{outer, {}, LoopKind::Serial, true};
+  int64_t rest = std::max<int64_t>(factor, 1);
+  for (const auto& [o, n] : levels[k].members) {
+    const int64_t take = std::min(rest, std::max<int64_t>(n, 1));
+    if (rest > 1 || in.members.empty()) in.members.push_back({o, take});
+    out.members.push_back({o, (n + take - 1) / take});
+    rest = (rest + take - 1) / take;
+  }
+  levels[k] = in;
+  levels.insert(levels.begin() + k + 1, out);
+}
+
+// The loop steps (LoopStep) on the levels, as Halide applies them; names it lacks are skipped
+// (validate() rejects them).
+void apply_steps(const StageSchedule& ss, std::vector<Level>& levels) {
+  for (const LoopStep& st : ss.steps) {
+    const int k = st.loops.empty() ? -1 : find_level(levels, st.loops[0]);
+    switch (st.kind) {
+      case StepKind::Split:
+        if (k >= 0 && st.loops.size() == 3) split_level(levels, k, st.factor, st.loops[1], st.loops[2]);
+        break;
+      case StepKind::Fuse: {
+        const int o = st.loops.size() == 3 ? find_level(levels, st.loops[1]) : -1;
+        if (k < 0 || o < 0 || o == k) break;
+        levels[k].name = st.loops[2];
+        levels[k].members.insert(levels[k].members.end(), levels[o].members.begin(), levels[o].members.end());
+        levels.erase(levels.begin() + o);
+        break;
+      }
+      case StepKind::Reorder: {
+        std::vector<int> at;
+        for (const auto& n : st.loops)
+          if (const int j = find_level(levels, n); j >= 0) at.push_back(j);
+        std::vector<Level> moved;
+        for (const int j : at) moved.push_back(levels[j]);
+        std::sort(at.begin(), at.end());
+        for (size_t j = 0; j < at.size(); j++) levels[at[j]] = moved[j];
+        break;
+      }
+      case StepKind::Vectorize:
+      case StepKind::Unroll:
+      case StepKind::Parallel: {
+        if (k < 0) break;
+        const LoopKind kind = st.kind == StepKind::Vectorize ? LoopKind::Vectorized
+                              : st.kind == StepKind::Unroll  ? LoopKind::Unrolled : LoopKind::Parallel;
+        if (st.factor > 0) {  // Halide splits off an anonymous inner loop of `factor` iterations
+          split_level(levels, k, st.factor, st.loops[0], st.loops[0] + ".v");
+          levels[k].site = kind != LoopKind::Vectorized;
+        }
+        levels[k].kind = kind;
+        if (kind == LoopKind::Vectorized) levels[k].site = false;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<NestLoop> scheduled_nest(const StageSchedule& ss, const std::vector<OrigLoop>& orig) {
-  struct Level {
-    std::string name;  // level name
-    int o;             // index into orig
-    int64_t extent;    // iterations
-  };
   const int n = static_cast<int>(orig.size());
   std::vector<Level> levels;  // default nest order, innermost first
-  std::vector<int> nlevels(n, 1);
   for (int o = 0; o < n; o++) {
     const LoopTiling* t = nullptr;
     for (const auto& x : ss.tiling)
       if (x.loop == orig[o].name) t = &x;
     if (!t) {
-      levels.push_back({orig[o].name, o, orig[o].extent});
+      levels.push_back({orig[o].name, {{o, orig[o].extent}}});
       continue;
     }
     const auto lv = t->level_names();
     int64_t prod = 1;
     for (size_t k = 0; k < t->factors.size(); k++) {
-      levels.push_back({lv[k], o, t->factors[k]});
+      levels.push_back({lv[k], {{o, t->factors[k]}}});
       prod *= std::max<int64_t>(1, t->factors[k]);
     }
-    levels.push_back({lv.back(), o, (orig[o].extent + prod - 1) / prod});
-    nlevels[o] = static_cast<int>(lv.size());
+    levels.push_back({lv.back(), {{o, (orig[o].extent + prod - 1) / prod}}});
   }
   if (!ss.order.empty()) {
     std::vector<Level> re;
     for (const auto& name : ss.order)
-      for (const auto& l : levels)
-        if (l.name == name) re.push_back(l);
+      if (const int k = find_level(levels, name); k >= 0) re.push_back(levels[k]);
     levels = std::move(re);
   }
-  auto member = [&](const std::string& name) {
-    if (name == ss.parallel) return true;
-    return std::find(ss.parallel_fused.begin(), ss.parallel_fused.end(), name) != ss.parallel_fused.end();
-  };
-  int64_t fused_extent = 1;
-  if (!ss.parallel.empty())
-    for (const auto& l : levels)
-      if (member(l.name)) fused_extent *= l.extent;
-
-  std::vector<int> seen(n, -1);          // levels of each original loop inside the current one (-1: none)
-  std::vector<int64_t> covered(n, 1);    // product of their extents
-  auto inside_now = [&]() {
-    std::vector<int64_t> in(n, 1);
-    for (int o = 0; o < n; o++) {
-      if (seen[o] < 0) continue;
-      in[orig[o].def_loop] = seen[o] == nlevels[o] ? orig[o].extent : std::min(covered[o], orig[o].extent);
+  if (const int k = ss.vector_width > 0 ? find_level(levels, ss.vectorize) : -1; k >= 0) {
+    const int64_t w = ss.vector_width, e = levels[k].extent();
+    if (e == w) {
+      levels[k].kind = LoopKind::Vectorized;
+      levels[k].site = false;  // the vector lanes themselves
+    } else {
+      // Split by the width with a guarded tail: the lanes, then the serial loop named L.
+      split_level(levels, k, w, ss.vectorize, ss.vectorize + ".v");
+      levels[k].kind = LoopKind::Vectorized;
+      levels[k].site = false;
+      levels[k + 1].site = e % w == 0;  // a guarded tail realizes less than a vector
     }
-    return in;
-  };
-  auto enter = [&](const Level& l) {  // the level is now inside the loops still to come
-    seen[l.o] = std::max(seen[l.o], 0) + 1;
-    covered[l.o] *= l.extent;
-  };
+  }
+  for (auto& l : levels)
+    if (std::find(ss.unroll.begin(), ss.unroll.end(), l.name) != ss.unroll.end()) l.kind = LoopKind::Unrolled;
+  if (const int p = ss.parallel.empty() ? -1 : find_level(levels, ss.parallel); p >= 0) {
+    // The parallel loop and the loops fused into it, consecutive, become one loop where it was.
+    Level fused{ss.parallel_loop_name(), levels[p].members, LoopKind::Parallel, true};
+    for (const auto& f : ss.parallel_fused)
+      if (const int k = find_level(levels, f); k >= 0) {
+        fused.members.insert(fused.members.end(), levels[k].members.begin(), levels[k].members.end());
+        levels.erase(levels.begin() + k);
+      }
+    levels[find_level(levels, ss.parallel)] = fused;
+  }
+  apply_steps(ss, levels);
+
+  std::vector<int> nlevels(n, 0);        // levels of each original loop
+  for (const auto& l : levels)
+    for (const auto& [o, k] : l.members) nlevels[o]++;
+  std::vector<int> seen(n, 0);           // levels of each original loop inside the current one
+  std::vector<int64_t> covered(n, 1);    // product of their iterations
   std::vector<NestLoop> out;
   for (const Level& l : levels) {
-    const bool red = orig[l.o].reduction;
-    if (!ss.parallel.empty() && member(l.name)) {
-      // The fused parallel loop stands where its innermost member is; members are consecutive.
-      if (l.name == ss.parallel)
-        out.push_back({ss.parallel_loop_name(), orig[l.o].def_loop, fused_extent, LoopKind::Parallel, red, true, inside_now()});
-      enter(l);
-      continue;
+    std::vector<int64_t> in(n, 1);
+    for (int o = 0; o < n; o++)
+      if (seen[o] > 0) in[orig[o].def_loop] = seen[o] == nlevels[o] ? orig[o].extent : std::min(covered[o], orig[o].extent);
+    const int o0 = l.members.front().first;
+    out.push_back({l.name, orig[o0].def_loop, l.extent(), l.kind, orig[o0].reduction, l.site, std::move(in)});
+    for (const auto& [o, k] : l.members) {
+      seen[o]++;
+      covered[o] *= std::max<int64_t>(k, 1);
     }
-    const bool unrolled = std::find(ss.unroll.begin(), ss.unroll.end(), l.name) != ss.unroll.end();
-    NestLoop nl{l.name, orig[l.o].def_loop, l.extent, unrolled ? LoopKind::Unrolled : LoopKind::Serial, red, true, {}};
-    if (l.name == ss.vectorize && ss.vector_width > 0) {
-      const int64_t w = ss.vector_width;
-      if (l.extent == w) {
-        nl.kind = LoopKind::Vectorized;
-        nl.site = false;  // the vector lanes themselves
-      } else {
-        // Split by the width with a guarded tail: the lanes, then the serial loop named L.
-        out.push_back({l.name + ".v", orig[l.o].def_loop, w, LoopKind::Vectorized, red, false, inside_now()});
-        seen[l.o] = 0;
-        covered[l.o] = w;
-        nl.extent = (l.extent + w - 1) / w;
-        nl.site = l.extent % w == 0;  // a guarded tail realizes less than a vector
-        nl.inside = inside_now();
-        out.push_back(std::move(nl));
-        seen[l.o] = 1;
-        covered[l.o] = l.extent;
-        continue;
-      }
-    }
-    nl.inside = inside_now();
-    out.push_back(std::move(nl));
-    enter(l);
   }
   return out;
 }

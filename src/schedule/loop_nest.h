@@ -50,7 +50,9 @@ struct NestLoop {
 // The nest `ss` gives the definition whose original loops are `orig` (original_loops()),
 // innermost first. A vectorized loop longer than its width appears as two loops: the lanes
 // ("<loop>.v", kind Vectorized, no site) and the serial loop named by the schedule just outside.
-// Loops the schedule names but the definition lacks are ignored (validate() rejects them).
+// Loop steps (LoopStep) then act on those loops as Halide's do: a split divides a loop's
+// iterations (a fused loop's fastest member first), a fuse joins two loops into one that covers
+// both. Loops the schedule names but the definition lacks are ignored (validate() rejects them).
 std::vector<NestLoop> scheduled_nest(const StageSchedule& ss, const std::vector<OrigLoop>& orig);
 
 // What the whole of nest loop `j` covers per Definition::loops index (j == nest.size(): the

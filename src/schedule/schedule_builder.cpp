@@ -1,5 +1,9 @@
 #include "schedule/schedule_builder.h"
 
+#include <set>
+
+#include "schedule/restructure.h"
+
 namespace ts {
 
 namespace {
@@ -74,6 +78,22 @@ StageRef& StageRef::prefetch(const Halide::Internal::Parameter& buffer, const Ha
 FuncRef UpdateRef::rfactor(const Halide::RVar& rvar, const Halide::Var& var) {
   entry().rfactor.push_back({rvar.name(), var.name()});
   return FuncRef(b_, rfactor_func_name(func_));
+}
+
+FuncRef& FuncRef::compute_inline() {
+  StageSchedule& e = entry();
+  e.placement = Placement::Inline;
+  e.compute_at = {};
+  return *this;
+}
+
+void ScheduleBuilder::inline_the_rest(const std::vector<Halide::Func>& outputs) {
+  std::set<std::string> outs;
+  for (const auto& o : outputs) outs.insert(func_base_name(o.name()));
+  for (const auto& [name, fn] : pipeline_funcs(outputs)) {
+    const std::string base = func_base_name(name);
+    if (!outs.count(base) && !fn.has_update_definition() && !schedule.find(base, 0)) func(base).compute_inline();
+  }
 }
 
 FuncRef& FuncRef::compute_root() {

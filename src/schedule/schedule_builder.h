@@ -72,6 +72,7 @@ class FuncRef : public StageRef {
  public:
   FuncRef(ScheduleBuilder* b, std::string func) : StageRef(b, std::move(func), 0) {}
 
+  FuncRef& compute_inline();
   FuncRef& compute_root();
   // Computed at `loop` of the consumer's definition `definition` (the one that reads this Func).
   FuncRef& compute_at(const FuncRef& consumer, const Halide::VarOrRVar& loop, int definition = 0);
@@ -91,6 +92,10 @@ class ScheduleBuilder {
  public:
   FuncRef func(const Halide::Func& f) { return FuncRef(this, func_base_name(f.name())); }
   FuncRef func(const std::string& base_name) { return FuncRef(this, base_name); }
+  // Every pure Func of the pipeline of `outputs` the schedule has not placed (outputs aside) is
+  // inlined, as Halide leaves it: the schedule then decides every Func it can inline, so it
+  // reads the same to validate(), the features and the space.
+  void inline_the_rest(const std::vector<Halide::Func>& outputs);
 
   Schedule schedule;  // what has been recorded
 };

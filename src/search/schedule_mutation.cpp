@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "graph/error.h"
+
 namespace ts {
 
 namespace {
@@ -40,8 +42,18 @@ Schedule mutate_decision(const ScheduleSpace& space, const Schedule& s, size_t i
   }
   // Decisions are made in order, each seeing the ones before it: keep or redraw in turn.
   Schedule out = without(s, redrawn);
-  for (size_t j = i; j < n; j++)
-    if (redraw[j]) space.sample_decision(out, j, rng);
+  try {
+    for (size_t j = i; j < n; j++)
+      if (redraw[j]) space.sample_decision(out, j, rng);
+    return out;
+  } catch (const Error&) {
+    // A kept decision lost its place: a Func computed at a loop of a consumer it read through
+    // decision i while i was inlined, now placed elsewhere. Redraw i and everything after it.
+  }
+  std::set<std::string> after;
+  for (size_t j = i; j < n; j++) after.insert(space.schedule_name(j));
+  out = without(s, after);
+  for (size_t j = i; j < n; j++) space.sample_decision(out, j, rng);
   return out;
 }
 
@@ -58,7 +70,11 @@ Schedule mutate(const ScheduleSpace& space, const Schedule& s, std::mt19937_64& 
   const std::string h = s.hash();
   Schedule out = s;
   for (int tries = 0; tries < 8; tries++) {
-    out = mutate_decision(space, s, pick(rng), rng);
+    try {
+      out = mutate_decision(space, s, pick(rng), rng);
+    } catch (const Error&) {
+      continue;  // s places a Func where the space no longer offers it (a schedule of another chain's making)
+    }
     if (out.hash() != h) break;
   }
   return out;

@@ -10,12 +10,14 @@
 #include <random>
 #include <set>
 
+#include "api/compile_model.h"
 #include "graph/error.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/workload.h"
 #include "measure/workload_compiler.h"
 #include "support/small_workloads.h"
+#include "schedule/default_schedule.h"
 #include "schedule/loop_nest.h"
 
 namespace ts {
@@ -338,6 +340,44 @@ TEST(Features, RecipesAndUnplaceableSchedulesThrow) {
     EXPECT_NE(std::string(e.what()).find("'acc'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos) << e.what();
   }
+}
+
+// The default rule's schedules are data the features see: every workload of networks whose
+// kernels cover register tiles, Winograd (products computed at the output's task loop, read by
+// the transform inside it), rfactor'd lane sums and prefetches has finite features, and its
+// register tile moves them as a tile should (its accumulator per tile, not per output).
+TEST(Features, EveryDefaultScheduleOfZooNetworksHasFeatures) {
+  int workloads = 0, computed_at = 0;
+  for (const char* file : {"resnet50.onnx", "inception_v3.onnx", "efficientnet_b0.onnx", "transformer.onnx"}) {
+    for (const Workload& w : partition_graph(load_model(std::string(TENSORSCHED_SOURCE_DIR) + "/models/" + file)).workloads) {
+      LoweredWorkload lw = lower_workload(w);
+      SpaceOptions so;
+      so.vector_bytes = native_vector_bytes(Halide::get_host_target());
+      ScheduleSpace space(build_pipeline_view(lw.outputs), so);
+      FeatureExtractor fx(space);
+      const Schedule s = default_schedule(lw.outputs, host_code_target());
+      ScheduleFeatures f;
+      ASSERT_NO_THROW(f = fx.extract(s)) << file << " " << w.name << "\n" << s.to_json(1);
+      for (size_t i = 0; i < f.flat.size(); i++)
+        ASSERT_TRUE(std::isfinite(f.flat[i])) << file << " " << w.name << " " << flat_feature_names()[i];
+      for (const auto& r : f.stages) {
+        EXPECT_TRUE(r.decided) << file << " " << w.name << " " << r.stage;
+        const StageSchedule* e = s.find(r.stage, 0);
+        if (r.definition == 0 && e && e->placement == Placement::ComputeAt) {
+          // Allocated once per iteration of a consumer loop: a tile, smaller than the stage.
+          for (const Stage& st : space.view().stages)
+            if (func_base_name(st.name) == r.stage) {
+              const float alloc = value(r.values, "a_alloc_bytes"), whole = lg(static_cast<double>(st.bytes) * st.elements);
+              EXPECT_LE(alloc, whole) << w.name << " " << r.stage;
+              computed_at += alloc < whole;
+            }
+        }
+      }
+      workloads++;
+    }
+  }
+  EXPECT_GT(workloads, 150);
+  EXPECT_GT(computed_at, 100);
 }
 
 }  // namespace
