@@ -295,7 +295,7 @@ void apply(const Schedule& s, const std::vector<Halide::Func>& outputs, const Ha
   Checker ck(s, outputs, done);
   if (auto why = ck.run()) throw Error("invalid schedule: " + *why);
   try {
-    bound_outputs_to_estimates(outputs);
+    if (s.bound_outputs) bound_outputs_to_estimates(outputs);
     for (const auto& ss : s.canonical().stages) {
       Halide::Func f(ck.env.at(ss.func));
       if (ss.definition == 0) {

@@ -553,7 +553,8 @@ Schedule Schedule::canonical() const {
 
 bool Schedule::operator==(const Schedule& o) const {
   const Schedule a = canonical(), b = o.canonical();
-  return format == o.format && autoscheduler == o.autoscheduler && a.stages == b.stages && a.layouts == b.layouts;
+  return format == o.format && autoscheduler == o.autoscheduler && a.stages == b.stages && a.layouts == b.layouts &&
+         bound_outputs == o.bound_outputs;
 }
 
 std::string Schedule::to_json(int indent) const {
@@ -563,6 +564,7 @@ std::string Schedule::to_json(int indent) const {
   for (const auto& s : canonical().stages) j["stages"].push_back(stage_to_json(s));
   // Only when set: schedules without a recipe keep their JSON and hash.
   if (autoscheduler) j["autoscheduler"] = {{"name", autoscheduler->name}, {"params", autoscheduler->params}};
+  if (!bound_outputs) j["bound_outputs"] = false;  // only when off: other schedules keep their hash
   if (!layouts.empty()) {
     j["layouts"] = json::array();
     for (const auto& l : canonical().layouts) j["layouts"].push_back({{"input", l.input}, {"dim", l.dim}, {"block", l.block}});
@@ -578,7 +580,7 @@ Schedule Schedule::from_json(const std::string& text) {
     throw Error(fmt::format("schedule: not JSON: {}", e.what()));
   }
   Reader r{"schedule"};
-  r.only_keys(j, {"format", "stages", "autoscheduler", "layouts"});
+  r.only_keys(j, {"format", "stages", "autoscheduler", "layouts", "bound_outputs"});
   Schedule s;
   s.format = r.small_int(j, "format");
   if (s.format != kFormatVersion)
@@ -591,6 +593,10 @@ Schedule Schedule::from_json(const std::string& text) {
     s.set(std::move(ss));
   }
   if (j.contains("autoscheduler")) s.autoscheduler = recipe_from_json(j["autoscheduler"]);
+  if (j.contains("bound_outputs")) {
+    if (!j["bound_outputs"].is_boolean()) r.fail("field 'bound_outputs' must be a boolean");
+    s.bound_outputs = j["bound_outputs"].get<bool>();
+  }
   if (j.contains("layouts")) {
     const json& ls = j["layouts"];
     if (!ls.is_array()) r.fail("field 'layouts' must be an array");

@@ -196,6 +196,7 @@ struct Schedule {
   std::vector<StageSchedule> stages;         // decided stages (set() keeps them sorted by func, definition)
   std::optional<AutoschedulerRecipe> autoscheduler;  // set: Halide's autoscheduler decides the whole pipeline (no stages)
   std::vector<InputLayout> layouts;          // blocked layouts of pipeline inputs, packed once at load (schedule/input_layout.h; sorted by input)
+  bool bound_outputs = true;                 // stage schedules: apply() bounds the outputs to their estimates (false: as read from an autoscheduler's choice)
 
   const StageSchedule* find(const std::string& func, int definition = 0) const;  // null when undecided
   StageSchedule* find(const std::string& func, int definition = 0);

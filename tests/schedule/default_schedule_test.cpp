@@ -5,11 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <regex>
-#include <sstream>
 
-#include "schedule/task_prefetch.h"
 
 #include "api/compile_model.h"
 #include "graph/layout_plan.h"
@@ -290,32 +286,11 @@ TEST(DefaultSchedule, HalfVectorBlocksPairIntoFullVectors) {
   }
 }
 
-// The lowered statement of workload w under schedule s, up to a renaming of identifiers: every
-// name (Funcs, loops, Halide's temporaries and closures, which differ between two lowerings in
-// one process: "$N" suffixes, "_N" in C names, t123) is replaced by its order of first
-// appearance, so two statements are equal when one is the other with names changed one for one.
+// The lowered statement of workload w under schedule s, up to a renaming of identifiers.
 std::string lowered_statement(const Workload& w, const Schedule& s) {
   LoweredWorkload lw = lower_workload(w);
-  const Halide::Target target = host_code_target();
-  apply(s, lw.outputs, target);
-  add_task_prefetch_passes(lw.pipeline, lw.outputs);
-  const std::string path = (test::temp_dir() / "stmt.txt").string();
-  lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, target);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string stmt = text.str();
-  std::map<std::string, int> ids;
-  std::string out;
-  const std::regex name("[A-Za-z_][A-Za-z0-9_$.]*");
-  auto last = stmt.cbegin();
-  for (std::sregex_iterator it(stmt.begin(), stmt.end(), name), end; it != end; ++it) {
-    out.append(last, (*it)[0].first);
-    out += "n" + std::to_string(ids.emplace(it->str(), static_cast<int>(ids.size())).first->second);
-    last = (*it)[0].second;
-  }
-  out.append(last, stmt.cend());
-  return out;
+  apply(s, lw.outputs, host_code_target());
+  return test::renamed_statement(lw);
 }
 
 // The rule's schedule of every workload of the zoo networks (register tiles, Winograd,

@@ -8,7 +8,14 @@
 #include "graph/passes.h"
 #include "measure/workload_compiler.h"
 #include "schedule/default_knobs.h"
+#include "schedule/task_prefetch.h"
 #include "support/onnx_builder.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 
 namespace ts::test {
 
@@ -177,6 +184,50 @@ MeasureOptions check_only_options(const std::string& cache_name) {
   mo.warmup = 0;
   mo.cache_root = (temp_dir() / cache_name).string();
   return mo;
+}
+
+std::string renamed_statement(LoweredWorkload& lw) {
+  const Halide::Target target = host_code_target();
+  add_task_prefetch_passes(lw.pipeline, lw.outputs);
+  const std::string path = (temp_dir() / "stmt.txt").string();
+  lw.pipeline.compile_to_lowered_stmt(path, lw.args, Halide::StmtOutputFormat::Text, target);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  // A Func's name carries a "$N" when it was made before in the process, in the C identifiers
+  // made of it as "_N": both become the base name first, so a name shared by the pipeline, its
+  // output buffer and its closures stays shared.
+  std::string stmt = text.str();
+  std::vector<std::pair<std::string, std::string>> renames;
+  for (const auto& o : lw.outputs)
+    for (const auto& [name, fn] : Halide::Internal::find_transitive_calls(o.function()))
+      if (name.find('$') != std::string::npos) {
+        std::string c_name = name;
+        std::replace(c_name.begin(), c_name.end(), '$', '_');
+        renames.emplace_back(name, func_base_name(name));
+        renames.emplace_back(c_name, func_base_name(name));
+      }
+  for (const auto& o : lw.outputs)
+    if (o.name().find('$') != std::string::npos) {
+      std::string c_name = o.name();
+      std::replace(c_name.begin(), c_name.end(), '$', '_');
+      renames.emplace_back(o.name(), func_base_name(o.name()));
+      renames.emplace_back(c_name, func_base_name(o.name()));
+    }
+  std::sort(renames.begin(), renames.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const auto& [from, to] : renames)
+    for (size_t at = stmt.find(from); at != std::string::npos; at = stmt.find(from, at + to.size())) stmt.replace(at, from.size(), to);
+  std::map<std::string, int> ids;
+  std::string out;
+  const std::regex name("[A-Za-z_][A-Za-z0-9_$.]*");
+  auto last = stmt.cbegin();
+  for (std::sregex_iterator it(stmt.begin(), stmt.end(), name), end; it != end; ++it) {
+    out.append(last, (*it)[0].first);
+    out += "n" + std::to_string(ids.emplace(it->str(), static_cast<int>(ids.size())).first->second);
+    last = (*it)[0].second;
+  }
+  out.append(last, stmt.cend());
+  return out;
 }
 
 }  // namespace ts::test

@@ -8,6 +8,7 @@
 
 #include "graph/workload.h"
 #include "measure/measurer.h"
+#include "measure/workload_compiler.h"
 #include "schedule/default_tile.h"
 #include "schedule/schedule.h"
 #include "tune/records_db.h"
@@ -59,5 +60,12 @@ void expect_variants_match_rule(const Workload& w, const std::string& cache_name
 
 // A valid record of schedule `s` of `w` measured at `seconds`, for RecordsDB::add.
 Record measured_record(const Workload& w, const Schedule& s, double seconds);
+
+// The lowered statement of a scheduled workload lowering (task prefetch passes added, as the
+// compile half adds them) up to a renaming of identifiers: every name (Funcs, loops, Halide's
+// temporaries and closures, which differ between two lowerings in one process: "$N" suffixes,
+// "_N" in C names, t123) is replaced by its order of first appearance, so two statements are
+// equal when one is the other with names changed one for one.
+std::string renamed_statement(LoweredWorkload& lw);
 
 }  // namespace ts::test
