@@ -6,8 +6,6 @@
 
 namespace ts {
 
-namespace {
-
 Tail tail_of(Halide::TailStrategy t) {
   switch (t) {
     case Halide::TailStrategy::GuardWithIf: return Tail::GuardWithIf;
@@ -24,8 +22,6 @@ PrefetchBound bound_of(Halide::PrefetchBoundStrategy b) {
     default: return PrefetchBound::GuardWithIf;
   }
 }
-
-}  // namespace
 
 StageSchedule& StageRef::entry() {
   if (StageSchedule* e = b_->schedule.find(func_, definition_)) return *e;

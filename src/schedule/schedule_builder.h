@@ -24,6 +24,10 @@ namespace ts {
 
 class ScheduleBuilder;
 
+// Halide's tail and prefetch-bound strategies as Schedule data holds them.
+Tail tail_of(Halide::TailStrategy t);
+PrefetchBound bound_of(Halide::PrefetchBoundStrategy b);
+
 // One definition's loop directives (LoopStep).
 class StageRef {
  public:

@@ -4,6 +4,7 @@
 
 #include "graph/error.h"
 #include "schedule/restructure.h"
+#include "schedule/schedule_builder.h"
 
 namespace ts {
 
@@ -15,23 +16,6 @@ using Halide::Internal::Function;
 std::string short_name(const std::string& dim) {
   const size_t dot = dim.rfind('.');
   return dot == std::string::npos ? dim : dim.substr(dot + 1);
-}
-
-Tail tail_of(Halide::TailStrategy t) {
-  switch (t) {
-    case Halide::TailStrategy::GuardWithIf: return Tail::GuardWithIf;
-    case Halide::TailStrategy::ShiftInwards: return Tail::ShiftInwards;
-    case Halide::TailStrategy::RoundUp: return Tail::RoundUp;
-    default: return Tail::Auto;
-  }
-}
-
-PrefetchBound bound_of(Halide::PrefetchBoundStrategy b) {
-  switch (b) {
-    case Halide::PrefetchBoundStrategy::Clamp: return PrefetchBound::Clamp;
-    case Halide::PrefetchBoundStrategy::NonFaulting: return PrefetchBound::NonFaulting;
-    default: return PrefetchBound::GuardWithIf;
-  }
 }
 
 // The loops of one definition (splits and fusions in order, then the loop order and kinds) and
