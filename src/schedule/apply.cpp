@@ -315,6 +315,9 @@ void apply(const Schedule& s, const std::vector<Halide::Func>& outputs, const Ha
         }
         if (ss.store_root) f.store_root();
         if (!ss.store_at.empty()) f.store_at(level(ss.store_at));
+        if (!ss.memory.empty())
+          f.store_in(ss.memory == "heap" ? Halide::MemoryType::Heap : ss.memory == "stack" ? Halide::MemoryType::Stack
+                                                                                           : Halide::MemoryType::Register);
         if (ss.storage_order.size() > 1) {
           std::vector<Halide::Var> dims;
           for (const auto& a : ss.storage_order) dims.emplace_back(a);

@@ -95,6 +95,7 @@ json stage_to_json(const StageSchedule& s) {
     if (s.store_root) j["store_root"] = true;
     if (!s.store_at.empty()) j["store_at"] = s.store_at;
     if (!s.storage_order.empty()) j["storage_order"] = s.storage_order;
+    if (!s.memory.empty()) j["memory"] = s.memory;
   }
   if (!s.tiling.empty()) {
     json t = json::array();
@@ -273,14 +274,14 @@ void extras_from_json(const json& j, const Reader& r, StageSchedule& s) {
 StageSchedule stage_from_json(const json& j, size_t index) {
   Reader r{fmt::format("schedule stage {}", index)};
   r.only_keys(j, {"func", "definition", "placement", "compute_at", "store_root", "store_at", "storage_order", "tiling",
-                  "order", "vectorize", "parallel", "unroll", "steps", "prefetch", "rfactor", "in", "task_prefetch"});
+                  "order", "vectorize", "parallel", "unroll", "steps", "prefetch", "rfactor", "in", "task_prefetch", "memory"});
   StageSchedule s;
   s.func = r.str(j, "func");
   if (j.contains("definition")) s.definition = r.small_int(j, "definition");
   if (s.definition < 0) r.fail(fmt::format("definition {} is negative", s.definition));
   r.where = fmt::format("schedule stage {} ('{}')", index, s.name());
   if (s.definition > 0) {
-    for (const char* k : {"placement", "compute_at", "store_root", "store_at", "storage_order", "in", "task_prefetch"})
+    for (const char* k : {"placement", "compute_at", "store_root", "store_at", "storage_order", "in", "task_prefetch", "memory"})
       if (j.contains(k)) r.fail(fmt::format("field '{}' belongs to the pure definition (definition 0)", k));
   } else {
     s.placement = parse_placement(r, r.str(j, "placement"));
@@ -300,6 +301,11 @@ StageSchedule stage_from_json(const json& j, size_t index) {
     }
     if (j.contains("store_at")) s.store_at = r.str(j, "store_at");
     if (j.contains("storage_order")) s.storage_order = r.strings(j, "storage_order");
+    if (j.contains("memory")) {
+      s.memory = r.str(j, "memory");
+      if (s.memory != "heap" && s.memory != "stack" && s.memory != "register")
+        r.fail(fmt::format("unknown memory '{}' (heap, stack, register)", s.memory));
+    }
   }
   if (j.contains("tiling")) {
     if (!j["tiling"].is_array()) r.fail("field 'tiling' must be an array");
@@ -411,6 +417,8 @@ std::string stage_source(const StageSchedule& s) {
     if (s.store_root) out += ".store_root()";
     if (!s.store_at.empty()) out += fmt::format(".store_at({}, {})", ident(s.compute_at.func), ident(s.store_at));
     if (!s.storage_order.empty()) out += fmt::format(".reorder_storage({})", ident_list(s.storage_order));
+    if (!s.memory.empty())
+      out += fmt::format(".store_in(MemoryType::{})", s.memory == "heap" ? "Heap" : s.memory == "stack" ? "Stack" : "Register");
   }
   for (const auto& t : s.tiling) {
     if (t.factors.empty()) continue;

@@ -155,6 +155,7 @@ struct StageSchedule {
   bool store_root = false;                   // ComputeAt only: storage allocated at root
   std::string store_at;                      // ComputeAt only: storage at this loop of compute_at's nest, at or outside it ("" = at the compute loop)
   std::vector<std::string> storage_order;    // reorder_storage: the Func's args, innermost first (definition 0; empty = arg order)
+  std::string memory;                        // store_in: "heap", "stack" or "register" (definition 0; "" = Halide's choice)
   std::vector<LoopTiling> tiling;            // splits, at most one per original loop
   std::vector<std::string> order;            // every loop after tiling, innermost first (empty = default nest)
   std::string vectorize;                     // the vectorized loop ("" = none)

@@ -124,8 +124,8 @@ std::optional<std::string> Checker::check_entry(const StageSchedule& ss) {
   if (ss.definition > 0 && (ss.placement != Placement::Inline || ss.compute_at != ConsumerLoop{} || ss.store_root ||
                             !ss.store_at.empty() || !ss.storage_order.empty()))
     return fmt::format("stage '{}': placement and storage belong to the pure definition ('{}')", ss.name(), ss.func);
-  if (ss.definition > 0 && (!ss.staged_for.empty() || !ss.task_prefetches.empty()))
-    return fmt::format("stage '{}': staging copies and task prefetches belong to the pure definition ('{}')", ss.name(), ss.func);
+  if (ss.definition > 0 && (!ss.staged_for.empty() || !ss.task_prefetches.empty() || !ss.memory.empty()))
+    return fmt::format("stage '{}': staging copies, task prefetches and memory belong to the pure definition ('{}')", ss.name(), ss.func);
   if (ss.definition == 0 && !ss.rfactor.empty())
     return fmt::format("stage '{}': rfactor applies to an update definition", ss.name());
   if (restructured_.count(ss.func) || wrapper_of_.count(ss.func)) return std::nullopt;  // made by this schedule
@@ -442,7 +442,7 @@ std::optional<std::string> Checker::check_placement(const StageSchedule& ss) {
     case Placement::Inline:
       if (is_output) return fmt::format("output '{}' cannot be inlined", ss.func);
       if (fn.has_update_definition()) return fmt::format("'{}' has update definitions and cannot be inlined", ss.func);
-      if (ss.decides_loops() || !ss.storage_order.empty())
+      if (ss.decides_loops() || !ss.storage_order.empty() || !ss.memory.empty())
         return std::string("an inlined Func has no loops or storage to schedule");
       break;
     case Placement::Root: break;

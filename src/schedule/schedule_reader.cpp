@@ -132,6 +132,13 @@ void read_placement(const Function& fn, const std::map<std::string, Function>& e
     else if (store.func() == compute.func()) ss.store_at = short_name(store.var().name());
     else throw Error(fmt::format("storage at a loop of another Func than its compute loop's ({} vs {})", store.to_string(), compute.to_string()));
   }
+  switch (fs.memory_type()) {
+    case Halide::MemoryType::Auto: break;
+    case Halide::MemoryType::Heap: ss.memory = "heap"; break;
+    case Halide::MemoryType::Stack: ss.memory = "stack"; break;
+    case Halide::MemoryType::Register: ss.memory = "register"; break;
+    default: throw Error("store_in a memory other than heap, stack or register");
+  }
   std::vector<std::string> storage;
   for (const auto& d : fs.storage_dims()) {
     if (d.alignment.defined() || d.fold_factor.defined()) throw Error("storage alignment or folding");

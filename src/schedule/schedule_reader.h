@@ -2,8 +2,8 @@
 // The schedule Halide holds for a pipeline, read back into Schedule data: what an autoscheduler
 // (Adams2019, Li2018, Mullapudi2016) chose once its choice is applied, so that its schedules are
 // records like any other, replayed by apply() and seen by the features. Every directive Schedule
-// covers is read (placement, storage level and order, splits, fusion, the loop order, vector,
-// unroll and parallel loops, prefetches, outputs bounded to their estimates); a schedule using one
+// covers is read (placement, storage level, order and memory, splits, fusion, the loop order,
+// vector, unroll and parallel loops, prefetches, outputs bounded to their estimates); one using one
 // it does not (rfactor or staging copies made outside a Schedule, compute_with, storage folding or
 // alignment, other bounds, GPU loops, async, memoization) is refused naming the directive and the
 // stage.
