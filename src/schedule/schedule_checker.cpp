@@ -348,7 +348,9 @@ std::optional<std::string> plan_steps(const StageSchedule& ss, std::vector<LoopI
         const int o = at(1);
         if (o < 0 || o == k) return fmt::format("{}: no loop '{}' to fuse (loops: {})", what, st.loops[1], names_of(loops));
         if (loops[k].rvar != loops[o].rvar) return fmt::format("{}: fuses a reduction loop with a pure loop", what);
-        if (!fresh(st.loops[2], "")) return fmt::format("{}: the fused loop's name '{}' is taken", what, st.loops[2]);
+        // The fused loop may take the name of one of the two it replaces.
+        if (!fresh(st.loops[2], st.loops[0]) && st.loops[2] != st.loops[1])
+          return fmt::format("{}: the fused loop's name '{}' is taken", what, st.loops[2]);
         LoopInfo f = loops[k];
         f.name = st.loops[2];
         f.extent = loops[k].extent > 0 && loops[o].extent > 0 ? loops[k].extent * loops[o].extent : 0;

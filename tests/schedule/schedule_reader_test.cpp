@@ -1,5 +1,6 @@
 // Halide's schedules read back into Schedule data (schedule/schedule_reader.h): what Adams2019
-// (its stack allocations included) and Mullapudi2016 choose for a real conv workload, and what
+// (its stack allocations included), Li2018 (fused loops named after one of theirs) and
+// Mullapudi2016 choose for a real conv workload, and what
 // the default rule's data applies,
 // replay from the data to the very statement Halide lowered; directives a Schedule does not hold
 // are refused naming the directive and the stage.
@@ -43,7 +44,7 @@ Workload small_conv() { return test::conv_relu_workload(test::save_conv_chain("r
 TEST(ScheduleReader, AutoschedulerChoicesReplayFromData) {
   const Workload w = small_conv();
   for (const auto& [name, params] : std::vector<std::pair<std::string, std::map<std::string, std::string>>>{
-           {"Adams2019", {{"beam_size", "1"}}}, {"Mullapudi2016", {}}}) {
+           {"Adams2019", {{"beam_size", "1"}}}, {"Li2018", {}}, {"Mullapudi2016", {}}}) {
     Schedule recipe;
     recipe.autoscheduler = AutoschedulerRecipe{name, params};
     const Schedule s = read_and_replay(w, [&](const auto& outs) { apply(recipe, outs, host_code_target()); });
