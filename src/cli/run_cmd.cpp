@@ -261,6 +261,10 @@ void add_run_commands(CLI::App& app) {
   sub->add_option("--stmt", *wl_stmt, "Print the Halide statement the default schedule lowers workload KEY (a key hash) to");
   auto wl_knobs = std::make_shared<std::string>();
   sub->add_option("--knobs", *wl_knobs, "With --stmt: the default rule with these knobs, a JSON object such as '{\"chunk\":\"8\"}'");
+  auto wl_schedule = std::make_shared<std::string>();
+  sub->add_option("--schedule", *wl_schedule,
+                  "Print the default rule's schedule of workload KEY as the Halide C++ it stands for (with --json: its JSON), "
+                  "with --knobs' variant when given");
   auto wl_asm = std::make_shared<bool>(false);
   sub->add_flag("--asm", *wl_asm, "With --stmt: print the assembly instead of the statement");
   auto wl_threads = std::make_shared<int>(0);
@@ -268,9 +272,17 @@ void add_run_commands(CLI::App& app) {
                   "The partition `run --threads N` and `tune --threads N` use (which 3x3 convs run as Winograd "
                   "depends on the threads; 0 = all cores)")
       ->check(CLI::NonNegativeNumber);
-  on_command(sub, [wl, wl_json, wl_stmt, wl_knobs, wl_asm, wl_threads] {
+  on_command(sub, [wl, wl_json, wl_stmt, wl_knobs, wl_asm, wl_threads, wl_schedule] {
     Graph g = load_model(*wl, *wl_threads);
     Partition p = partition_graph(g);
+    if (!wl_schedule->empty()) {
+      const Workload* w = find_workload(p, *wl_schedule);
+      if (!w) throw Error(fmt::format("{}: no workload with key {}", g.path, *wl_schedule));
+      const LoweredWorkload lw = lower_workload(*w);
+      const Schedule s = default_schedule(lw.outputs, host_code_target(), DefaultKnobs::from_json(*wl_knobs));
+      std::cout << (*wl_json ? s.to_json(1) + "\n" : fmt::format("// schedule {} of workload {} ({})\n{}", s.hash(), w->key_hash(), w->name, s.to_halide_source()));
+      return 0;
+    }
     if (!wl_stmt->empty()) {
       const Workload* w = find_workload(p, *wl_stmt);
       if (!w) throw Error(fmt::format("{}: no workload with key {}", g.path, *wl_stmt));

@@ -238,6 +238,20 @@ TEST(Cli, WorkloadsStmtPrintsTheDefaultSchedulesLoweredCode) {
   expect_one_line_error(run_cli("workloads " + model + " --stmt 0123456789abcdef"), "no workload with key 0123456789abcdef");
 }
 
+TEST(Cli, WorkloadsSchedulePrintsTheDefaultRuleAsData) {
+  const std::string model = test::save_matmul_relu_model();
+  const Workload w = test::matmul_relu_workload();
+  Result src = run_cli("workloads " + model + " --schedule " + w.key_hash());
+  EXPECT_EQ(src.code, 0) << src.out;
+  EXPECT_NE(src.out.find(".compute_root()"), std::string::npos) << src.out;  // the output, at root
+  EXPECT_NE(src.out.find(".vectorize("), std::string::npos) << src.out;
+  Result json = run_cli("workloads " + model + " --schedule " + w.key_hash() + " --json");
+  EXPECT_EQ(json.code, 0) << json.out;
+  const Schedule s = Schedule::from_json(json.out);  // the same data, replayable
+  EXPECT_NE(src.out.find(s.hash()), std::string::npos) << src.out;
+  expect_one_line_error(run_cli("workloads " + model + " --schedule 0123456789abcdef"), "no workload with key 0123456789abcdef");
+}
+
 // Each workload `tensorsched workloads MODEL --json --threads T` lists (0: all cores).
 std::vector<nlohmann::json> listed_workloads(const std::string& model, int threads = 0) {
   Result r = run_cli("workloads " + model + " --json -q --threads " + std::to_string(threads));
