@@ -5,7 +5,7 @@
 //
 // KEY is a workload's key hash (`all`: print every workload's plan, measure nothing; ROUNDS 0:
 // print the workload's plan only) (`tensorsched workloads MODEL`); each KNOBS_JSON is a
-// TensorschedDefault params object such as '{"vectors":"4","columns_outer":"1"}'. Without any,
+// params object of the rule's knobs such as '{"vectors":"4","columns_outer":"1"}'. Without any,
 // the sweep is every single-knob change of the rule's plan over its range. Every round measures
 // the default and all variants once (worker processes, alternating order), so a drift of the
 // machine touches all alike; printed: each variant's plan, the median of its round medians, and
@@ -35,19 +35,19 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-ts::Schedule recipe_of_json(const std::string& text) {
-  return ts::DefaultKnobSpace::recipe(ts::DefaultKnobs::from_json(text));
+ts::Schedule variant_of_json(const ts::DefaultKnobSpace& space, const std::string& text) {
+  return space.schedule(ts::DefaultKnobs::from_json(text));
 }
 
 // Every knob set that changes one knob of the rule's plan (canonical, distinct).
 std::vector<ts::Schedule> single_knob_changes(const ts::DefaultKnobSpace& space) {
   std::vector<ts::Schedule> out;
-  std::set<std::string> seen{ts::DefaultKnobSpace::recipe({}).hash()};
+  std::set<std::string> seen{space.schedule({}).hash()};
   for (const std::string& name : ts::default_knob_names())
     for (int value : {0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 24, 32, 64, 128}) {
       const std::map<std::string, std::string> params{{name, std::to_string(value)}};
       if (ts::check_default_params(params)) continue;
-      ts::Schedule s = ts::DefaultKnobSpace::recipe(space.canonical(ts::DefaultKnobs::from_params(params)));
+      ts::Schedule s = space.schedule(ts::DefaultKnobs::from_params(params));
       if (seen.insert(s.hash()).second) out.push_back(s);
     }
   return out;
@@ -83,7 +83,7 @@ int sweep(int argc, char** argv) {
   std::cout << it->name << " " << it->key_hash() << ": " << space.describe() << "\n";
   if (rounds == 0) return 0;  // the plan only
   std::vector<ts::Schedule> variants;
-  for (int i = 5; i < argc; i++) variants.push_back(recipe_of_json(argv[i]));
+  for (int i = 5; i < argc; i++) variants.push_back(variant_of_json(space, argv[i]));
   if (variants.empty()) variants = single_knob_changes(space);
   ts::MeasureOptions mo;
   mo.threads = threads;
@@ -91,7 +91,7 @@ int sweep(int argc, char** argv) {
   mo.warmup = 3;
   if (const char* warm = std::getenv("WARM_WEIGHTS"); warm && std::string(warm) == "1") mo.cold_weights = false;
   ts::Measurer m(*it, mo);
-  std::vector<ts::Schedule> batch{ts::DefaultKnobSpace::recipe({})};
+  std::vector<ts::Schedule> batch{space.schedule({})};
   batch.insert(batch.end(), variants.begin(), variants.end());
   std::vector<std::vector<double>> medians(batch.size());
   for (int r = 0; r < rounds; r++) {
@@ -113,7 +113,7 @@ int sweep(int argc, char** argv) {
     if (medians[i].empty()) continue;
     const double t = median(medians[i]);
     std::cout << fmt::format("{:9.4f} ms {:7.1f} GFLOP/s  x{:5.3f}  {}\n", t * 1e3, gflop / t,
-                             base / t, nlohmann::json(batch[i].autoscheduler->params).dump());
+                             base / t, nlohmann::json(batch[i].origin->params).dump());
     if (rounds_detail) {
       std::vector<std::string> ms;
       for (double v : medians[i]) ms.push_back(fmt::format("{:.3f}", v * 1e3));

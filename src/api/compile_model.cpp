@@ -63,7 +63,8 @@ std::map<std::string, Schedule> knob_schedules_of(const Graph& g, const std::vec
     if (!w)
       throw Error(fmt::format("--knobs '{}': {} has no workload {} (`tensorsched workloads` lists them)", spec, g.path, key));
     try {
-      schedules[w->exact_key] = DefaultKnobSpace::recipe(DefaultKnobs::from_json(spec.substr(eq + 1)));
+      schedules[w->exact_key] =
+          default_schedule(lower_workload(*w).outputs, host_code_target(), DefaultKnobs::from_json(spec.substr(eq + 1)));
     } catch (const Error& e) {
       throw Error(fmt::format("--knobs '{}': {}", spec, e.what()));
     }

@@ -17,6 +17,7 @@
 #include "costmodel/metrics.h"
 #include "features/features.h"
 #include "graph/error.h"
+#include "schedule/default_schedule.h"
 #include "tune/records_db.h"
 
 namespace ts {
@@ -31,12 +32,14 @@ struct EvalArgs {
   uint64_t seed = 0;                 // fold assignment and model seed
   bool json = false;                 // print JSON instead of a table
   std::string save;                  // train on every record and save the model here ("" = don't)
+  bool train_without_rule = false;   // folds train without the default rule's records (its schedule and variants), test on all
 };
 
 // The usable records: valid, with features of the newest version present in the database.
 struct Dataset {
   std::vector<CostSample> samples;
   std::vector<std::string> workload;  // key hash of each sample (folds split on it)
+  std::vector<bool> from_rule;        // the sample's schedule is the default rule's or a variant's (Schedule::origin)
   std::map<std::string, std::string> names;  // key hash -> workload name
   int features_version = 0;
   size_t records = 0, valid = 0, older_version = 0;  // for the report
@@ -70,6 +73,12 @@ Dataset load_dataset(const RecordsDB& db) {
     const std::string& key = r.workload.key_hash;
     d.names[key] = r.workload.name;
     d.workload.push_back(key);
+    bool rule = false;
+    try {
+      rule = rule_knobs(Schedule::from_json(r.schedule_json)).has_value();
+    } catch (const Error&) {
+    }
+    d.from_rule.push_back(rule);
     d.samples.push_back({machines.size() > 1 ? key + "@" + r.machine : key, std::move(r.features), r.median});
   }
   return d;
@@ -117,7 +126,10 @@ int eval_command(const EvalArgs& a) {
   bool seconds = false;
   for (size_t f = 0; f < k; ++f) {
     std::vector<size_t> train, test;
-    for (size_t i = 0; i < d.samples.size(); ++i) (fold_of[d.workload[i]] == f ? test : train).push_back(i);
+    for (size_t i = 0; i < d.samples.size(); ++i) {
+      if (fold_of[d.workload[i]] == f) test.push_back(i);
+      else if (!(a.train_without_rule && d.from_rule[i])) train.push_back(i);
+    }
     for (const auto& key : keys)
       if (fold_of[key] == f) folds[f].workloads.push_back(key);
     auto model = make_cost_model(a.model, a.seed);
@@ -149,6 +161,8 @@ int eval_command(const EvalArgs& a) {
                       {"samples", d.samples.size()},
                       {"skipped_older_features", d.older_version},
                       {"workloads", keys.size()},
+                      {"rule_samples", std::count(d.from_rule.begin(), d.from_rule.end(), true)},
+                      {"train_without_rule", a.train_without_rule},
                       {"seed", a.seed}};
   if (k > 0) {
     const CostMetrics overall = evaluate_cost_predictions(all_pred, all_time, all_group, seconds, a.top_k);
@@ -162,9 +176,12 @@ int eval_command(const EvalArgs& a) {
     j["folds"] = fj;
     j["overall"] = overall.to_json();
     if (!a.json) {
-      std::cout << fmt::format("{}: {} samples of {} workloads (features v{}{}), model {}, {}-fold leave-workloads-out\n",
+      std::cout << fmt::format("{}: {} samples of {} workloads (features v{}{}; {} of the default rule), model {}, "
+                               "{}-fold leave-workloads-out{}\n",
                                a.db, d.samples.size(), keys.size(), d.features_version,
-                               d.older_version ? fmt::format(", {} older skipped", d.older_version) : "", a.model, k);
+                               d.older_version ? fmt::format(", {} older skipped", d.older_version) : "",
+                               std::count(d.from_rule.begin(), d.from_rule.end(), true), a.model, k,
+                               a.train_without_rule ? ", trained without the rule's samples" : "");
       std::string head = fmt::format("{:<8} {:>9} {:>7} {:>7} {:>9}", "fold", "workloads", "train", "test", "pairwise");
       for (int kk : a.top_k) head += fmt::format(" {:>6}", fmt::format("top{}", kk));
       if (seconds) head += fmt::format(" {:>7} {:>7}", "r2", "mare");
@@ -211,6 +228,9 @@ void add_costmodel_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   e->add_option("--seed", a->seed, "Seed of the fold split and the model")->capture_default_str();
   e->add_flag("--json", a->json, "Print JSON");
+  e->add_flag("--train-without-rule", a->train_without_rule,
+              "Train each fold without the default rule's records (its schedule and its variants), test on all: "
+              "what a model that never saw the rule's schedules predicts");
   e->add_option("--save", a->save, "Train on every record and save the model to this file");
   on_command(e, [a] { return eval_command(*a); });
 }

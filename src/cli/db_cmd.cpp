@@ -1,5 +1,6 @@
 // `tensorsched db export|import --db FILE --jsonl FILE`: move tuning records between databases
-// (and machines) as one JSON object per line.
+// (and machines) as one JSON object per line. `db machines` lists who measured them, `db
+// featurize` recomputes their features from the workloads' subgraphs the database keeps.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -10,6 +11,8 @@
 
 #include "cli/commands.h"
 #include "graph/error.h"
+#include "features/features.h"
+#include "tune/featurize.h"
 #include "tune/records_db.h"
 
 namespace fs = std::filesystem;
@@ -86,10 +89,23 @@ int machines_command(const std::string& path, bool json_out) {
   return 0;
 }
 
+// Exit status 1 when a workload's subgraph could not be read or lowered.
+int featurize_command(const std::string& path, bool force) {
+  RecordsDB db(path, RecordsDB::Open::MustExist);
+  const FeaturizeSummary s = featurize_records(db, force, [](const std::string& line) { spdlog::info("featurize: {}", line); });
+  for (const auto& e : s.errors) spdlog::error("{}: {}", path, e);
+  std::cout << fmt::format(
+      "{}: features version {}: {} records featurized, {} already current, {} without features (autoscheduler "
+      "recipes, schedules the features refuse); {} workloads, {} without a stored subgraph (skipped), {} failed\n",
+      path, kFeaturesVersion, s.featurized, s.current, s.without_features, s.workloads, s.without_subgraph,
+      s.failed_workloads);
+  return s.failed_workloads > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 void add_db_commands(CLI::App& app) {
-  auto* db = app.add_subcommand("db", "Tuning records database: export, import, machines");
+  auto* db = app.add_subcommand("db", "Tuning records database: export, import, machines, featurize");
   db->require_subcommand(1);
   auto ex = std::make_shared<DbArgs>(), im = std::make_shared<DbArgs>();
   auto* e = db->add_subcommand("export", "Write every record as one JSON object per line");
@@ -107,6 +123,13 @@ void add_db_commands(CLI::App& app) {
   m->add_option("--db", *mdb, "Records database (SQLite)")->required()->check(CLI::ExistingFile);
   m->add_flag("--json", *mjson, "One JSON array");
   on_command(m, [mdb, mjson] { return machines_command(*mdb, *mjson); });
+  auto fdb = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
+  auto* f = db->add_subcommand("featurize", "Recompute the features of records of an older features version, from "
+                                            "the workload subgraphs the database keeps (no model file needed)");
+  f->add_option("--db", *fdb, "Records database (SQLite)")->required();
+  f->add_flag("--force", *force, "Recompute every record's features, current ones too");
+  on_command(f, [fdb, force] { return featurize_command(*fdb, *force); });
 }
 
 }  // namespace ts

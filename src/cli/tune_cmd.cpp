@@ -47,7 +47,7 @@ struct TuneArgs {
   std::vector<std::string> reuse_from;  // donor records databases: tuning reuse instead of search
   std::string donor = "auto";       // reuse: a donor model, auto or all
   int full_evals = 10;              // reuse: full-model evaluations after the standalone phase
-  bool same_class_only = false;     // reuse: no knob recipes of other classes with the same anchor
+  bool same_class_only = false;     // reuse: no rule variants of other classes with the same anchor
   int network_evals = 6;            // per thread count, network variants timed in the whole model
 };
 
@@ -325,8 +325,8 @@ void add_tune_command(CLI::App& app) {
   sub->add_option("--full-evals", a->full_evals, "Reuse: full-model evaluations after the standalone phase")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   sub->add_flag("--same-class-only", a->same_class_only,
-                "Reuse: carry only schedules of each workload's own class (default: also the default rule's knob "
-                "recipes of donor workloads of other classes over the same anchor op (a conv, matmul, pooling, ...), e.g. Conv+Relu's for "
+                "Reuse: carry only schedules of each workload's own class (default: also the default rule's "
+                "variants (their knobs) of donor workloads of other classes over the same anchor op (a conv, matmul, pooling, ...), e.g. Conv+Relu's for "
                 "Conv+Add+Relu)");
   on_command(sub, [a, sub] {
     // Reuse measures the donors' schedules: the search's options would be silently ignored.

@@ -116,6 +116,12 @@ StageLayout make_stage_layout() {
   L.a_heap = a("a_heap");
   L.a_stack = a("a_stack");
   L.a_page_faults = a("a_page_faults");
+  L.a_prefetches = a("a_prefetches");
+  L.a_prefetch_ahead = a("a_prefetch_ahead");
+  L.a_prefetch_lines = a("a_prefetch_lines");
+  L.a_task_prefetches = a("a_task_prefetches");
+  L.a_rfactor = a("a_rfactor");
+  L.a_staged_copies = a("a_staged_copies");
   L.d_vec_ops_per_byte = a("d_vec_ops_per_byte");
   L.d_loads_per_op = a("d_loads_per_op");
   L.d_bytes_per_line = a("d_bytes_per_line");
@@ -550,12 +556,6 @@ std::string def_name(const ConsumerLoop& at) {
   return at.definition == 0 ? at.func : fmt::format("{}.update({})", at.func, at.definition - 1);
 }
 
-int find_loop(const std::vector<NestLoop>& nest, const std::string& name) {
-  for (size_t k = 0; k < nest.size(); k++)
-    if (nest[k].name == name) return static_cast<int>(k);
-  return -1;
-}
-
 // The region of stage x one iteration of loop `at` (its nest's cover there: `cover`) needs, when x
 // is read there through stages computed inside that loop (a Winograd product at the output's
 // task loop, read by the output transform computed at a tile loop inside it): each reader's
@@ -638,7 +638,7 @@ void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs) 
       if (at.definition < 0 || at.definition >= static_cast<int>(cs.nest.size()))
         throw Error(fmt::format("stage '{}': compute_at names definition {} of '{}'", si.name, at.definition, at.func));
       const std::vector<NestLoop>& nest = cs.nest[at.definition];
-      const int j = find_loop(nest, at.loop);
+      const int j = find_nest_loop(nest, at.loop);
       if (j < 0 || !nest[j].site)
         throw Error(fmt::format("stage '{}': compute_at loop '{}' is {} of '{}'", si.name, at.loop,
                                 j < 0 ? "not in the loop nest" : "the vector lanes or a guarded vector loop",
@@ -665,7 +665,7 @@ void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs) 
         alloc = si.full;
         fs.allocs = 1;
       } else if (!s0->store_at.empty()) {
-        const int js = find_loop(nest, s0->store_at);
+        const int js = find_nest_loop(nest, s0->store_at);
         if (js < j) throw Error(fmt::format("stage '{}': store_at loop '{}' is not at or outside its compute loop", si.name, s0->store_at));
         alloc = region_at(nest[js].inside);
         fs.allocs = cs.executions;

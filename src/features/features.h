@@ -12,7 +12,9 @@
 //     * acquired, from the schedule: vector and scalar ops, loop extents after splitting, per loop
 //       level bytes read / written, unique cache lines, bytes reused and reuse distance,
 //       recomputation from inlining / compute_at, parallel tasks and core utilization,
-//       allocations (heap vs stack, bytes), page faults, false sharing;
+//       allocations (heap vs stack, bytes), page faults, false sharing; the directives beyond
+//       loops: prefetches (count, iterations ahead, lines one prefetch brings), next-task
+//       prefetches, rfactor'd reduction loops, staging copies made of the Func;
 //     * derived: arithmetic intensity and the value-learning paper's ratios.
 //    Names say which: "i_" intrinsic, "a_" acquired, "d_" derived; levels "L0".."L5" are the
 //    whole of the 6 innermost loops of the scheduled nest (innermost first; a shorter nest
@@ -42,7 +44,7 @@
 
 namespace ts {
 
-inline constexpr int kFeaturesVersion = 2;  // 2: the flat vector has the output's row
+inline constexpr int kFeaturesVersion = 3;  // 3: rows model prefetches, task prefetches, rfactor and staging copies
 
 // Names of StageFeatures::values, in layout order.
 const std::vector<std::string>& stage_feature_names();

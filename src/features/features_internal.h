@@ -49,6 +49,7 @@ struct StageLayout {
   int a_out_stride_inner, a_out_reuse_distance;
   int a_tasks, a_core_util, a_launches, a_false_sharing;
   int a_alloc_bytes, a_allocs, a_heap, a_stack, a_page_faults;
+  int a_prefetches, a_prefetch_ahead, a_prefetch_lines, a_task_prefetches, a_rfactor, a_staged_copies;
   int d_vec_ops_per_byte, d_loads_per_op, d_bytes_per_line, d_ops_per_task;
 };
 const StageLayout& stage_layout();

@@ -429,6 +429,31 @@ DefResult model_definition(const Pipeline& p, const Schedule& s, int di, std::ve
     row[L.a_page_faults] = stack ? 0 : lg(std::ceil(bytes / 4096) * fs.allocs);
   }
 
+  // Directives beyond the loops. A prefetch brings what one iteration of its `from` loop reads of
+  // the buffer (the whole of the loop just inside it) `offset` iterations ahead.
+  if (ss && !ss->prefetches.empty()) {
+    const auto& ins = p.space->view().inputs;
+    double lines = 0;
+    int64_t ahead = 0;
+    for (const PrefetchDirective& pd : ss->prefetches) {
+      ahead = std::max(ahead, pd.offset);
+      const int k = find_nest_loop(nest, pd.from);
+      for (size_t b = 0; b < bufs.size(); b++) {
+        const int in = bufs[b].buf - p.num_stages;
+        if (in < 0 || static_cast<size_t>(in) >= ins.size() || ins[static_cast<size_t>(in)].name != pd.buffer) continue;
+        lines += k > 0 ? feet[b][std::min(k - 1, nl - 1)].lines : 1;
+      }
+    }
+    row[L.a_prefetches] = static_cast<float>(ss->prefetches.size());
+    row[L.a_prefetch_ahead] = lg(static_cast<double>(ahead));
+    row[L.a_prefetch_lines] = lg(lines);
+  }
+  if (ss) row[L.a_rfactor] = static_cast<float>(ss->rfactor.size());
+  if (info.def == 0 && s0) {
+    row[L.a_task_prefetches] = static_cast<float>(s0->task_prefetches.size());
+    row[L.a_staged_copies] = static_cast<float>(s0->staged_for.size());
+  }
+
   // Derived.
   const double unique_root = (lv_rlines[nl - 1] + lv_wlines[nl - 1]) * kLineBytes * E;
   row[L.d_vec_ops_per_byte] = static_cast<float>((res.vec_float + res.vec_int) / std::max(1.0, unique_root));

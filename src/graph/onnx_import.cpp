@@ -26,20 +26,6 @@ namespace {
 
 constexpr int kMinOpset = 6, kMaxOpset = 17;
 
-Attribute convert_attr(const onnx::AttributeProto& a, const std::string& where) {
-  using A = onnx::AttributeProto;
-  switch (a.type()) {
-    case A::INT: return {a.i()};
-    case A::FLOAT: return {static_cast<double>(a.f())};
-    case A::STRING: return {a.s()};
-    case A::INTS: return {std::vector<int64_t>(a.ints().begin(), a.ints().end())};
-    case A::FLOATS: return {std::vector<double>(a.floats().begin(), a.floats().end())};
-    case A::STRINGS: return {std::vector<std::string>(a.strings().begin(), a.strings().end())};
-    case A::TENSOR: return {tensor_from_proto(a.t(), where + " attribute '" + a.name() + "'")};
-    default: break;
-  }
-  throw Unsupported(fmt::format("{}: attribute '{}' has a type tensorsched does not read (graph/sparse)", where, a.name()));
-}
 
 std::string printable(const std::string& s) { return printable_name(s); }
 
@@ -49,7 +35,7 @@ Node convert_node(const onnx::NodeProto& p, size_t index) {
   n.name = printable(p.name().empty() ? fmt::format("{}_{}", p.op_type(), index) : p.name());
   n.inputs.assign(p.input().begin(), p.input().end());
   n.outputs.assign(p.output().begin(), p.output().end());
-  for (const auto& a : p.attribute()) n.attrs[a.name()] = convert_attr(a, n.describe());
+  for (const auto& a : p.attribute()) n.attrs[a.name()] = attribute_from_proto(a, n.describe());
   return n;
 }
 
@@ -444,6 +430,21 @@ class Importer {
 };
 
 }  // namespace
+
+Attribute attribute_from_proto(const onnx::AttributeProto& a, const std::string& where) {
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::INT: return {a.i()};
+    case A::FLOAT: return {static_cast<double>(a.f())};
+    case A::STRING: return {a.s()};
+    case A::INTS: return {std::vector<int64_t>(a.ints().begin(), a.ints().end())};
+    case A::FLOATS: return {std::vector<double>(a.floats().begin(), a.floats().end())};
+    case A::STRINGS: return {std::vector<std::string>(a.strings().begin(), a.strings().end())};
+    case A::TENSOR: return {tensor_from_proto(a.t(), where + " attribute '" + a.name() + "'")};
+    default: break;
+  }
+  throw Unsupported(fmt::format("{}: attribute '{}' has a type tensorsched does not read (graph/sparse)", where, a.name()));
+}
 
 Graph import_onnx(const std::string& path, const ImportOptions& opts) {
   try {

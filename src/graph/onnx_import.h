@@ -7,6 +7,8 @@
 
 #include "graph/graph.h"
 
+namespace onnx { class AttributeProto; }
+
 namespace ts {
 
 struct ImportOptions {
@@ -32,6 +34,10 @@ Graph import_onnx(const std::string& path, const ImportOptions& opts = {});
 
 // Only the first step of import_onnx: the file parses and every op is supported (throws as above).
 void check_model_supported(const std::string& path, const ImportOptions& opts);
+
+// An ONNX attribute's value; throws Unsupported naming `where` and the attribute for the types
+// tensorsched does not read (graphs, sparse tensors).
+Attribute attribute_from_proto(const onnx::AttributeProto& a, const std::string& where);
 
 // Parses "NAME=1,3,224,224" (the --shape flag).
 std::pair<std::string, Shape> parse_shape_override(const std::string& spec);

@@ -205,6 +205,15 @@ std::string fnv1a_hex(const std::string& s) {
   return fmt::format("{:016x}", h);
 }
 
+Workload whole_graph_workload(const Graph& g) {
+  std::vector<size_t> nodes(g.nodes.size());
+  for (size_t k = 0; k < nodes.size(); k++) nodes[k] = k;
+  WorkloadStep step;
+  Workload w = make_workload(g, nodes, step);
+  w.count = 1;
+  return w;
+}
+
 std::string Workload::key_hash() const { return fnv1a_hex(exact_key); }
 std::string Workload::class_hash() const { return fnv1a_hex(class_key); }
 

@@ -45,6 +45,9 @@ bool is_anchor(const std::string& op);
 bool is_data_movement(const std::string& op);
 
 Partition partition_graph(const Graph& g);
+// The workload of every node of g taken as one group, as partition_graph makes a workload of a
+// group: a workload's own graph gives that workload again (graph/workload_onnx.h reads it so).
+Workload whole_graph_workload(const Graph& g);
 // The workload of p whose key_hash() is `key_hash`, nullptr when none is.
 const Workload* find_workload(const Partition& p, const std::string& key_hash);
 

@@ -262,6 +262,15 @@ void bound_outputs_to_estimates(const std::vector<Halide::Func>& outputs) {
 std::optional<std::string> Schedule::validate(const std::vector<Halide::Func>& outputs) const {
   if (format != kFormatVersion) return fmt::format("schedule format {} is not supported ({})", format, kFormatVersion);
   if (auto why = check_layouts(*this, outputs)) return why;
+  if (origin) {
+    const auto& as = autoscheduler_names();
+    if (origin->generator == kRuleGenerator) {
+      if (auto why = check_default_params(origin->params)) return fmt::format("schedule origin {}: {}", kRuleGenerator, *why);
+    } else if (std::find(as.begin(), as.end(), origin->generator) == as.end()) {
+      return fmt::format("schedule origin '{}' is not a generator tensorsched knows ({}, {})", origin->generator,
+                         kRuleGenerator, fmt::join(as, ", "));
+    }
+  }
   if (autoscheduler) {
     if (!stages.empty())
       return fmt::format("schedule has {} decided stage(s) and an autoscheduler recipe ({}), which decides every stage",

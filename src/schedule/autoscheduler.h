@@ -36,9 +36,9 @@
 
 namespace ts {
 
-// A recipe naming tensorsched's own default heuristic (schedule/default_schedule.h; no
-// plugin; its parameters are the rule's knobs, DefaultKnobs), so the default and its variants are
-// recorded and chosen like any other schedule.
+// The recipe that records made before the default rule emitted Schedule data hold for the rule
+// (its parameters the knobs, DefaultKnobs): read, and applied as the rule's data with those knobs
+// (rule_knobs, default_schedule.h); tensorsched no longer writes it.
 inline constexpr const char* kDefaultRecipeName = "TensorschedDefault";
 
 // The autoschedulers a recipe can name (besides kDefaultRecipeName).

@@ -85,11 +85,11 @@ std::optional<std::string> check_default_params(const std::map<std::string, std:
     if (it == specs.end()) {
       std::vector<std::string> known;
       for (const auto& s : specs) known.push_back(s.name);
-      return fmt::format("{} has no parameter '{}' (its parameters: {})", kDefaultRecipeName, key, fmt::join(known, ", "));
+      return fmt::format("the default rule has no knob '{}' (its knobs: {})", key, fmt::join(known, ", "));
     }
     const auto v = parse_int(value);
     if (!v || *v < it->lo || *v > it->hi)
-      return fmt::format("{}: parameter {} must be an integer in [{}, {}], not '{}'", kDefaultRecipeName, key, it->lo,
+      return fmt::format("the default rule's knob {} must be an integer in [{}, {}], not '{}'", key, it->lo,
                          it->hi, value);
   }
   return std::nullopt;
@@ -121,7 +121,7 @@ DefaultKnobs DefaultKnobs::from_json(const std::string& text) {
 }
 
 DefaultKnobSpace::DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target)
-    : winograd_(winograd_facts(outputs)) {
+    : outputs_(outputs), target_(target), winograd_(winograd_facts(outputs)) {
   if (winograd_) return;  // the Winograd schedule replaces rule 5 (default_schedule.cpp)
   for (const auto& t : default_structure(outputs, target).tiles) tiles_.push_back(t.facts);
 }
@@ -235,17 +235,7 @@ DefaultKnobs DefaultKnobSpace::mutate(const DefaultKnobs& k, std::mt19937_64& rn
   return k;
 }
 
-Schedule DefaultKnobSpace::recipe(const DefaultKnobs& k) {
-  Schedule s;
-  s.autoscheduler = AutoschedulerRecipe{kDefaultRecipeName, k.params()};
-  return s;
-}
-
-std::optional<DefaultKnobs> DefaultKnobSpace::knobs_of(const Schedule& s) {
-  if (!s.autoscheduler || s.autoscheduler->name != kDefaultRecipeName || !s.stages.empty()) return std::nullopt;
-  if (check_default_params(s.autoscheduler->params)) return std::nullopt;
-  return DefaultKnobs::from_params(s.autoscheduler->params);
-}
+Schedule DefaultKnobSpace::schedule(const DefaultKnobs& k) const { return default_schedule(outputs_, target_, canonical(k)); }
 
 std::optional<DefaultKnobs> DefaultKnobSpace::network_variant() const {
   if (winograd_ || tiles_.empty()) return std::nullopt;

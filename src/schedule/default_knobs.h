@@ -1,6 +1,6 @@
 #pragma once
-// DefaultKnobSpace: the variants of the default rule's register tile (DefaultKnobs, the
-// TensorschedDefault recipe's parameters) a workload can take, for the tuner's search.
+// DefaultKnobSpace: the variants of the default rule's register tile (DefaultKnobs) a workload
+// can take, for the tuner's search: the rule's micro-kernel sketch, whose parameters are the knobs.
 //
 // Why: tuning searches the sketch space (schedule/sketch.h), which lacks the default's
 // channel-blocked micro-kernels (paired half blocks, streamed inputs, grouped parallel tasks),
@@ -8,9 +8,9 @@
 // three knobs instead: columns, blocks and stream. The default's own knobs (columns and blocks per
 // tile, vectors, loop order, parallel tasks and grain, reduction unrolling) are a small space
 // around a kernel that is already good; measuring its variants finds the one a workload's
-// shapes and this machine's caches prefer. A variant is a recipe, so it is recorded, replayed
-// and carried to other workloads (clamped to their shapes) like any schedule; it has no stage
-// decisions, hence no features: learning policies propose variants model-free.
+// shapes and this machine's caches prefer. A variant is the rule's Schedule data for its knobs
+// (Schedule::origin keeps them), so it has stage decisions and features like any schedule, and
+// its knobs carry to workloads of other classes (clamped to their shapes).
 //
 // Two knob sets that give the same tile plan give the same code: canonical() keeps only knobs
 // that change the plan, at the values the plan uses, so a variant has one hash.
@@ -33,6 +33,7 @@ std::vector<std::string> default_knob_names();
 
 class DefaultKnobSpace {
  public:
+  // Reads the pipeline computing `outputs` (kept, unscheduled: schedule() reads it again).
   DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
 
   // No tiled output: every knob set is the default itself.
@@ -44,10 +45,8 @@ class DefaultKnobSpace {
   DefaultKnobs draw(std::mt19937_64& rng) const;
   // `k` with one knob redrawn, canonical; `k` when ten tries changed nothing.
   DefaultKnobs mutate(const DefaultKnobs& k, std::mt19937_64& rng) const;
-  // The TensorschedDefault recipe with these knobs.
-  static Schedule recipe(const DefaultKnobs& k);
-  // The knobs of a TensorschedDefault recipe, nullopt for any other schedule.
-  static std::optional<DefaultKnobs> knobs_of(const Schedule& s);
+  // The rule's schedule of the pipeline with canonical(k) (default_schedule).
+  Schedule schedule(const DefaultKnobs& k) const;
   // One line: the tiles' facts and the rule's plan.
   std::string describe() const;
   // The rule with knobs whose effect a workload measured alone cannot show, canonical, or nullopt:
@@ -66,6 +65,8 @@ class DefaultKnobSpace {
   WinogradTile winograd_plan(const DefaultKnobs& k) const;       // a Winograd workload's tile under k
   DefaultKnobs canonical_winograd(const DefaultKnobs& k) const;  // canonical() of a Winograd workload
 
+  std::vector<Halide::Func> outputs_;          // the pipeline's outputs
+  Halide::Target target_;                      // the target the rule plans for
   std::vector<TileFacts> tiles_;               // the tiled outputs' facts
   std::optional<WinogradFacts> winograd_;      // set: a Winograd conv workload (columns and blocks are its knobs)
 };

@@ -1,5 +1,6 @@
 #include "schedule/default_schedule.h"
 
+#include "schedule/autoscheduler.h"
 #include "schedule/default_tile.h"
 #include "schedule/schedule_builder.h"
 #include "schedule/task_prefetch.h"
@@ -493,6 +494,7 @@ void schedule_tile(ScheduleBuilder& sb, const Halide::Func& of, const Halide::Fu
 
 Schedule default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target, const DefaultKnobs& knobs) {
   ScheduleBuilder sb;
+  sb.schedule.origin = ScheduleOrigin{kRuleGenerator, knobs.params()};
   if (winograd_schedule(sb, outputs, knobs)) {
     sb.inline_the_rest(outputs);
     return sb.schedule;
@@ -512,6 +514,19 @@ Schedule default_schedule(const std::vector<Halide::Func>& outputs, const Halide
     if (!tiled.count(name)) schedule_root(sb, Halide::Func(ds.env.at(name)), target, ds);
   sb.inline_the_rest(outputs);
   return sb.schedule;
+}
+
+std::optional<DefaultKnobs> rule_knobs(const Schedule& s) {
+  const AutoschedulerRecipe* legacy = s.autoscheduler && s.autoscheduler->name == kDefaultRecipeName ? &*s.autoscheduler : nullptr;
+  const std::map<std::string, std::string>* params = legacy ? &legacy->params : nullptr;
+  if (s.origin && s.origin->generator == kRuleGenerator) params = &s.origin->params;
+  if (!params || check_default_params(*params)) return std::nullopt;
+  return DefaultKnobs::from_params(*params);
+}
+
+bool is_rule_default(const Schedule& s) {
+  const std::optional<DefaultKnobs> k = rule_knobs(s);
+  return k && *k == DefaultKnobs{};
 }
 
 void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target) {

@@ -1,6 +1,7 @@
 #pragma once
 // tensorsched's untuned baseline schedule, applied to any Halide pipeline whose Funcs carry
-// estimates of their extents (define_tensor sets them from the fixed shapes):
+// estimates of their extents (define_tensor sets them from the fixed shapes), as Schedule data
+// (its origin "rule" with the knobs it was made with):
 //  1. A pure stage that only renames another Func's value (input wrappers) stays inline.
 //  2. Reduction stages (with update definitions) and pure stages read by a reduction (padded
 //     inputs) are computed at root; other pure stages (elementwise followers) are inlined into
@@ -22,7 +23,7 @@
 //     is reused (depthwise, pooling) the padded input is read in place instead of copied; where
 //     the weights exceed L2 the tile's rows run inside the input-channel blocks and the next
 //     block's weights are prefetched (default_tile.cpp plan_streaming).
-//  Rule 5's tile has knobs (DefaultKnobs, the TensorschedDefault recipe's parameters): unset,
+//  Rule 5's tile has knobs (DefaultKnobs, the parameters of Schedule::origin "rule"): unset,
 //  each is the rule's own choice; set, the tuner's search over them (schedule/default_knobs.h)
 //  finds the variant of the micro-kernel a workload runs fastest with.
 #include <Halide.h>
@@ -52,26 +53,37 @@ struct DefaultKnobs {
   std::optional<int> prefetch;       // "prefetch": 1 = each parallel task prefetches the next one's weights into L2 (tasks over output blocks), 2 = and walks the pages of the slice three tasks ahead, 0 = neither
   std::optional<int> row_group;      // "row_group": a tile whose rows run outermost runs them in groups of this many inside its block loop (0 = one group of each row), 0-64
   bool operator==(const DefaultKnobs&) const = default;
+  auto operator<=>(const DefaultKnobs&) const = default;  // any strict order, for sets of knobs
 
-  // The recipe parameters (set knobs only, as decimal strings).
+  // The knobs as parameters (set knobs only, as decimal strings): Schedule::origin's.
   std::map<std::string, std::string> params() const;
-  // Parses recipe parameters; throws Error naming an unknown parameter or a bad value.
+  // Parses parameters; throws Error naming an unknown parameter or a bad value.
   static DefaultKnobs from_params(const std::map<std::string, std::string>& params);
   // Parses a JSON object of parameters (strings or numbers, e.g. '{"chunk":"8"}'; empty text: no
   // knobs); throws Error quoting the text when it is not such an object or a parameter is bad.
   static DefaultKnobs from_json(const std::string& text);
 };
 
-// Why `params` are not valid TensorschedDefault parameters, or nullopt.
+// Why `params` are not valid knobs of the rule, or nullopt.
 std::optional<std::string> check_default_params(const std::map<std::string, std::string>& params);
 
 // The rule's schedule of the pipeline computing `outputs` (every stage it decides; the rest stay
 // at Halide's default), with `knobs` (unset: the rule's own choices), as data for apply().
 Schedule default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target, const DefaultKnobs& knobs = {});
 
+// The generator name of the rule's schedules (Schedule::origin).
+inline constexpr const char* kRuleGenerator = "rule";
+
+// The knobs a schedule of the rule was made with (its origin), or nullopt for any other schedule.
+// Also reads the recipe "TensorschedDefault" that records made before the rule emitted data hold:
+// apply() converts that recipe to the rule's schedule with its knobs.
+std::optional<DefaultKnobs> rule_knobs(const Schedule& s);
+// The rule itself (no knob set), either form.
+bool is_rule_default(const Schedule& s);
+
 // The rule (every knob unset).
 void apply_default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
-// The rule with `knobs` (a TensorschedDefault recipe's parameters).
+// The rule with `knobs`: apply(default_schedule(outputs, target, knobs)).
 void apply_default_variant(const std::vector<Halide::Func>& outputs, const Halide::Target& target,
                            const DefaultKnobs& knobs);
 

@@ -112,6 +112,12 @@ void apply_steps(const StageSchedule& ss, std::vector<Level>& levels) {
 
 }  // namespace
 
+int find_nest_loop(const std::vector<NestLoop>& nest, const std::string& name) {
+  for (size_t k = 0; k < nest.size(); k++)
+    if (nest[k].name == name) return static_cast<int>(k);
+  return -1;
+}
+
 std::vector<NestLoop> scheduled_nest(const StageSchedule& ss, const std::vector<OrigLoop>& orig) {
   const int n = static_cast<int>(orig.size());
   std::vector<Level> levels;  // default nest order, innermost first

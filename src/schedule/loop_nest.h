@@ -47,6 +47,9 @@ struct NestLoop {
   std::vector<int64_t> inside;  // per Definition::loops index: extent one iteration's body covers (1 = none)
 };
 
+// The index of the loop named `name` in `nest`, -1 when none is.
+int find_nest_loop(const std::vector<NestLoop>& nest, const std::string& name);
+
 // The nest `ss` gives the definition whose original loops are `orig` (original_loops()),
 // innermost first. A vectorized loop longer than its width appears as two loops: the lanes
 // ("<loop>.v", kind Vectorized, no site) and the serial loop named by the schedule just outside.

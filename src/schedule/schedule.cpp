@@ -346,20 +346,31 @@ StageSchedule stage_from_json(const json& j, size_t index) {
   return s;
 }
 
-AutoschedulerRecipe recipe_from_json(const json& j) {
-  Reader r{"schedule autoscheduler"};
-  r.only_keys(j, {"name", "params"});
-  AutoschedulerRecipe a;
-  a.name = r.str(j, "name");
+// A name and its string parameters: an autoscheduler recipe's or an origin's.
+std::pair<std::string, std::map<std::string, std::string>> named_params_from_json(const json& j, const char* what,
+                                                                                const char* name_key) {
+  Reader r{what};
+  r.only_keys(j, {name_key, "params"});
+  std::pair<std::string, std::map<std::string, std::string>> out{r.str(j, name_key), {}};
   if (j.contains("params")) {
     const json& p = j["params"];
     if (!p.is_object()) r.fail("field 'params' must be an object of strings");
     for (const auto& [k, v] : p.items()) {
       if (!v.is_string()) r.fail(fmt::format("parameter '{}' must be a string", k));
-      a.params[k] = v.get<std::string>();
+      out.second[k] = v.get<std::string>();
     }
   }
-  return a;
+  return out;
+}
+
+AutoschedulerRecipe recipe_from_json(const json& j) {
+  auto [name, params] = named_params_from_json(j, "schedule autoscheduler", "name");
+  return {name, params};
+}
+
+ScheduleOrigin origin_from_json(const json& j) {
+  auto [generator, params] = named_params_from_json(j, "schedule origin", "generator");
+  return {generator, params};
 }
 
 // ---- Halide C++ source ----
@@ -573,6 +584,7 @@ std::string Schedule::to_json(int indent) const {
   // Only when set: schedules without a recipe keep their JSON and hash.
   if (autoscheduler) j["autoscheduler"] = {{"name", autoscheduler->name}, {"params", autoscheduler->params}};
   if (!bound_outputs) j["bound_outputs"] = false;  // only when off: other schedules keep their hash
+  if (origin) j["origin"] = {{"generator", origin->generator}, {"params", origin->params}};
   if (!layouts.empty()) {
     j["layouts"] = json::array();
     for (const auto& l : canonical().layouts) j["layouts"].push_back({{"input", l.input}, {"dim", l.dim}, {"block", l.block}});
@@ -588,7 +600,7 @@ Schedule Schedule::from_json(const std::string& text) {
     throw Error(fmt::format("schedule: not JSON: {}", e.what()));
   }
   Reader r{"schedule"};
-  r.only_keys(j, {"format", "stages", "autoscheduler", "layouts", "bound_outputs"});
+  r.only_keys(j, {"format", "stages", "autoscheduler", "layouts", "bound_outputs", "origin"});
   Schedule s;
   s.format = r.small_int(j, "format");
   if (s.format != kFormatVersion)
@@ -601,6 +613,7 @@ Schedule Schedule::from_json(const std::string& text) {
     s.set(std::move(ss));
   }
   if (j.contains("autoscheduler")) s.autoscheduler = recipe_from_json(j["autoscheduler"]);
+  if (j.contains("origin")) s.origin = origin_from_json(j["origin"]);
   if (j.contains("bound_outputs")) {
     if (!j["bound_outputs"].is_boolean()) r.fail("field 'bound_outputs' must be a boolean");
     s.bound_outputs = j["bound_outputs"].get<bool>();
@@ -619,14 +632,27 @@ Schedule Schedule::from_json(const std::string& text) {
   return s.canonical();
 }
 
-std::string Schedule::hash() const { return fnv1a_hex(to_json()); }
+std::string Schedule::hash() const {
+  if (!origin) return fnv1a_hex(to_json());
+  Schedule decisions = *this;
+  decisions.origin.reset();
+  return fnv1a_hex(decisions.to_json());
+}
 
 std::string Schedule::to_halide_source() const {
   std::string out;
+  auto joined = [](const std::map<std::string, std::string>& params) {
+    std::string p;
+    for (const auto& [k, v] : params) p += fmt::format("{}{}={}", p.empty() ? "" : ", ", k, v);
+    return p;
+  };
   if (autoscheduler) {
-    std::string params;
-    for (const auto& [k, v] : autoscheduler->params) params += fmt::format("{}{}={}", params.empty() ? "" : ", ", k, v);
+    const std::string params = joined(autoscheduler->params);
     out += fmt::format("// autoscheduler {} ({})\n", autoscheduler->name, params.empty() ? "default parameters" : params);
+  }
+  if (origin) {
+    const std::string params = joined(origin->params);
+    out += fmt::format("// made by {} ({})\n", origin->generator, params.empty() ? "no parameters" : params);
   }
   for (const auto& s : canonical().stages) out += stage_source(s);
   // A layout changes the calling convention, not a Func: the input is packed at load and its

@@ -189,6 +189,20 @@ struct AutoschedulerRecipe {
   bool operator==(const AutoschedulerRecipe&) const = default;
 };
 
+// Which generator made a schedule, and with what parameters, so that it can make the same
+// schedule for another workload: "rule" is the default rule (schedule/default_schedule.h), its
+// params the knobs (DefaultKnobs::params(); none: the rule itself); an autoscheduler's name
+// (Adams2019, Li2018, Mullapudi2016) with its recipe's parameters is the choice it made, read as
+// stage schedules. Kept in the JSON, so a record tells the default of its workload and reuse
+// across workload classes carries the rule's knobs, not its stages; not a decision, so hash()
+// and == ignore it (the same decisions are the same code). Whatever changes a made schedule
+// (mutation, refitting) drops it.
+struct ScheduleOrigin {
+  std::string generator;                      // "rule"
+  std::map<std::string, std::string> params;  // the generator's parameters
+  bool operator==(const ScheduleOrigin&) const = default;
+};
+
 // A (possibly partial) schedule of a pipeline: decided stages, or an autoscheduler recipe that
 // decides every stage.
 struct Schedule {
@@ -198,6 +212,7 @@ struct Schedule {
   std::optional<AutoschedulerRecipe> autoscheduler;  // set: Halide's autoscheduler decides the whole pipeline (no stages)
   std::vector<InputLayout> layouts;          // blocked layouts of pipeline inputs, packed once at load (schedule/input_layout.h; sorted by input)
   bool bound_outputs = true;                 // stage schedules: apply() bounds the outputs to their estimates (false: as read from an autoscheduler's choice)
+  std::optional<ScheduleOrigin> origin;      // the generator that made the stages (unset: a search, a person, a reader)
 
   const StageSchedule* find(const std::string& func, int definition = 0) const;  // null when undecided
   StageSchedule* find(const std::string& func, int definition = 0);
@@ -207,13 +222,14 @@ struct Schedule {
   bool is_complete(const std::vector<std::string>& stage_names) const;
   // Stages sorted by (func, definition), tiling by loop, unroll by name: what JSON and hash see.
   Schedule canonical() const;
-  bool operator==(const Schedule& o) const;  // equal canonical forms
+  bool operator==(const Schedule& o) const;  // equal canonical forms (the origin aside)
 
   // Canonical JSON (sorted keys, default fields omitted); indent < 0 is one line.
   std::string to_json(int indent = -1) const;
   // Parses to_json() output; throws Error naming the bad field and stage.
   static Schedule from_json(const std::string& text);
-  // FNV-1a 64 of the one-line canonical JSON: 16 hex digits, the same on every machine.
+  // FNV-1a 64 of the one-line canonical JSON without the origin: 16 hex digits, the same on
+  // every machine.
   std::string hash() const;
   // The Halide C++ schedule it stands for, one statement per decided stage. Identifiers are the
   // Func and loop names with characters other than letters, digits and '_' made '_'. A recipe

@@ -10,12 +10,17 @@
 //    (inline / root / compute_at a loop of its single consumer, storage at the compute level,
 //    storage order),
 //    and per definition its tiling, loop order, vectorized loop, parallel loop and unroll.
-//  - Candidates are counted, not listed: per definition the choices factor into per-loop
+//  - Candidates are counted: per definition the choices factor into per-loop
 //    options (tiling factors, whether the loop's outermost level joins the parallel group,
 //    which of its levels is unrolled) and the interleavings of the loops' levels, counted by a
 //    small dynamic program over (levels in the free part of the order, parallel group size,
 //    unrolled loops). branching() is the exact number of candidates of a decision; sample_*()
 //    draws one of them uniformly from the same tables.
+//  - Candidate listing (candidates()): a decision's exact count is often 10^5 or more (tilings
+//    times interleavings), too many to score one by one, so a listing keeps every placement and,
+//    per placement, a few members of every structural class (the classes Stratified sampling
+//    draws evenly: vector loop and width, parallel group size, unrolled or not), plus the
+//    sketch's decision and the decisions of given schedules (the default rule's) where they fit.
 //  - Pruning, so that every candidate applies, compiles and computes the right values:
 //     * split factors (a few divisors, powers of two and non-divisors) multiply to at most the
 //       extent of a root Func's loop, and to at most half the loop's extent in the region a
@@ -107,6 +112,21 @@ struct SpaceStats {
   int rollouts = 0;               // random schedules drawn
 };
 
+// One candidate of a decision: the stage entries it adds (every definition of the Func; one
+// entry when inlined) and the layout it gives the input the Func renames.
+struct DecisionCandidate {
+  std::vector<StageSchedule> entries;   // the Func's entries, definition order
+  std::optional<InputLayout> layout;    // a packable input's layout (inline renames only)
+  std::string source;                   // "space", or "rule" / "sketch": taken from such a schedule
+};
+
+// What ScheduleSpace::candidates() lists besides the space's structural classes.
+struct DecisionCandidateOptions {
+  int per_class = 2;                      // distinct members listed per structural class (>= 1)
+  uint64_t seed = 0;                      // the members are draws from this seed: the same list every call
+  std::vector<const Schedule*> sources;   // complete schedules (the rule's, its variants) whose entries for the Func are listed too
+};
+
 class ScheduleSpace {
  public:
   explicit ScheduleSpace(PipelineView view, SpaceOptions opts = {});
@@ -122,6 +142,16 @@ class ScheduleSpace {
   double branching(const Schedule& partial, size_t i) const;
   // Draws one of them (as options().sampling says) and adds its stage entries to `partial`.
   void sample_decision(Schedule& partial, size_t i, std::mt19937_64& rng) const;
+  // Lists candidates of decision i given `partial` (see top: Candidate listing): per placement
+  // (inline with each layout, root, each compute_at loop offered) and per structural class of a
+  // definition (vector choice, parallel group size, unrolled or not: Sampling::Stratified's
+  // classes) up to o.per_class distinct members; the sketch's decision when the partial is the
+  // sketch's so far; and each source's entries for the Func where they fit the partial (the
+  // consumers it is computed in are decided as in that source). Distinct, in that order, the
+  // sources last: a greedy search (value-learning paper, Algorithm 1) scores each.
+  std::vector<DecisionCandidate> candidates(const Schedule& partial, size_t i, const DecisionCandidateOptions& o = {}) const;
+  // Adds a candidate of decision i to `partial` (its entries, its layout in place of the old).
+  void take(Schedule& partial, size_t i, const DecisionCandidate& c) const;
   // Per pure arg of decided Func i (Stage::dims order), the extent it realizes per iteration of
   // its compute loop (root: its estimates). Throws Error when Func i is undecided or its
   // placement is not one of the space's candidates.
@@ -145,9 +175,20 @@ class ScheduleSpace {
  private:
   struct Placement_;   // one placement candidate of a Func
   void sample_decision_as(Schedule& partial, size_t i, std::mt19937_64& rng, Sampling how) const;
+  // Candidates of one placement: its structural classes' members (drawn as Stratified draws them).
+  void class_members(size_t i, const Placement_& p, const DecisionCandidateOptions& o, std::vector<DecisionCandidate>& out) const;
   struct DefSpace;     // counting tables of one definition in one region
-  // Draws one definition's loop decisions from its counting tables into ss.
-  void sample_definition(const DefSpace& ds, bool stratified, StageSchedule& ss, std::mt19937_64& rng) const;
+  // A structural class of a definition (Stratified sampling's): vector choice (index into its
+  // vector choices), parallel group size, unrolled or not; -1: any.
+  struct DefClass {
+    int vec = -1, group = -1, unrolled = -1;
+  };
+  // The classes of a definition that have candidates.
+  std::vector<DefClass> def_classes(const DefSpace& ds) const;
+  // Draws one definition's loop decisions from its counting tables into ss, within class `cls`
+  // (which must have candidates; DefClass{}: any).
+  void sample_definition(const DefSpace& ds, bool stratified, StageSchedule& ss, std::mt19937_64& rng,
+                         const DefClass& cls) const;
   std::vector<Placement_> placements(const Schedule& partial, size_t i) const;
   Placement_ placement_of(const Schedule& partial, size_t i) const;  // decided Func i's candidate (throws when none)
   const DefSpace& def_space(size_t i, int def, const Placement_& p) const;

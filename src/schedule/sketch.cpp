@@ -19,8 +19,8 @@ constexpr int kMaxVectors = 4;        // vectors along x per register tile
 constexpr int kMaxRowTile = 4;        // rows per register tile
 constexpr int kMaxAccumulators = 32;  // vector accumulators of a tile (AVX-512 has 32 registers)
 constexpr int kMinChannelAccumulators = 8;  // channel vectors: smallest register tile drawn
-constexpr int kDefaultReuse = 4;      // TensorschedDefault's reuse tile
-constexpr int64_t kDefaultTasks = 8;  // TensorschedDefault fuses outer loops until this many tasks
+constexpr int kDefaultReuse = 4;      // the default rule's reuse tile
+constexpr int64_t kDefaultTasks = 8;  // the default rule fuses outer loops until this many tasks
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

@@ -23,7 +23,7 @@
 //    root, vectorized along their innermost loop and parallel over their outer loops; renames
 //    and other pure stages are inlined.
 // With vector_width = the native width capped by the row, vectors = 1, reuse_tile = 4 and the
-// parallel loops fused until there are 8 tasks this is the TensorschedDefault schedule
+// parallel loops fused until there are 8 tasks this is the default rule's schedule
 // (default_knobs()).
 //
 // Channel vectors (knob `channel_vectors`, AutoTVM's NCHW[x]c conv): when r reads a packable
@@ -71,7 +71,7 @@ class Sketch {
   // The sketch of the space's pipeline, or null when its rule does not apply.
   static std::shared_ptr<const Sketch> match(const ScheduleSpace& space);
 
-  // What TensorschedDefault picks (see top).
+  // What the default rule picks (see top).
   SketchKnobs default_knobs() const;
   // Knobs drawn at random: a register tile uniformly among those within the register and
   // unroll budgets, a uniform order of the outer loops, a uniform parallel depth among those

@@ -101,7 +101,7 @@ void GbtSaSearch::observe(const SearchTask& task, const std::vector<Schedule>& b
   variants_.observe(task, batch, results);
   for (size_t k = 0; k < batch.size() && k < results.size(); k++) {
     ts.planned.insert(batch[k].hash());
-    if (batch[k].autoscheduler) continue;  // a recipe: no stage decisions, no features
+    if (batch[k].autoscheduler) continue;  // an autoscheduler recipe: no stage decisions, no features
     try {
       ts.xs.push_back(ts.features->flat(batch[k]));
     } catch (const Error&) {
@@ -115,7 +115,7 @@ void GbtSaSearch::observe(const SearchTask& task, const std::vector<Schedule>& b
 
 std::vector<Schedule> GbtSaSearch::propose(const SearchTask& task, size_t n, std::mt19937_64& rng) {
   TaskState& ts = state(task);
-  std::vector<Schedule> out = variants_.propose(task, variant_share(n, kVariantShare, rng), rng);
+  std::vector<Schedule> out = ranked_variants(task, ts, variant_share(n, kVariantShare, rng), rng);
   auto fresh = [&](const Schedule& s) {
     const std::string h = s.hash();
     return !ts.planned.count(h) && !(task.measured && task.measured(h));
@@ -132,6 +132,22 @@ std::vector<Schedule> GbtSaSearch::propose(const SearchTask& task, size_t n, std
       ts.planned.insert(s.hash());
       out.push_back(std::move(s));
     }
+  }
+  return out;
+}
+
+std::vector<Schedule> GbtSaSearch::ranked_variants(const SearchTask& task, TaskState& ts, size_t n, std::mt19937_64& rng) {
+  if (n == 0) return {};
+  if (!ts.stats.model_used) return variants_.propose(task, n, rng);  // no trained model yet: as drawn
+  std::vector<Schedule> pool = variants_.draw(task, kVariantPool * n, rng);
+  const std::vector<double> q = predict(task, ts, pool);
+  std::vector<size_t> order(pool.size());
+  for (size_t k = 0; k < order.size(); k++) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return q[a] > q[b]; });
+  std::vector<Schedule> out;
+  for (size_t k = 0; k < order.size() && out.size() < n; k++) {
+    variants_.take(task, pool[order[k]]);
+    out.push_back(std::move(pool[order[k]]));
   }
   return out;
 }
@@ -198,9 +214,12 @@ std::map<std::string, std::pair<double, Schedule>> GbtSaSearch::anneal(const Sea
   // explores around what is known to run well (in a space of 10^50+ schedules per workload,
   // chains from random draws alone rarely come near it).
   std::vector<double> energy = predict(task, ts, ts.chains);
+  // Only points of the space restart chains: the space's mutations of a schedule some generator
+  // made (the rule's, an autoscheduler's: Schedule::origin) mix two plans into one that is
+  // rarely valid; those schedules teach the model instead.
   std::vector<size_t> fastest;
   for (size_t k = 0; k < ts.seconds.size(); k++)
-    if (ts.seconds[k] > 0) fastest.push_back(k);
+    if (ts.seconds[k] > 0 && !ts.measured[k].origin) fastest.push_back(k);
   std::sort(fastest.begin(), fastest.end(), [&](size_t a, size_t c) { return ts.seconds[a] < ts.seconds[c]; });
   fastest.resize(std::min(fastest.size(), ts.chains.size() / 8));
   std::vector<size_t> lowest(ts.chains.size());

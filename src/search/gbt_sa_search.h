@@ -14,16 +14,19 @@
 //    (predicted quality + α · newly covered schedule components), and add ε·b random draws.
 //  - Until `min_samples` valid measurements exist (and without a global model) plans are random
 //    (just enough of them), like AutoTVM's first batch.
-//  - Beyond the paper: at each plan the fastest measured schedules (up to 1/8 of the chains)
-//    restart the chains the model rates lowest, as evolutionary searches keep their best.
+//  - Beyond the paper: at each plan the fastest measured points of the space (up to 1/8 of the chains;
+//    not the rule's nor an autoscheduler's) restart the chains the model rates lowest, as evolutionary
+//    searches keep their best.
 //  - Transfer (eq. 4): a global model trained once per task on other workloads' records (their
 //    stored flat features are workload-invariant), and the local model trained on top of its
 //    predictions (XGBoost base margin): f̂ = f̂_global + f̂_local.
 //  - observe() also receives, before a resumed task starts, the task's earlier records (the
-//    tuner replays them): the model learns from every measurement of the workload. Recipes
-//    (the default, Halide's autoschedulers) have no features and are skipped.
+//    tuner replays them): the model learns from every measurement of the workload, the default
+//    rule's schedule and its variants included. Halide's autoscheduler recipes have no features
+//    and are skipped.
 //  - Beyond the paper: a quarter of each batch (kVariantShare) goes to the default rule's knob
-//    variants (search/default_variants.h), proposed model-free, since they have no features.
+//    variants (search/default_variants.h). Once a plan was built with the model, the model picks
+//    them too: kVariantPool times as many are drawn, the best predicted are measured.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -55,6 +58,7 @@ struct GbtSaOptions {
 class GbtSaSearch : public SearchPolicy {
  public:
   static constexpr double kVariantShare = 0.25;  // of each batch, to the default's variants
+  static constexpr size_t kVariantPool = 4;      // variants drawn per one measured, for the model to rank
 
   explicit GbtSaSearch(GbtSaOptions opts = {});
   ~GbtSaSearch() override;
@@ -78,6 +82,8 @@ class GbtSaSearch : public SearchPolicy {
   struct TaskState;
   TaskState& state(const SearchTask& task);
   void rebuild_plan(const SearchTask& task, TaskState& ts, std::mt19937_64& rng);
+  // Up to n of the default's variants: the model's best of a drawn pool once it steers, else draws.
+  std::vector<Schedule> ranked_variants(const SearchTask& task, TaskState& ts, size_t n, std::mt19937_64& rng);
   // Fetches the transfer model once per task and fits the local model on the task's samples.
   void train(const SearchTask& task, TaskState& ts);
   // The models' quality of each schedule (higher is better); those without features rank last.
@@ -90,7 +96,7 @@ class GbtSaSearch : public SearchPolicy {
 
   GbtSaOptions opts_;
   std::map<std::string, std::unique_ptr<TaskState>> tasks_;  // by workload exact key
-  DefaultVariants variants_;                                 // the default's variants (model-free)
+  DefaultVariants variants_;                                 // the default's variants
 };
 
 // Greedy maximization of eq. 3 of the AutoTVM paper: picks `k` of the candidates, each step the

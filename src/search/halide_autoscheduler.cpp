@@ -1,18 +1,56 @@
 #include "search/halide_autoscheduler.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "graph/error.h"
+#include "measure/worker_pool.h"
+#include "measure/workload_compiler.h"
 #include "schedule/autoscheduler.h"
+#include "schedule/schedule_reader.h"
 
 namespace ts {
 
 namespace {
 
-constexpr int kDropoutPercent = 90;   // chance of keeping a state in randomized reruns
-constexpr int kMaxSeeds = 1000;       // reruns tried per task before giving up on new schedules
+constexpr int kDropoutPercent = 90;      // chance of keeping a state in randomized reruns
+constexpr int kMaxSeeds = 1000;          // reruns tried per task before giving up on new schedules
+constexpr double kChoiceTimeoutS = 300;  // one autoscheduler run (Adams2019's beam search on a large conv: seconds)
 
 }  // namespace
+
+std::optional<Schedule> autoscheduler_choice(const Workload& w, const Schedule& recipe, std::string& why) {
+  if (!recipe.autoscheduler) throw Error("autoscheduler_choice: not an autoscheduler recipe");
+  WorkerPoolOptions pool;
+  pool.timeout_s = kChoiceTimeoutS;
+  pool.capture_stderr = true;
+  const WorkerResult r = run_workers(
+      1,
+      [&](size_t, int fd) {
+        LoweredWorkload lw = lower_workload(w);
+        apply(recipe, lw.outputs, host_code_target());
+        std::string reason;
+        const std::optional<Schedule> s = read_halide_schedule(lw.outputs, reason);
+        write_all(fd, s ? "data\n" + s->to_json() : "refused\n" + reason);
+        return 0;
+      },
+      pool)[0];
+  const size_t eol = r.message.find('\n');
+  if (!r.exited_ok || eol == std::string::npos) {
+    why = fmt::format("{}: {}{}", recipe.autoscheduler->name, r.describe_end(pool.timeout_s),
+                      r.message.empty() ? "" : ": " + message_tail(r.message));
+    return std::nullopt;
+  }
+  if (r.message.compare(0, eol, "data") != 0) {
+    why = fmt::format("{}: {}", recipe.autoscheduler->name, r.message.substr(eol + 1));
+    return std::nullopt;
+  }
+  Schedule s = Schedule::from_json(r.message.substr(eol + 1));
+  s.origin = ScheduleOrigin{recipe.autoscheduler->name, recipe.autoscheduler->params};
+  return s;
+}
 
 HalideAutoschedulerPolicy::HalideAutoschedulerPolicy(std::string policy) : policy_(std::move(policy)) {
   if (policy_ != "adams2019" && policy_ != "adams2019-greedy" && policy_ != "li2018" && policy_ != "mullapudi2016")
@@ -46,14 +84,22 @@ Schedule HalideAutoschedulerPolicy::recipe(int64_t seed) const {
 std::vector<Schedule> HalideAutoschedulerPolicy::propose(const SearchTask& task, size_t n, std::mt19937_64& rng) {
   std::vector<Schedule> out;
   auto fresh = [&](const Schedule& s) { return !task.measured || !task.measured(s.hash()); };
-  Schedule first = recipe(-1);
-  if (fresh(first)) out.push_back(first);
+  // The choice as data when it reads as data, else the recipe. Seeds in order, so a resumed run
+  // proposes what it has not measured yet (the same seed makes the same choice).
+  auto add = [&](const Schedule& r) {
+    if (!fresh(r)) return;  // measured as a recipe by an earlier run
+    std::string why;
+    std::optional<Schedule> data = autoscheduler_choice(*task.workload, r, why);
+    if (!data) spdlog::info("{}: {}: proposed as a recipe (no features): {}", policy_, task.workload->name, why);
+    Schedule s = data ? *data : r;
+    if (fresh(s) && std::none_of(out.begin(), out.end(), [&](const Schedule& o) { return o.hash() == s.hash(); }))
+      out.push_back(std::move(s));
+  };
+  add(recipe(-1));
   if (policy_ == "li2018" || policy_ == "mullapudi2016") return out;
-  // Randomized reruns: seeds in order, so a resumed run proposes what it has not measured yet.
-  for (int64_t seed = 1; out.size() < n && seed <= kMaxSeeds; seed++) {
-    Schedule s = recipe(seed);
-    if (fresh(s)) out.push_back(s);
-  }
+  // A small pipeline gives few distinct choices: stop after as many runs again as were wanted.
+  for (int64_t seed = 1, runs = 0; out.size() < n && seed <= kMaxSeeds && runs < static_cast<int64_t>(2 * n + 2); seed++, runs++)
+    add(recipe(seed));
   if (out.size() > n) out.resize(n);
   return out;
 }

@@ -1,17 +1,32 @@
 #pragma once
 // Halide's autoschedulers as search policies (baselines on the same workloads, measured the
-// same way). Each proposal is an AutoschedulerRecipe, replayed at compile time:
+// same way):
 //  - adams2019: the first proposal is the plugin's own beam search (beam 32, 5 passes); later
 //    ones rerun it with random dropout (HL_RANDOM_DROPOUT 90 %, a new HL_SEED each), as
-//    Halide's autotuning loop does to produce distinct candidates.
+//    Halide's autotuning loop does to produce distinct candidates: the graph-network paper's
+//    noise-injected schedules.
 //  - adams2019-greedy: the same with beam size 1 (one pass).
 //  - li2018, mullapudi2016: deterministic, one proposal per task.
+// Each proposal is what the autoscheduler chose for the task's workload read back as stage
+// schedules (schedule/schedule_reader.h), so it is data with features like any schedule, its
+// origin the recipe that made it. The autoscheduler runs in a forked worker (the Adams2019
+// plugin reads its dropout settings once per process). A choice the reader cannot hold (it
+// names the directive, e.g. an rfactor) is proposed as the recipe itself, replayed at compile
+// time, without features.
+#include <optional>
+#include <string>
+
 #include "search/search_policy.h"
 
 namespace ts {
 
 // The policy names this class implements.
 const std::vector<std::string>& halide_policy_names();
+
+// What the autoscheduler `recipe` (Schedule::autoscheduler) chooses for workload w on this host,
+// as stage schedules whose origin is the recipe; nullopt with the reason in `why` when the
+// choice cannot be read as data or the autoscheduler fails (run in a forked worker).
+std::optional<Schedule> autoscheduler_choice(const Workload& w, const Schedule& recipe, std::string& why);
 
 class HalideAutoschedulerPolicy : public SearchPolicy {
  public:

@@ -11,6 +11,7 @@
 
 #include "measure/time_stats.h"
 #include "measure/workload_code.h"
+#include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
 #include "tune/tuner.h"
 
@@ -53,7 +54,8 @@ NetworkTrial try_candidate(const Graph& g, RecordsDB& db, const NetworkCandidate
   NetworkTrial t;
   t.key_hash = c.w->key_hash();
   t.name = c.w->name;
-  t.variant = c.variant.autoscheduler ? nlohmann::json(c.variant.autoscheduler->params).dump() : c.variant.hash();
+  const std::optional<DefaultKnobs> knobs = rule_knobs(c.variant);
+  t.variant = knobs ? nlohmann::json(knobs->params()).dump() : c.variant.hash();
   t.threads = threads;
   std::map<std::string, Schedule> with = schedules;
   with[c.w->exact_key] = c.variant;
@@ -154,7 +156,7 @@ bool steps_faster(const StepTimes& base, const StepTimes& trial) {
 void record_network_pair(RecordsDB& db, const Workload& w, const Schedule& variant, const StepTimes& default_times,
                          const StepTimes& variant_times, int threads) {
   // One transaction, the default's first: a confirmation pair (tuner.h).
-  db.add({network_record(w, default_schedule_recipe(), default_times, threads),
+  db.add({network_record(w, default_schedule_of(w), default_times, threads),
           network_record(w, variant, variant_times, threads)});
 }
 

@@ -26,6 +26,7 @@
 #include "graph/error.h"
 #include "features/features.h"
 #include "graph/workload.h"
+#include "graph/workload_onnx.h"
 #include "schedule/schedule.h"
 
 #ifndef TENSORSCHED_VERSION
@@ -66,6 +67,12 @@ CREATE INDEX measurements_schedule ON measurements (workload_key, schedule_hash)
 // layout of the record's features_version.
 constexpr const char* kFeaturesTable = R"sql(
 CREATE TABLE IF NOT EXISTS features (record_id INTEGER PRIMARY KEY REFERENCES measurements (id), data BLOB NOT NULL);
+)sql";
+
+// Added after version 1 like `features`: each workload's subgraph (graph/workload_onnx.h, a
+// serialized ONNX model), so that its records can be featurized again without the model file.
+constexpr const char* kSubgraphsTable = R"sql(
+CREATE TABLE IF NOT EXISTS subgraphs (workload_key TEXT PRIMARY KEY REFERENCES workloads (exact_key), onnx BLOB NOT NULL);
 )sql";
 
 // Added after version 1 like `features`: which workloads each tuned model holds, and how often,
@@ -135,6 +142,10 @@ class Stmt {
     sqlite3_clear_bindings(s_);
   }
   int64_t integer(int c) const { return sqlite3_column_int64(s_, c); }
+  std::string blob(int c) const {
+    const void* p = sqlite3_column_blob(s_, c);
+    return p ? std::string(static_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::string();
+  }
   // A float32 array stored by bind_blob (empty for NULL).
   // A features blob; a damaged one (not whole floats, or a value not finite) reads as none, so
   // that it cannot travel on through an export.
@@ -193,6 +204,13 @@ void add_threads_column(sqlite3* db, const std::string& path) {
   Transaction txn(db, path);
   if (!present()) exec(db, path, "ALTER TABLE measurements ADD COLUMN threads INTEGER NOT NULL DEFAULT 0");
   txn.commit();
+}
+
+// Keeps the first subgraph stored of a workload (they are equal: the key is the graph).
+void put_subgraph(sqlite3* db, const std::string& path, const WorkloadEntry& w) {
+  if (w.subgraph.empty()) return;
+  Stmt s(db, path, "INSERT INTO subgraphs (workload_key, onnx) VALUES (?1, ?2) ON CONFLICT (workload_key) DO NOTHING");
+  s.bind(1, w.exact_key).bind_blob(2, w.subgraph.data(), w.subgraph.size()).step();
 }
 
 uint32_t be32(const unsigned char* p) {
@@ -371,7 +389,7 @@ std::string cpuinfo_value(const std::string& text, const std::string& key) {
 }  // namespace
 
 WorkloadEntry workload_entry(const Workload& w) {
-  return {w.exact_key, w.class_key, w.name, w.flops, w.key_hash(), w.class_hash()};
+  return {w.exact_key, w.class_key, w.name, w.flops, w.key_hash(), w.class_hash(), workload_subgraph(w)};
 }
 
 const json& machine_fingerprint() {
@@ -458,6 +476,7 @@ void RecordsDB::open_existing() {
   }
   exec(db, path_, kFeaturesTable);
   exec(db, path_, kModelsTable);
+  exec(db, path_, kSubgraphsTable);
   add_threads_column(db, path_);
 }
 
@@ -491,6 +510,7 @@ void RecordsDB::create_or_attach() {
   check_meta();
   exec(db, path_, kFeaturesTable);
   exec(db, path_, kModelsTable);
+  exec(db, path_, kSubgraphsTable);
   add_threads_column(db, path_);
 }
 
@@ -521,6 +541,7 @@ int64_t RecordsDB::insert(const Record& in) {
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (exact_key) DO NOTHING");
   wl.bind(1, w.exact_key).bind(2, w.key_hash).bind(3, w.class_key).bind(4, w.class_hash).bind(5, w.name);
   wl.bind(6, w.flops).step();
+  put_subgraph(db, path_, w);
   Stmt m(db, path_,
          "INSERT INTO measurements (workload_key, schedule, schedule_hash, times, median, min, noise, error_kind, "
          "error_message, features_version, machine, tensorsched_version, policy, timestamp_us, threads) "
@@ -674,8 +695,35 @@ void RecordsDB::set_model(const std::string& model, const std::vector<ModelWorkl
     wl.bind(1, w.exact_key).bind(2, fnv1a_hex(w.exact_key)).bind(3, w.class_key).bind(4, fnv1a_hex(w.class_key));
     wl.bind(5, w.name).bind(6, w.flops).step();
     wl.reset();
+    put_subgraph(db, path_, w);
     mw.bind(1, model).bind(2, w.exact_key).bind(3, int64_t{m.count}).step();
     mw.reset();
+  }
+  txn.commit();
+}
+
+std::string RecordsDB::subgraph(const std::string& exact_key) const {
+  std::lock_guard lock(mu_);
+  Stmt s(db_.get(), path_, "SELECT onnx FROM subgraphs WHERE workload_key = ?1");
+  s.bind(1, exact_key);
+  return s.step() ? s.blob(0) : std::string();
+}
+
+void RecordsDB::set_features(const std::vector<std::pair<int64_t, std::vector<float>>>& features, int version) {
+  std::lock_guard lock(mu_);
+  sqlite3* db = db_.get();
+  Transaction txn(db, path_);
+  Stmt v(db, path_, "UPDATE measurements SET features_version = ?2 WHERE id = ?1");
+  Stmt del(db, path_, "DELETE FROM features WHERE record_id = ?1");
+  Stmt f(db, path_, "INSERT INTO features (record_id, data) VALUES (?1, ?2)");
+  for (const auto& [id, x] : features) {
+    v.bind(1, id).bind(2, int64_t{version}).step();
+    v.reset();
+    del.bind(1, id).step();
+    del.reset();
+    if (x.empty()) continue;
+    f.bind(1, id).bind_blob(2, x.data(), x.size() * sizeof(float)).step();
+    f.reset();
   }
   txn.commit();
 }

@@ -32,6 +32,7 @@ struct WorkloadEntry {
   int64_t flops = 0;       // arithmetic operations of one occurrence
   std::string key_hash;    // fnv1a_hex(exact_key); computed by add(), read back by queries
   std::string class_hash;  // fnv1a_hex(class_key); computed by add(), read back by queries
+  std::string subgraph;    // graph/workload_onnx.h workload_subgraph(): stored by add() and set_model(), "" from queries (subgraph())
 };
 
 // The entry of a partitioned workload.
@@ -139,6 +140,11 @@ class RecordsDB {
   void set_model(const std::string& model, const std::vector<ModelWorkload>& workloads);
   // The workloads of `model`, or of every model when "", by model then in the order given.
   std::vector<ModelWorkload> model_workloads(const std::string& model = "") const;
+  // The workload's subgraph (workload_subgraph()), "" when none was stored (older records).
+  std::string subgraph(const std::string& exact_key) const;
+  // Replaces records' features (by record id) and their version, in one transaction (tensorsched
+  // db featurize); empty features: none.
+  void set_features(const std::vector<std::pair<int64_t, std::vector<float>>>& features, int version);
   // Number of records.
   int64_t count() const;
   // Every workload with records, in order of first record.

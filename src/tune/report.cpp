@@ -48,10 +48,9 @@ WorkloadRow summarize(const RecordsDB& db, const WorkloadEntry& e, int count) {
   r.entry = e;
   r.count = count;
   r.records = db.records(e.exact_key);
-  const std::string def = default_schedule_recipe().hash();
   for (const auto& rec : r.records) {
     if (!rec.valid()) r.errors[rec.error_kind]++;
-    if (rec.valid() && rec.schedule_hash == def && r.default_s == 0) r.default_s = rec.median;
+    if (rec.valid() && r.default_s == 0 && is_default_record(rec)) r.default_s = rec.median;
   }
   // What `run` with the default thread count uses.
   if (auto c = latest_confirmation(db, e.exact_key, effective_threads(0))) {
@@ -63,7 +62,7 @@ WorkloadRow summarize(const RecordsDB& db, const WorkloadEntry& e, int count) {
   } else if (auto best = db.best(e.exact_key, 1); !best.empty()) {
     r.chosen_s = best[0].median;
     r.spread = time_stats(best[0].times).spread;
-    r.confirmed = best[0].schedule_hash == def;  // the default needs no confirmation
+    r.confirmed = is_default_record(best[0]);  // the default needs no confirmation
   }
   return r;
 }

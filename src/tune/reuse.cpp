@@ -82,14 +82,13 @@ bool decided_in_network(const Donor& d, const WorkloadEntry& w, int threads) {
 // W_Tc counts the donor's workloads of class c that tuning made faster than their default (every
 // tuned workload has a valid record: its default's), alone or in its network. The anchor score
 // sums the same over the donor's tuned workloads of other classes with c's anchor (class_anchor),
-// whose knob recipes across-class reuse carries; it only ranks donors of equal class score.
+// whose rule knobs across-class reuse carries; it only ranks donors of equal class score.
 DonorScore score(const Donor& d, const std::vector<ReuseClass>& classes, int threads) {
   DonorScore s{d.model, d.db->path(), {}, 0, {}, 0, false};
-  const std::string def = default_schedule_recipe().hash();
   std::map<std::string, int> tuned, tuned_by_anchor;  // class key / class_anchor -> such workloads
   for (const auto& w : d.workloads) {
     auto best = d.db->best(w.exact_key, 1);
-    if ((!best.empty() && best[0].schedule_hash != def) || decided_in_network(d, w, threads)) {
+    if ((!best.empty() && !is_default_record(best[0])) || decided_in_network(d, w, threads)) {
       tuned[w.class_key]++;
       tuned_by_anchor[class_anchor(w.class_key)]++;
     }
@@ -160,9 +159,10 @@ struct Current {
 // the full phase weighs the donors against it, not against nothing.
 // With `across_classes`, the donors' workloads of other classes with t's anchor (class_anchor:
 // the same anchor op, a conv, matmul, pooling ..., other elementwise ops fused after it) give
-// their default-rule knob recipes too, carried as they are: the rule schedules the extra or
-// missing stages itself (the paper's weaker across-class reuse). Their stage-by-stage schedules
-// name stages t lacks.
+// their default-rule variants too, by their knobs (Schedule::origin): the rule makes t's schedule
+// with them, scheduling the extra or missing stages itself (the paper's weaker across-class
+// reuse). Their stage-by-stage schedules name stages t lacks. A rule variant of the same class is
+// carried by its knobs as well: the rule's own schedule of t is what those knobs mean there.
 // Where a donor's model kept the network variant of a workload of the class (or, across classes,
 // of the anchor; network_refine.h, at `threads`), the target's own variant is a candidate too: the
 // knob, not the donor's sizes, is what carries.
@@ -192,7 +192,7 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
       // (best() is fastest first, so its default ends the list). Random trials that never beat
       // their default made up most of what an earlier version carried, and cost minutes. One record
       // more than carried is read, in place of one of a newer format that is skipped. Across
-      // classes the stage schedules above a recipe are skipped too, so the records are read down
+      // classes the stage schedules above a rule variant are skipped too, so the records are read down
       // to the default.
       int taken = 0;
       const size_t window = same_class ? static_cast<size_t>(per_workload) + 1 : kAcrossClassRecords;
@@ -204,12 +204,15 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
         } catch (const Error&) {
           continue;  // a newer format is not ours to read
         }
-        if (s == default_schedule_recipe()) break;  // the donor's default: the rest were slower
-        if (!same_class && !DefaultKnobSpace::knobs_of(s)) continue;
+        if (is_rule_default(s)) break;  // the donor's default: the rest were slower
+        const std::optional<DefaultKnobs> knobs = rule_knobs(s);
+        if (!same_class && !knobs) continue;
         taken++;
         out.donor_schedules++;
         out.across_class += !same_class;
-        RefitResult fit = refit(s, *t.space, outputs);
+        RefitResult fit;
+        if (knobs && t.default_knobs) fit.schedule = t.default_knobs->schedule(*knobs);
+        else fit = refit(s, *t.space, outputs);
         if (!fit.ok()) {
           out.refused++;
           spdlog::debug("reuse: {} from {} ({}): not carried: {}", t.w->name, d.model, r.schedule_hash, fit.error);
@@ -222,7 +225,7 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
   }
   if (network_decided && t.default_knobs)
     if (const std::optional<DefaultKnobs> k = t.default_knobs->network_variant()) {
-      Schedule v = DefaultKnobSpace::recipe(*k);
+      Schedule v = t.default_knobs->schedule(*k);
       const std::string h = v.hash();
       if (seen.insert(h).second) cands.push_back({std::move(v), h, t.default_s, false, true});
     }
@@ -416,7 +419,7 @@ void confirm_choices(std::vector<Task>& tasks, const std::vector<std::vector<Can
   const int threads = effective_threads(opts.measure.threads);  // the confirmations' (confirm_schedule)
   for (size_t i = 0; i < tasks.size() && !(opts.stop && opts.stop->load()); i++) {
     if (cands[i].empty() || !tasks[i].summary.error.empty()) continue;
-    Schedule winner = default_schedule_recipe();
+    Schedule winner = tasks[i].measurer->default_schedule();
     if (choice[i] >= 0 && cands[i][static_cast<size_t>(choice[i])].in_network) {
       // The full phase recorded it, at the model's thread count.
       auto c = latest_confirmation(db, tasks[i].w->exact_key, effective_threads(opts.e2e_threads));

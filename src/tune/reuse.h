@@ -18,8 +18,8 @@
 //     of the class (tune/network_refine.h: a knob only the network can judge), the target's own
 //     variant is a candidate that skips this phase. Across classes (the paper's weaker reuse,
 //     ReuseOptions::across_classes): donor workloads of other classes over the same anchor op
-//     (graph/workload.h class_anchor: Conv+Relu for Conv+Add+Relu) give their default-rule knob
-//     recipes, which the rule applies to whatever stages the target fuses. The donor heuristic
+//     (graph/workload.h class_anchor: Conv+Relu for Conv+Add+Relu) give the knobs of their
+//     default-rule variants, with which the rule schedules whatever stages the target fuses. The donor heuristic
 //     (2.) ranks by the paper's class score first; the same sum over other-class workloads with
 //     each class's anchor (DonorScore::anchor_score) breaks its ties, so `auto` and `all` take a
 //     donor that shares only anchors (a held-out network's new activations) when none shares more.
@@ -61,7 +61,7 @@ struct ReuseOptions {
   int e2e_iters = 10;                   // timed runs of each model per full evaluation, and at the end (end to end)
   int e2e_threads = 0;                  // Halide threads of the models (0 = default); in-network pairs are recorded at it
   int confirm_rounds = 3;               // re-measurement rounds of each choice against the default (0 = none)
-  bool across_classes = true;           // also carry the default rule's knob recipes of other classes with the same anchor (class_anchor)
+  bool across_classes = true;           // also carry the default rule's rule variants (by their knobs) of other classes with the same anchor (class_anchor)
   MeasureOptions measure;               // standalone measurements (repeats, cache, jobs)
   const std::atomic<bool>* stop = nullptr;  // when it turns true: stop, keeping what was recorded
 };
@@ -93,8 +93,8 @@ struct ReuseWorkload {
   std::string class_label;    // its ReuseClass::label
   int count = 0;              // occurrences in the model
   double default_s = 0;       // default median (this run)
-  int donor_schedules = 0;    // donor schedules of its class considered (and, across classes, knob recipes of its anchor's)
-  int across_class = 0;       // of which knob recipes of workloads of other classes with its anchor
+  int donor_schedules = 0;    // donor schedules of its class considered (and, across classes, rule variants of its anchor's)
+  int across_class = 0;       // of which rule variants of workloads of other classes with its anchor
   int refused = 0;            // of which could not be carried (refit errors)
   int measured = 0;           // re-fitted schedules measured alone (this run and earlier ones)
   double best_standalone_s = 0;  // fastest valid standalone median (0 when none)

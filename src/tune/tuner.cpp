@@ -17,7 +17,7 @@
 #include "measure/time_stats.h"
 #include "runtime/compiled_model.h"
 #include "measure/workload_compiler.h"
-#include "schedule/autoscheduler.h"
+#include "schedule/default_schedule.h"
 
 namespace ts {
 
@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 // Records a re-measurement: the default's record, then the candidate's, in one transaction.
 void record_confirmation(Task& t, RecordsDB& db, const Schedule& s, const Measurer::Remeasurement& rm) {
-  db.add({make_record(*t.w, default_schedule_recipe(), rm.default_result, kConfirmPolicy),
+  db.add({make_record(*t.w, t.measurer->default_schedule(), rm.default_result, kConfirmPolicy, t.features.get()),
           make_record(*t.w, s, rm.candidate, kConfirmPolicy, t.features.get())});
 }
 
@@ -51,14 +51,14 @@ std::vector<int> confirm_thread_counts(const TuneOptions& opts) {
 // schedule tuned on 2 threads can lose to the default on 1 (ResNet-18's 14x14 Winograd convs),
 // and `run --threads N` reads the pair measured with N. Per thread count the chosen pair is
 // recorded last (latest_confirmation reads the last pair). True when it re-measured.
-bool confirm_winner(Task& t, RecordsDB& db, const Schedule& def, const TuneOptions& opts) {
+bool confirm_winner(Task& t, RecordsDB& db, const TuneOptions& opts) {
   if (opts.confirm_rounds <= 0 || !t.measurer) return false;
   const size_t wanted = static_cast<size_t>(std::max(1, opts.confirm_candidates));
   const int tuned_threads = effective_threads(opts.measure.threads);
   std::vector<Schedule> winners;
   // One more than wanted: the default may be among them.
   for (const Record& r : db.best(t.w->exact_key, wanted + 1, tuned_threads)) {
-    if (r.schedule_hash == def.hash() || winners.size() == wanted) break;  // past the default: slower
+    if (is_default_record(r) || winners.size() == wanted) break;  // past the default: slower
     try {
       winners.push_back(Schedule::from_json(r.schedule_json));
     } catch (const Error&) {
@@ -126,14 +126,13 @@ std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::
   // confirm_schedule adds a pair in one transaction, the default's record first; the candidate
   // may be the default itself (a decision to keep it). The last whole pair measured with
   // `threads` wins, else the last of any thread count.
-  const std::string def = default_schedule_recipe().hash();
   std::optional<Record> pending;
   std::optional<Confirmation> last, last_any;
   for (const auto& r : db.records(exact_key)) {  // oldest first
     if (!is_confirmation_policy(r.policy)) continue;
     if (!pending || pending->policy != r.policy) {  // a pair is of one kind
       pending.reset();
-      if (r.schedule_hash == def) pending = r;
+      if (is_default_record(r)) pending = r;
       continue;
     }
     last_any = Confirmation{*pending, r};
@@ -151,10 +150,12 @@ bool confirm_schedule(Task& t, RecordsDB& db, const Schedule& winner, int rounds
   return true;
 }
 
-Schedule default_schedule_recipe() {
-  Schedule s;
-  s.autoscheduler = AutoschedulerRecipe{kDefaultRecipeName, {}};
-  return s;
+bool is_default_record(const Record& r) {
+  try {
+    return is_rule_default(Schedule::from_json(r.schedule_json));
+  } catch (const Error&) {
+    return false;  // a newer format: not this build's default
+  }
 }
 
 namespace {
@@ -267,8 +268,8 @@ double confirm_reserve(const std::vector<Task>& tasks, const TuneOptions& opts) 
 
 // Per task what the database holds after the run (earlier runs included): trials and errors of
 // the policy, and the time the model will run (the confirmed winner, else the default).
-void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const SearchPolicy& policy, const Schedule& def,
-                     const TuneOptions& opts, TuneSummary& sum) {
+void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const SearchPolicy& policy, const TuneOptions& opts,
+                     TuneSummary& sum) {
   const int threads = effective_threads(opts.measure.threads);
   for (auto& t : tasks) {
     TaskSummary& ts = t.summary;
@@ -293,7 +294,7 @@ void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const Search
       ts.best_s = best[0].median;
       ts.best_noise = time_stats(best[0].times).spread;
       ts.best_policy = best[0].policy;
-      if (best[0].schedule_hash != def.hash()) sum.tuned_workloads++;
+      if (!is_default_record(best[0])) sum.tuned_workloads++;
     }
     sum.tasks.push_back(ts);
   }
@@ -305,7 +306,7 @@ std::vector<NetworkCandidate> network_candidates(const std::vector<Task>& tasks)
   for (const Task& t : tasks) {
     if (!t.summary.error.empty() || !t.default_knobs) continue;
     if (std::optional<DefaultKnobs> k = t.default_knobs->network_variant())
-      out.push_back({t.w, DefaultKnobSpace::recipe(*k), static_cast<double>(t.count) * t.default_knobs->weight_bytes()});
+      out.push_back({t.w, t.default_knobs->schedule(*k), static_cast<double>(t.count) * t.default_knobs->weight_bytes()});
   }
   return out;
 }
@@ -325,7 +326,7 @@ Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m,
                    const FeatureExtractor* fx) {
   Record r;
   // Features let later runs (transfer, `costmodel eval`) learn from this record without the
-  // workload's pipeline. A recipe has no stage decisions, hence no features.
+  // workload's pipeline. An autoscheduler recipe has no stage decisions, hence no features.
   if (fx && !s.autoscheduler) {
     try {
       r.features = fx->flat(s);
@@ -349,7 +350,6 @@ std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const std::st
   SpaceOptions sopts;
   sopts.vector_bytes = native_vector_bytes(Halide::get_host_target());
   sopts.sampling = opts.sampling;
-  const Schedule def = default_schedule_recipe();
   std::vector<Task> tasks(part.workloads.size());
   for (size_t i = 0; i < tasks.size(); i++) {
     Task& t = tasks[i];
@@ -377,7 +377,7 @@ std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const std::st
       const MeasureResult& ref = t.measurer->reference();
       if (!ref.valid()) throw Error(fmt::format("default schedule: {}: {}", ref.error_kind, ref.error_message));
       t.default_s = ref.median;
-      db.add_if_absent(make_record(*t.w, def, ref, "default"));
+      db.add_if_absent(make_record(*t.w, t.measurer->default_schedule(), ref, "default", t.features.get()));
       // Candidates much slower than the default are not worth their run time.
       t.measurer->set_run_timeout(
           std::max(2.0, opts.slow_factor * ref.median * (opts.measure.repeats + opts.measure.warmup) + 1.0));
@@ -421,7 +421,6 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
                               g.path, key));
   }
   record_model(db, g, part);
-  const Schedule def = default_schedule_recipe();
   const int jobs = opts.measure.compile_jobs > 0 ? opts.measure.compile_jobs
                                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const size_t batch = opts.batch > 0 ? opts.batch : std::max(2, jobs);
@@ -510,12 +509,12 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
     sum.scheduler_seconds += seconds_since(observe_t0);
   }
   for (Task& t : tasks) {
-    if (!stopped()) confirm_winner(t, db, def, opts);
+    if (!stopped()) confirm_winner(t, db, opts);
     t.measurer.reset();  // its reference outputs are no longer needed
   }
   sum.seconds = seconds_since(t0);
   sum.stopped = stopped();
-  summarize_tasks(tasks, db, policy, def, opts, sum);
+  summarize_tasks(tasks, db, policy, opts, sum);
   if (!network.empty() && !sum.stopped) {
     sum.network = refine_in_network(g, db, network, network_opts,
                                     [](const std::string& line) { spdlog::info("tune in the network: {}", line); });
@@ -563,7 +562,7 @@ std::optional<Record> used_record(const RecordsDB& db, const std::string& exact_
     used = best[0];
   }
   // The default's record: the workload runs the default code, and is not counted as tuned.
-  if (used && used->schedule_hash == default_schedule_recipe().hash()) used.reset();
+  if (used && is_default_record(*used)) used.reset();
   return used;
 }
 

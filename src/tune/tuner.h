@@ -103,7 +103,7 @@ std::string model_name(const std::string& path);
 void record_model(RecordsDB& db, const Graph& g, const Partition& part);
 
 // A record of measurement `m` of schedule `s` of `w`, proposed by `policy`, with the features of
-// `s` when `fx` is given (and `s` is not a recipe).
+// `s` when `fx` is given (and `s` is not an autoscheduler recipe).
 Record make_record(const Workload& w, const Schedule& s, const MeasureResult& m, const std::string& policy,
                    const FeatureExtractor* fx = nullptr);
 // The tasks of a partitioned model: per workload its space, its measurer with the default's
@@ -115,9 +115,9 @@ std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const std::st
 TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, const TuneOptions& opts,
                        const std::function<void(const TuneProgress&)>& progress = {});
 
-// The default schedule as a Schedule (a recipe naming tensorsched's heuristic), so that it is
-// recorded and chosen like any other.
-Schedule default_schedule_recipe();
+// Whether a record is of the default rule's own schedule (is_rule_default: the rule's data with
+// no knob set, or the recipe older records hold). Each workload's default has its own hash.
+bool is_default_record(const Record& r);
 
 }  // namespace ts
 
@@ -160,7 +160,7 @@ struct Confirmation {
 std::optional<Confirmation> latest_confirmation(const RecordsDB& db, const std::string& exact_key, int threads = 0);
 // Re-measures `winner` against the task's default (Measurer::remeasure_against_default, `rounds`
 // interleaved rounds) and records the pair with kConfirmPolicy, which decides what run and
-// compile use. `winner` may be the default recipe: a decision to keep the default. False when
+// compile use. `winner` may be the default's schedule: a decision to keep the default. False when
 // nothing was measured (no rounds or measurer, or `stop` turned true).
 bool confirm_schedule(Task& t, RecordsDB& db, const Schedule& winner, int rounds, const std::atomic<bool>* stop);
 

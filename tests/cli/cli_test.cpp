@@ -21,6 +21,7 @@
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 #include "schedule/schedule.h"
+#include "features/features.h"
 #include "tune/records_db.h"
 #include "tune/tuner.h"
 
@@ -250,6 +251,29 @@ TEST(Cli, WorkloadsSchedulePrintsTheDefaultRuleAsData) {
   const Schedule s = Schedule::from_json(json.out);  // the same data, replayable
   EXPECT_NE(src.out.find(s.hash()), std::string::npos) << src.out;
   expect_one_line_error(run_cli("workloads " + model + " --schedule 0123456789abcdef"), "no workload with key 0123456789abcdef");
+}
+
+// `db featurize` gives records of an older features version the current features, from the
+// subgraph the database keeps (the model file is gone), and says what it did.
+TEST(Cli, DbFeaturizeRecomputesOlderFeaturesWithoutTheModel) {
+  const Workload w = test::matmul_relu_workload();
+  const std::string path = (test::temp_dir() / "featurize_cli.db").string();
+  std::filesystem::remove(path);
+  {
+    RecordsDB db(path);
+    Record r = test::measured_record(w, test::matmul_relu_schedule(w, 8, false), 1e-3);
+    r.features = std::vector<float>(7, 1.0f);  // an older version's layout
+    r.features_version = kFeaturesVersion - 1;
+    db.add(r);
+  }
+  Result r = run_cli("db featurize --db " + path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("1 records featurized, 0 already current"), std::string::npos) << r.out;
+  RecordsDB db(path, RecordsDB::Open::MustExist);
+  const Record back = db.records(w.exact_key).at(0);
+  EXPECT_EQ(back.features_version, kFeaturesVersion);
+  EXPECT_EQ(back.features.size(), flat_feature_names().size());
+  expect_one_line_error(run_cli("db featurize --db " + (test::temp_dir() / "no_such.db").string()), "no_such.db");
 }
 
 // Each workload `tensorsched workloads MODEL --json --threads T` lists (0: all cores).

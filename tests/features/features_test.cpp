@@ -347,7 +347,7 @@ TEST(Features, RecipesAndUnplaceableSchedulesThrow) {
 // the transform inside it), rfactor'd lane sums and prefetches has finite features, and its
 // register tile moves them as a tile should (its accumulator per tile, not per output).
 TEST(Features, EveryDefaultScheduleOfZooNetworksHasFeatures) {
-  int workloads = 0, computed_at = 0;
+  int workloads = 0, computed_at = 0, prefetching = 0, task_prefetching = 0, rfactored = 0;
   for (const char* file : {"resnet50.onnx", "inception_v3.onnx", "efficientnet_b0.onnx", "transformer.onnx"}) {
     for (const Workload& w : partition_graph(load_model(std::string(TENSORSCHED_SOURCE_DIR) + "/models/" + file)).workloads) {
       LoweredWorkload lw = lower_workload(w);
@@ -362,6 +362,20 @@ TEST(Features, EveryDefaultScheduleOfZooNetworksHasFeatures) {
         ASSERT_TRUE(std::isfinite(f.flat[i])) << file << " " << w.name << " " << flat_feature_names()[i];
       for (const auto& r : f.stages) {
         EXPECT_TRUE(r.decided) << file << " " << w.name << " " << r.stage;
+        // The directives beyond loops are the acquired values of the rows that issue them.
+        if (const StageSchedule* d = s.find(r.stage, r.definition)) {
+          EXPECT_EQ(value(r.values, "a_prefetches"), static_cast<float>(d->prefetches.size())) << w.name << " " << r.stage;
+          EXPECT_EQ(value(r.values, "a_rfactor"), static_cast<float>(d->rfactor.size())) << w.name << " " << r.stage;
+          if (!d->prefetches.empty()) {
+            EXPECT_GT(value(r.values, "a_prefetch_lines"), 0) << w.name << " " << r.stage << ": it reads what it prefetches";
+            EXPECT_GE(value(r.values, "a_prefetch_ahead"), 1);
+          }
+          if (r.definition == 0)
+            EXPECT_EQ(value(r.values, "a_task_prefetches"), static_cast<float>(d->task_prefetches.size()));
+          prefetching += !d->prefetches.empty();
+          rfactored += !d->rfactor.empty();
+          task_prefetching += r.definition == 0 && !d->task_prefetches.empty();
+        }
         const StageSchedule* e = s.find(r.stage, 0);
         if (r.definition == 0 && e && e->placement == Placement::ComputeAt) {
           // Allocated once per iteration of a consumer loop: a tile, smaller than the stage.
@@ -378,6 +392,9 @@ TEST(Features, EveryDefaultScheduleOfZooNetworksHasFeatures) {
   }
   EXPECT_GT(workloads, 150);
   EXPECT_GT(computed_at, 100);
+  EXPECT_GT(prefetching, 0);
+  EXPECT_GT(task_prefetching, 0);
+  EXPECT_GT(rfactored, 0) << "efficientnet's lane sums";
 }
 
 }  // namespace

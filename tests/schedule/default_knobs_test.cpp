@@ -1,4 +1,4 @@
-// The default rule's knobs (TensorschedDefault recipe parameters) and their space: parameters
+// The default rule's knobs (the parameters of its schedules' origin) and their space: parameters
 // round-trip and are validated, canonical() keeps exactly the knobs that change the tile, and
 // variants drawn for a channel-blocked conv and a plain matmul compile and compute what the
 // rule computes (measured through the Measurer, whose reference is the rule).
@@ -13,6 +13,7 @@
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
 #include "schedule/autoscheduler.h"
+#include "schedule/schedule_space.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 
@@ -64,6 +65,7 @@ TEST(DefaultKnobs, FromJsonReadsParametersAndRejectsBadText) {
 
 TEST(DefaultKnobSpace, CanonicalKeepsOnlyKnobsThatChangeTheTile) {
   // 64 -> 64 channels on 14 x 14, blocked by 16: the rule's tile is 7 columns x 2 blocks.
+  if (native_vector_bytes(host_code_target()) != 64) GTEST_SKIP() << "the tile arithmetic below is AVX-512's (16 lanes)";
   const DefaultKnobSpace space = knob_space(test::conv_relu_workload(test::save_conv_chain("knobs.onnx", 8, 64, 64, 14, 14)));
   ASSERT_FALSE(space.empty()) << space.describe();
   EXPECT_EQ(space.canonical({}), DefaultKnobs{});
@@ -92,10 +94,16 @@ TEST(DefaultKnobSpace, CanonicalKeepsOnlyKnobsThatChangeTheTile) {
     EXPECT_EQ(space.canonical(d), d);
     const DefaultKnobs m = space.mutate(d, rng);
     EXPECT_EQ(space.canonical(m), m);
-    distinct.insert(DefaultKnobSpace::recipe(d).hash());
+    distinct.insert(space.schedule(d).hash());
   }
   EXPECT_GT(distinct.size(), 20u);
-  EXPECT_EQ(DefaultKnobSpace::knobs_of(DefaultKnobSpace::recipe(c)), c);
+  // A variant is the rule's data; its origin keeps the knobs through JSON.
+  const Schedule v = space.schedule(c);
+  EXPECT_FALSE(v.stages.empty());
+  EXPECT_FALSE(v.autoscheduler);
+  EXPECT_EQ(rule_knobs(Schedule::from_json(v.to_json())), c);
+  EXPECT_EQ(is_rule_default(v), c == DefaultKnobs{});
+  EXPECT_TRUE(is_rule_default(space.schedule({})));
 }
 
 TEST(DefaultKnobSpace, PipelinesWithoutATileHaveNoKnobs) {
@@ -148,8 +156,8 @@ TEST(DefaultKnobSpace, DrawnVariantsCompileAndComputeWhatTheRuleComputes) {
     std::vector<Schedule> batch;
     std::set<std::string> hashes;
     for (int i = 0; batch.size() < 5 && i < 50; i++) {
-      Schedule s = DefaultKnobSpace::recipe(space.draw(rng));
-      if (!s.autoscheduler->params.empty() && hashes.insert(s.hash()).second) batch.push_back(s);
+      Schedule s = space.schedule(space.draw(rng));
+      if (!s.origin->params.empty() && hashes.insert(s.hash()).second) batch.push_back(s);
     }
     ASSERT_EQ(batch.size(), 5u) << w.name;
     Measurer m(w, mo);
@@ -159,6 +167,36 @@ TEST(DefaultKnobSpace, DrawnVariantsCompileAndComputeWhatTheRuleComputes) {
       EXPECT_TRUE(results[i].valid()) << w.name << " " << batch[i].to_json() << ": " << results[i].error_kind << ": "
                                       << results[i].error_message;
   }
+}
+
+// Records made before the rule emitted data hold the recipe "TensorschedDefault" with the knobs:
+// it is read as the rule with those knobs and applied as the rule's data, to the same code.
+TEST(DefaultKnobs, TheOldRecipeIsReadAsTheRuleWithItsKnobs) {
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("knobs_old_recipe.onnx", 8, 32, 48, 9, 11));
+  DefaultKnobs k;
+  k.columns = 4;
+  const Schedule old = Schedule::from_json(R"({"format":1,"stages":[],"autoscheduler":{"name":"TensorschedDefault","params":{"columns":"4"}}})");
+  EXPECT_EQ(rule_knobs(old), k);
+  EXPECT_FALSE(is_rule_default(old));
+  EXPECT_TRUE(is_rule_default(Schedule::from_json(R"({"format":1,"stages":[],"autoscheduler":{"name":"TensorschedDefault"}})")));
+  EXPECT_FALSE(rule_knobs(Schedule{}));
+  LoweredWorkload by_recipe = lower_workload(w), by_data = lower_workload(w);
+  apply(old, by_recipe.outputs, host_code_target());
+  apply(default_schedule(by_data.outputs, host_code_target(), k), by_data.outputs, host_code_target());
+  EXPECT_EQ(test::renamed_statement(by_recipe), test::renamed_statement(by_data));
+}
+
+// An origin names a generator tensorsched knows, with valid parameters.
+TEST(DefaultKnobs, AnOriginIsValidatedLikeTheKnobs) {
+  const Workload w = test::matmul_relu_workload();
+  const LoweredWorkload lw = lower_workload(w);
+  Schedule s = default_schedule(lw.outputs, host_code_target(), {});
+  EXPECT_EQ(s.validate(lw.outputs), std::nullopt);
+  EXPECT_NE(s.to_halide_source().find("// made by rule (no parameters)"), std::string::npos) << s.to_halide_source();
+  s.origin->params["columns"] = "99";
+  EXPECT_NE(s.validate(lw.outputs).value_or("valid").find("knob columns must be an integer"), std::string::npos);
+  s.origin = ScheduleOrigin{"ansor", {}};
+  EXPECT_NE(s.validate(lw.outputs).value_or("valid").find("origin 'ansor'"), std::string::npos);
 }
 
 }  // namespace

@@ -130,6 +130,7 @@ TEST(DefaultSchedule, DenseCopyIsNotTiled) {
 // 8 outputs accumulate together inside the K loop (an unrolled loop in the update), and an output
 // count that is no multiple of 8 keeps its tail right.
 TEST(DefaultSchedule, MatrixVectorDotInterleavesOutputs) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const int L = 16, KO = 24, N = 37;
   Halide::Buffer<float> a(L * KO), b(L * KO, N);
   for (int k = 0; k < L * KO; k++) a(k) = static_cast<float>(k % 7) - 3.0f;
@@ -162,6 +163,7 @@ TEST(DefaultSchedule, MatrixVectorDotInterleavesOutputs) {
 // together (vectorized and unrolled update of the intermediate), and 37 channels (no multiple of
 // 8) keep the tail right.
 TEST(DefaultSchedule, ReductionWithoutVectorOutputFactorsOutItsLanes) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const int L = 16, KO = 24, C = 37;
   Halide::Buffer<float> in(L, 1, KO), w(L * KO, C);  // input NCHW16c: lanes, pixel, blocks
   for (int k = 0; k < KO; k++)

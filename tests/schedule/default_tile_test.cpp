@@ -63,6 +63,7 @@ TEST(DefaultTile, MatmulsWhoseBExceedsL2TakeTwelveRows) {
 }
 
 TEST(DefaultTile, MatmulsWithALongKAndABeyondL2BlockK) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   // K = 1024, B 4 MB: the row tiles run inside blocks of K (the streamed loop is the row-tile
   // loop, outer[0] when columns are outer) and B's block is staged per block.
   const Workload longk = matmul_workload("tile_mm_longk.onnx", 64, 1024, 1024);
@@ -87,6 +88,7 @@ TEST(DefaultTile, MatmulsWithALongKAndABeyondL2BlockK) {
 }
 
 TEST(DefaultTile, PanelPackedBKeepsEightRowsAndStreamsUnblocked) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   // The layout plan stores the 4 MB B as [N / 32][K][32] panels (graph/layout_plan.h): dense
   // within a panel, so tiles stay 2 vectors wide (4 would straddle panels), 8 rows, and K is not
   // blocked: each tile's slab of B is contiguous already.
@@ -122,7 +124,7 @@ TEST(DefaultTile, KBlockedMatmulsComputeWhatUnblockedOnesDo) {
   ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
   DefaultKnobs off;
   off.stream = 0;
-  const auto r = m.measure_batch({DefaultKnobSpace::recipe(off)});
+  const auto r = m.measure_batch({test::rule_variant(w, off)});
   EXPECT_TRUE(r.at(0).valid()) << r.at(0).error_kind << ": " << r.at(0).error_message;
 }
 
@@ -130,6 +132,7 @@ TEST(DefaultTile, KBlockedMatmulsComputeWhatUnblockedOnesDo) {
 // (16 accumulators) from 5 blocks on where the reduction is longer than 16, one pair where it is
 // 16 (a 16-channel 1x1 conv) or where 3 blocks hold no second pair.
 TEST(DefaultTile, HalfVectorBlocksTakeTwoPairsOverLongReductions) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   auto plan = [](int64_t mid, int64_t out) {
     const std::string file = "tile_pairs_" + std::to_string(mid) + "_" + std::to_string(out) + ".onnx";
     return plan_tile(only_tile(test::conv_relu_workload(test::save_conv_chain(file, 16, mid, out, 9, 11, 1))), {});
@@ -143,6 +146,7 @@ TEST(DefaultTile, HalfVectorBlocksTakeTwoPairsOverLongReductions) {
 }
 
 TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   // Output width -> columns of a 2-block tile (32 output channels): a divisor in [5, 8] where
   // one exists, else the fewest computed columns, a tile counted one more, from [5, 9] (9 for 27
   // and 17, 7 for 13: not 8 computing 32, 18 and 16).
@@ -177,6 +181,7 @@ TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
 // Streaming is the rule on hosts other than Intel's (tile_cache_plan.cpp: there every streamed
 // direct conv ran slower); the knob streams anywhere.
 TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const bool rule_streams = !intel_host();
   DefaultKnobs on, off;
   on.stream = 1;
@@ -265,6 +270,7 @@ TEST(DefaultTile, ConvsWhoseInputExceedsL2RunRowsOutermost) {
 // once, not once per row. The knob picks other groups (the outermost loop keeps the groups) or
 // none.
 TEST(DefaultTile, ChunkedConvsWhoseInputExceedsL2RunTheirRowsInGroups) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const TileFacts f = only_tile(test::conv_relu_workload(test::save_conv_chain("tile_groups.onnx", 16, 1024, 256, 28, 28, 1)));
   ASSERT_EQ(f.input_bytes, 1024 * 28 * 28 * 4);
   const TilePlan p = plan_tile(f, {});
@@ -300,6 +306,7 @@ TEST(DefaultTile, ChunkedConvsWhoseInputExceedsL2RunTheirRowsInGroups) {
 }
 
 TEST(DefaultTile, RowGroupsComputeWhatTheRuleComputes) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   // 512 -> 64 channels (chunked by rule), 13 x 13: column and row groups with tails.
   const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_groups_run.onnx", 16, 512, 64, 13, 13, 1));
   std::vector<DefaultKnobs> variants;
@@ -317,6 +324,7 @@ TEST(DefaultTile, RowGroupsComputeWhatTheRuleComputes) {
 }
 
 TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const MeasureOptions mo = test::check_only_options("tile_stream_cache");
   // The Measurer's reference is the rule (streamed or not, by host): both variants must match it.
   const Workload big = test::conv_relu_workload(test::save_conv_chain("tile_stream_run.onnx", 16, 256, 256, 7, 7));
@@ -325,7 +333,7 @@ TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
   streamed.stream = 1;
   Measurer m(big, mo);
   ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
-  for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(off), DefaultKnobSpace::recipe(streamed)}))
+  for (const auto& r : m.measure_batch({test::rule_variant(big, off), test::rule_variant(big, streamed)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
   // A 14-wide one, streamed over its whole width, against 7-column tiles of 2 blocks.
   const Workload wide = test::conv_relu_workload(test::save_conv_chain("tile_stream14_run.onnx", 16, 256, 256, 9, 14));
@@ -339,7 +347,7 @@ TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
   narrow.stream = 0;
   Measurer mw(wide, mo);
   ASSERT_TRUE(mw.reference().valid()) << mw.reference().error_message;
-  for (const auto& r : mw.measure_batch({DefaultKnobSpace::recipe(whole), DefaultKnobSpace::recipe(narrow)}))
+  for (const auto& r : mw.measure_batch({test::rule_variant(wide, whole), test::rule_variant(wide, narrow)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
   // And a streamed small conv (rule: unstreamed) matches its rule.
   const Workload small = test::conv_relu_workload(test::save_conv_chain("tile_stream_small.onnx", 16, 32, 256, 7, 7));
@@ -349,7 +357,7 @@ TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
   ASSERT_GE(plan_tile(only_tile(small), on).streamed, 0);
   Measurer ms(small, mo);
   ASSERT_TRUE(ms.reference().valid()) << ms.reference().error_message;
-  const auto rs = ms.measure_batch({DefaultKnobSpace::recipe(on)});
+  const auto rs = ms.measure_batch({test::rule_variant(small, on)});
   EXPECT_TRUE(rs.at(0).valid()) << rs.at(0).error_kind << ": " << rs.at(0).error_message;
 }
 
@@ -358,6 +366,7 @@ TEST(DefaultTile, StreamedAndUnstreamedTilesComputeTheSame) {
 // the plain order: tile_cache_plan.cpp); 256 channels (32 KB) and a 3x3 conv keep the plain order
 // everywhere; the knob chunks or unchunks any blocked tile.
 TEST(DefaultTile, PointwiseConvsWithWeightsBeyondL1ChunkTheirInputChannels) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const Workload w = test::conv_relu_workload(test::save_conv_chain("tile_chunk.onnx", 16, 512, 64, 14, 14, 1));
   const TileFacts f = only_tile(w);
   EXPECT_EQ(plan_tile(f, {}).k_block, intel_host() ? 8 : 0);
@@ -389,6 +398,7 @@ TEST(DefaultTile, PointwiseConvsWithWeightsBeyondL1ChunkTheirInputChannels) {
 }
 
 TEST(DefaultTile, ChunkedAndUnchunkedTilesComputeTheSame) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const MeasureOptions mo = test::check_only_options("tile_chunk_cache");
   // The reference is the rule (chunks of 8 of 32 blocks on Intel hosts, none elsewhere); 13 wide:
   // the column tiles' tail runs.
@@ -404,8 +414,8 @@ TEST(DefaultTile, ChunkedAndUnchunkedTilesComputeTheSame) {
   serial.tasks = 1;  // nothing parallel: the rows run inside the chunks too, r holds all of them
   ASSERT_EQ(plan_tile(only_tile(w), eight).streamed, 1);
   ASSERT_GE(plan_tile(only_tile(w), serial).streamed, 2);
-  for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(off), DefaultKnobSpace::recipe(eight),
-                                        DefaultKnobSpace::recipe(tail), DefaultKnobSpace::recipe(serial)}))
+  for (const auto& r : m.measure_batch({test::rule_variant(w, off), test::rule_variant(w, eight),
+                                        test::rule_variant(w, tail), test::rule_variant(w, serial)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 

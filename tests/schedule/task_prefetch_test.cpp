@@ -72,6 +72,7 @@ TEST(TaskPrefetch, RequestsRoundTripThroughTheirTag) {
 // 256 -> 256 channels, 3x3, on 7 x 7: 2.4 MB of weights, contiguous per output block; each
 // parallel task (a tile of 2 blocks) reads 288 KB of them.
 TEST(TaskPrefetch, SmallImageConvsWithLargeWeightsPrefetchTheNextTasksSlice) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const Workload w = test::conv_relu_workload(test::save_conv_chain("prefetch_7x7.onnx", 16, 256, 256, 7, 7));
   const TileFacts f = only_tile(w);
   EXPECT_EQ(f.block_weight_bytes, 256 * 9 * 16 * 4);
@@ -135,6 +136,7 @@ TEST(TaskPrefetch, SmallImageConvsWithLargeWeightsPrefetchTheNextTasksSlice) {
 // 256 -> 256 channels, 3x3, on 7 x 7 again: a task's slice (288 KB) is read from L2 once per row
 // unless the rows run inside chunks of one input block, whose 18 KB of weights stay in L1.
 TEST(TaskPrefetch, SmallImagesWithLargeSlicesRunTheirRowsInsideOneBlockChunks) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const TileFacts f = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_chunks.onnx", 16, 256, 256, 7, 7)));
   DefaultKnobs rule, no_prefetch, no_chunks;
   rule.stream = 0;  // as the rule plans on Intel hosts (others stream such weights)
@@ -198,6 +200,7 @@ Workload panel_matmul(const std::string& file, int64_t rows) {
 }
 
 TEST(TaskPrefetch, PanelPackedMatmulsPrefetchTheNextTasksPanel) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const Workload w = panel_matmul("prefetch_mm.onnx", 128);
   const TileFacts f = only_tile(w);
   ASSERT_FALSE(f.blocked);
@@ -230,7 +233,7 @@ TEST(TaskPrefetch, PanelPackedMatmulsPrefetchTheNextTasksPanel) {
   ASSERT_TRUE(plan_tile(only_tile(odd), {}).prefetch_next_task);
   Measurer m(odd, test::check_only_options("task_prefetch_mm_cache"));
   ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
-  for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe({}), DefaultKnobSpace::recipe(off)}))
+  for (const auto& r : m.measure_batch({test::rule_variant(odd, {}), test::rule_variant(odd, off)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 
@@ -238,6 +241,7 @@ TEST(TaskPrefetch, PanelPackedMatmulsPrefetchTheNextTasksPanel) {
 // prefetching the next one's slice, instead of fusing its rows in for 8 tasks; the tasks knob
 // still fuses them, and both compute what the rule computes.
 TEST(TaskPrefetch, FewBlockPairsTakeOneTaskAPairWhereTheyPrefetch) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const Workload w = test::conv_relu_workload(test::save_conv_chain("pf_pairs.onnx", 16, 1024, 192, 8, 8, 1));
   const TileFacts f = only_tile(w);
   const TilePlan p = plan_tile(f, {});
@@ -254,6 +258,7 @@ TEST(TaskPrefetch, FewBlockPairsTakeOneTaskAPairWhereTheyPrefetch) {
 }
 
 TEST(TaskPrefetch, LargeImagesAndSmallWeightsKeepThePlainCode) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   // 28 x 28: a task's compute hides its slice's trip from memory.
   const TileFacts wide = only_tile(test::conv_relu_workload(test::save_conv_chain("prefetch_28.onnx", 16, 256, 256, 28, 28)));
   EXPECT_FALSE(plan_tile(wide, {}).prefetch_next_task);
@@ -266,6 +271,7 @@ TEST(TaskPrefetch, LargeImagesAndSmallWeightsKeepThePlainCode) {
 }
 
 TEST(TaskPrefetch, ThePassLeavesStatementsWithoutTheNamedLoopsAlone) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const Workload w = test::conv_relu_workload(test::save_conv_chain("prefetch_pass.onnx", 16, 256, 256, 7, 7));
   LoweredWorkload lw = lower_workload(w);
   DefaultKnobs on;
@@ -284,6 +290,7 @@ TEST(TaskPrefetch, ThePassLeavesStatementsWithoutTheNamedLoopsAlone) {
 }
 
 TEST(TaskPrefetch, PrefetchingAndPlainTilesComputeTheSame) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
   const MeasureOptions mo = test::check_only_options("task_prefetch_cache");
   // 9 wide, 17 output blocks in 9 tiles of 2, the last shifted inwards: the next-to-last task's
   // prefetches are clipped to the weights' end, the last task's are skipped. Each variant must
@@ -307,9 +314,9 @@ TEST(TaskPrefetch, PrefetchingAndPlainTilesComputeTheSame) {
   ASSERT_EQ(plan_tile(only_tile(w), chunked).k_block, 1);
   Measurer m(w, mo);
   ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
-  for (const auto& r : m.measure_batch({DefaultKnobSpace::recipe(on), DefaultKnobSpace::recipe(off),
-                                        DefaultKnobSpace::recipe(one_block), DefaultKnobSpace::recipe(chunked),
-                                        DefaultKnobSpace::recipe(walk)}))
+  for (const auto& r : m.measure_batch({test::rule_variant(w, on), test::rule_variant(w, off),
+                                        test::rule_variant(w, one_block), test::rule_variant(w, chunked),
+                                        test::rule_variant(w, walk)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 
   // A 1x1 conv, 640 -> 272 at 7 x 7: chunks of 8 input blocks (5 chunks) with the prefetch, the
@@ -321,7 +328,7 @@ TEST(TaskPrefetch, PrefetchingAndPlainTilesComputeTheSame) {
   ASSERT_TRUE(plan_tile(only_tile(pw), pw_chunked).prefetch_next_task);
   Measurer pm(pw, mo);
   ASSERT_TRUE(pm.reference().valid()) << pm.reference().error_message;
-  for (const auto& r : pm.measure_batch({DefaultKnobSpace::recipe(pw_chunked), DefaultKnobSpace::recipe(off)}))
+  for (const auto& r : pm.measure_batch({test::rule_variant(pw, pw_chunked), test::rule_variant(pw, off)}))
     EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 

@@ -134,7 +134,7 @@ TEST(WinogradSchedule, VariantsComputeWhatTheRuleComputes) {
       k.stream = stream;
       k.columns = columns;
       k.blocks = blocks;
-      batch.push_back(DefaultKnobSpace::recipe(k));
+      batch.push_back(test::rule_variant(w, k));
     }
   // The tuner's knob space: columns, blocks and stream, canonical (other knobs dropped, and
   // those at the rule's own choice).

@@ -1,5 +1,5 @@
-// DefaultVariants and the policies that use it: proposals are canonical TensorschedDefault
-// variants, never repeated nor already measured; observing a faster variant makes it the base
+// DefaultVariants and the policies that use it: proposals are the rule's schedules of canonical
+// knob variants, with features, never repeated nor already measured; observing a faster variant makes it the base
 // of later mutations; the random policy gives the variants part of its batches.
 #include "search/default_variants.h"
 
@@ -8,6 +8,7 @@
 #include <set>
 
 #include "analysis/pipeline_view.h"
+#include "features/features.h"
 #include "measure/workload_compiler.h"
 #include "search/random_search.h"
 #include "support/onnx_builder.h"
@@ -35,19 +36,27 @@ TEST(DefaultVariants, ProposesFreshCanonicalVariantsAndFollowsTheFastest) {
   ASSERT_EQ(first.size(), 6u);
   std::set<std::string> seen;
   for (const auto& s : first) {
-    const auto k = DefaultKnobSpace::knobs_of(s);
+    const auto k = rule_knobs(s);
     ASSERT_TRUE(k) << s.to_json();
     EXPECT_EQ(f.knobs.canonical(*k), *k);
     EXPECT_TRUE(seen.insert(s.hash()).second);
   }
   // Another run measured some: neither they nor this object's earlier proposals come back.
-  for (int i = 0; i < 20; i++) f.measured.insert(DefaultKnobSpace::recipe(f.knobs.draw(rng)).hash());
+  for (int i = 0; i < 20; i++) f.measured.insert(f.knobs.schedule(f.knobs.draw(rng)).hash());
   const auto second = v.propose(f.task(), 6, rng);
   for (const auto& s : second) {
     EXPECT_FALSE(seen.count(s.hash())) << s.to_json();
     EXPECT_FALSE(f.measured.count(s.hash())) << s.to_json();
     seen.insert(s.hash());
   }
+  // Drawn but not taken, a variant comes back; taken, it does not.
+  const auto drawn = v.draw(f.task(), 3, rng);
+  ASSERT_FALSE(drawn.empty());
+  v.take(f.task(), drawn[0]);
+  for (const auto& s : v.draw(f.task(), 40, rng)) EXPECT_NE(s.hash(), drawn[0].hash());
+  // Each is stage data the features describe.
+  const FeatureExtractor fx(f.space);
+  for (const auto& s : first) EXPECT_FALSE(fx.flat(s).empty()) << s.to_json();
   // The fastest observed variant is what mutations start from: some later proposal differs
   // from it in one knob only.
   MeasureResult fast, slow;
@@ -56,11 +65,11 @@ TEST(DefaultVariants, ProposesFreshCanonicalVariantsAndFollowsTheFastest) {
   slow.median = 2e-4;
   slow.times = {2e-4};
   v.observe(f.task(), {first[0], first[1]}, {slow, fast});
-  const DefaultKnobs best = *DefaultKnobSpace::knobs_of(first[1]);
+  const DefaultKnobs best = *rule_knobs(first[1]);
   const auto third = v.propose(f.task(), 12, rng);
   int near = 0;
   for (const auto& s : third) {
-    const auto p = DefaultKnobSpace::knobs_of(s)->params(), b = best.params();
+    const auto p = rule_knobs(s)->params(), b = best.params();
     int differ = 0;
     for (const auto& [key, value] : p) differ += !b.count(key) || b.at(key) != value;
     for (const auto& [key, value] : b) differ += !p.count(key);
@@ -76,13 +85,13 @@ TEST(DefaultVariants, RandomSearchGivesThemPartOfItsBatches) {
   const auto batch = policy.propose(f.task(), 16, rng);
   ASSERT_EQ(batch.size(), 16u);
   int variants = 0;
-  for (const auto& s : batch) variants += DefaultKnobSpace::knobs_of(s).has_value();
+  for (const auto& s : batch) variants += rule_knobs(s).has_value();
   EXPECT_GE(variants, 4);
   EXPECT_LE(variants, 12);
   // Without a knob space, none.
   SearchTask plain = f.task();
   plain.default_knobs = nullptr;
-  for (const auto& s : policy.propose(plain, 8, rng)) EXPECT_FALSE(DefaultKnobSpace::knobs_of(s)) << s.to_json();
+  for (const auto& s : policy.propose(plain, 8, rng)) EXPECT_FALSE(rule_knobs(s)) << s.to_json();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "graph/passes.h"
 #include "measure/workload_compiler.h"
 #include "schedule/default_knobs.h"
+#include "schedule/schedule_space.h"
 #include "schedule/task_prefetch.h"
 #include "support/onnx_builder.h"
 
@@ -169,12 +170,18 @@ TileFacts only_tile(const Workload& w) {
   return ds.tiles.at(0).facts;
 }
 
+bool host_has_avx512() { return native_vector_bytes(host_code_target()) == 64; }
+
+Schedule rule_variant(const Workload& w, const DefaultKnobs& knobs) {
+  return default_schedule(lower_workload(w).outputs, host_code_target(), knobs);
+}
+
 void expect_variants_match_rule(const Workload& w, const std::string& cache_name,
                                 const std::vector<DefaultKnobs>& variants) {
   Measurer m(w, check_only_options(cache_name));
   ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
   std::vector<Schedule> schedules;
-  for (const auto& k : variants) schedules.push_back(DefaultKnobSpace::recipe(k));
+  for (const auto& k : variants) schedules.push_back(rule_variant(w, k));
   for (const auto& r : m.measure_batch(schedules)) EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 

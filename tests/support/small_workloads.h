@@ -15,6 +15,13 @@
 
 namespace ts::test {
 
+// Whether this host's code has 16 float lanes (AVX-512): the expectations of the default rule's
+// tile and prefetch arithmetic below assume them (blocked layouts by 16, its register budget).
+bool host_has_avx512();
+// Skips the test on a host without AVX-512, saying why.
+#define TS_SKIP_UNLESS_AVX512(why)                                                                \
+  if (!::ts::test::host_has_avx512()) GTEST_SKIP() << "needs AVX-512 (16 float lanes): " << (why)
+
 // x[16,32] x W[32,24] + b[24], then Relu; W and b are initializers. Saved under temp_dir().
 std::string save_matmul_relu_model();
 // Its only workload (imported with the default passes, partitioned).
@@ -48,6 +55,9 @@ Workload conv_relu_workload(const std::string& path);
 // The facts of w's one register tile of the default rule, for this machine (a test failure when
 // it has not exactly one).
 TileFacts only_tile(const Workload& w);
+
+// The default rule's schedule of `w` on this host with `knobs` (its variant; none: the rule).
+Schedule rule_variant(const Workload& w, const DefaultKnobs& knobs);
 
 // Options for a Measurer that only checks variants against its reference: one run, no warmup,
 // its code cache in temp_dir()/cache_name.

@@ -41,7 +41,7 @@ std::vector<NetworkCandidate> candidates_of(const Partition& part) {
   for (const auto& w : part.workloads) {
     const DefaultKnobSpace space(lower_workload(w).outputs, host_code_target());
     if (auto k = space.network_variant())
-      out.push_back({&w, DefaultKnobSpace::recipe(*k), static_cast<double>(w.count) * space.weight_bytes()});
+      out.push_back({&w, space.schedule(*k), static_cast<double>(w.count) * space.weight_bytes()});
   }
   return out;
 }
@@ -84,7 +84,8 @@ TEST(NetworkRefine, ATrialIsTimedInTheModelAndRecordedAsAConfirmationPair) {
   for (const auto& r : db.records(c->w->exact_key))
     if (r.policy == kNetworkConfirmPolicy) pair.push_back(r);
   ASSERT_EQ(pair.size(), 2u);
-  EXPECT_EQ(pair[0].schedule_hash, default_schedule_recipe().hash());
+  EXPECT_EQ(pair[0].schedule_hash, default_schedule_of(*c->w).hash());
+  EXPECT_TRUE(is_default_record(pair[0]));
   EXPECT_EQ(pair[1].schedule_hash, c->variant.hash());
   for (const auto& r : pair) {
     EXPECT_EQ(r.threads, 1);
@@ -114,7 +115,7 @@ TEST(NetworkRefine, EachThreadCountDecidesAnewAndATunedWinnerIsKept) {
   const Workload& w = *cands[0].w;
   RecordsDB db(fresh_db("network_threads.db"));
   auto pair = [&](const char* policy, const Schedule& s, double cand_s, int threads) {
-    Record d = test::measured_record(w, default_schedule_recipe(), 1e-3), c = test::measured_record(w, s, cand_s);
+    Record d = test::measured_record(w, test::rule_variant(w, {}), 1e-3), c = test::measured_record(w, s, cand_s);
     d.policy = c.policy = policy;
     d.threads = c.threads = threads;
     db.add({d, c});
@@ -135,7 +136,7 @@ TEST(NetworkRefine, EachThreadCountDecidesAnewAndATunedWinnerIsKept) {
   // A standalone winner on 2 threads (a tuned knob set): the model keeps it, the workload is not tried.
   DefaultKnobs tuned;
   tuned.prefetch = 0;
-  pair(kConfirmPolicy, DefaultKnobSpace::recipe(tuned), 0.8e-3, 2);
+  pair(kConfirmPolicy, test::rule_variant(w, tuned), 0.8e-3, 2);
   for (const auto& t : refine_in_network(g, db, cands, quick(2))) EXPECT_NE(t.key_hash, w.key_hash());
 }
 
@@ -148,9 +149,9 @@ TEST(NetworkRefine, ADecidedPairIsWhatRunsAtItsThreadCountUntilALaterConfirmatio
   RecordsDB db(fresh_db("network_decided.db"));
   DefaultKnobs k;
   k.prefetch = 2;
-  const Schedule variant = DefaultKnobSpace::recipe(k);
+  const Schedule variant = test::rule_variant(w, k);
   auto pair = [&](const char* policy, double def_s, double cand_s, int threads) {
-    Record d = test::measured_record(w, default_schedule_recipe(), def_s), c = test::measured_record(w, variant, cand_s);
+    Record d = test::measured_record(w, test::rule_variant(w, {}), def_s), c = test::measured_record(w, variant, cand_s);
     d.policy = c.policy = policy;
     d.threads = c.threads = threads;
     db.add({d, c});
@@ -167,7 +168,7 @@ TEST(NetworkRefine, ADecidedPairIsWhatRunsAtItsThreadCountUntilALaterConfirmatio
   pair(kConfirmPolicy, 1.0e-3, 1.0e-3, 1);
   EXPECT_EQ(best_schedules(part, db, warnings, 1).count(w.exact_key), 0u);
   // A default of one kind and a candidate of the other are no pair: the last pair still decides.
-  Record d = test::measured_record(w, default_schedule_recipe(), 1.0e-3), c = test::measured_record(w, variant, 0.5e-3);
+  Record d = test::measured_record(w, test::rule_variant(w, {}), 1.0e-3), c = test::measured_record(w, variant, 0.5e-3);
   d.policy = kNetworkConfirmPolicy;
   c.policy = kConfirmPolicy;
   d.threads = c.threads = 1;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "measure/subprocess.h"
+#include "measure/workload_compiler.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 #include "tune/tuner.h"
@@ -26,7 +27,7 @@ TEST(Report, ShowsEveryWorkloadAndRendersInChromium) {
   const fs::path dir = test::temp_dir() / "report";
   fs::create_directories(dir);
   RecordsDB db((dir / "records.db").string());
-  const Schedule def = default_schedule_recipe(), lucky = test::matmul_relu_schedule(w, 8, false);
+  const Schedule def = default_schedule_of(w), lucky = test::matmul_relu_schedule(w, 8, false);
   db.add(test::measured_record(w, def, 2e-3));
   db.add(test::measured_record(w, lucky, 1e-3));
   Record broken = test::measured_record(w, test::matmul_relu_schedule(w, 16, true), 0);

@@ -63,11 +63,10 @@ std::string tuned_donor(const std::string& name, int64_t c, int64_t hw) {
   // only the workloads its tuning improved. Where no trial won, the fastest valid trial is
   // recorded again as 10% faster than the default: the donor's history, made deterministic (reuse
   // re-measures every schedule it takes, so these times never reach a result).
-  const std::string def = default_schedule_recipe().hash();
   for (const auto& w : db.workloads()) {
     const auto best = db.best(w.exact_key, 8);
-    if (best.empty() || best[0].schedule_hash != def) continue;
-    auto trial = std::find_if(best.begin(), best.end(), [&](const Record& r) { return r.schedule_hash != def; });
+    if (best.empty() || !is_default_record(best[0])) continue;
+    auto trial = std::find_if(best.begin(), best.end(), [&](const Record& r) { return !is_default_record(r); });
     if (trial == best.end()) continue;
     Record faster = *trial;
     faster.id = 0;
@@ -120,13 +119,12 @@ TEST(Reuse, CarriesADonorsSchedulesToAModelOfOtherSizes) {
   {
     // Only what the donor's tuning earned is carried: its records faster than its workload's default.
     RecordsDB d(donor, RecordsDB::Open::MustExist);
-    const std::string def = default_schedule_recipe().hash();
     std::map<std::string, int> earned;  // class key -> carriable records over the donor's workloads
     for (const auto& w : d.workloads()) {
       const auto best = d.best(w.exact_key, 100);
       int faster = 0;
       for (const auto& r : best) {
-        if (r.schedule_hash == def) break;
+        if (is_default_record(r)) break;
         faster++;
       }
       earned[w.class_key] += std::min(faster, quick({}, 0).per_donor_workload);
@@ -200,6 +198,10 @@ TEST(Reuse, TriesTheNetworkVariantADonorsModelKeptAndRecordsTheTrialAsThePairTha
   auto variant_of = [](const Workload& w) {
     return DefaultKnobSpace(lower_workload(w).outputs, host_code_target()).network_variant();
   };
+  auto walk_of = [](const Workload& w) {  // the rule's schedule with the network variant's knobs
+    const DefaultKnobSpace space(lower_workload(w).outputs, host_code_target());
+    return space.schedule(*space.network_variant());
+  };
   const Graph donor_g = chain("walk_donor", 64, 2048), target_g = chain("walk_target", 32, 1024);
   const Partition donor_part = partition_graph(donor_g), target_part = partition_graph(target_g);
   const Workload* donor_w = nullptr;
@@ -217,8 +219,8 @@ TEST(Reuse, TriesTheNetworkVariantADonorsModelKeptAndRecordsTheTrialAsThePairTha
   {
     RecordsDB d(donor);
     record_model(d, donor_g, donor_part);
-    Record def = test::measured_record(*donor_w, default_schedule_recipe(), 1.0e-3);
-    Record walk = test::measured_record(*donor_w, DefaultKnobSpace::recipe(*variant_of(*donor_w)), 0.85e-3);
+    Record def = test::measured_record(*donor_w, default_schedule_of(*donor_w), 1.0e-3);
+    Record walk = test::measured_record(*donor_w, walk_of(*donor_w), 0.85e-3);
     def.policy = walk.policy = kNetworkConfirmPolicy;
     def.threads = walk.threads = 1;
     d.add({def, walk});
@@ -246,8 +248,8 @@ TEST(Reuse, TriesTheNetworkVariantADonorsModelKeptAndRecordsTheTrialAsThePairTha
   for (const auto& r : db.records(target_w->exact_key))
     if (r.policy == kNetworkConfirmPolicy) pair.push_back(r);
   ASSERT_EQ(pair.size(), 2u);
-  const std::string variant = DefaultKnobSpace::recipe(*variant_of(*target_w)).hash();
-  EXPECT_EQ(pair[0].schedule_hash, default_schedule_recipe().hash());
+  const std::string variant = walk_of(*target_w).hash();
+  EXPECT_EQ(pair[0].schedule_hash, default_schedule_of(*target_w).hash());
   EXPECT_EQ(pair[1].schedule_hash, variant);
   EXPECT_EQ(pair[1].threads, 1);
   const auto conf = latest_confirmation(db, target_w->exact_key, 1);
@@ -260,8 +262,8 @@ TEST(Reuse, TriesTheNetworkVariantADonorsModelKeptAndRecordsTheTrialAsThePairTha
 
   // The model decided for the variant (a pair written by hand): a rerun without evaluations keeps
   // it as what runs and says so; nothing confirms it alone, where it would measure as the default.
-  Record def = test::measured_record(*target_w, default_schedule_recipe(), 1.0e-3);
-  Record walk = test::measured_record(*target_w, DefaultKnobSpace::recipe(*variant_of(*target_w)), 0.8e-3);
+  Record def = test::measured_record(*target_w, default_schedule_of(*target_w), 1.0e-3);
+  Record walk = test::measured_record(*target_w, walk_of(*target_w), 0.8e-3);
   def.policy = walk.policy = kNetworkConfirmPolicy;
   def.threads = walk.threads = 1;
   db.add({def, walk});
@@ -315,7 +317,10 @@ TEST(Reuse, CarriesKnobRecipesAcrossClassesThatShareTheAnchor) {
   std::filesystem::remove(donor);
   DefaultKnobs knobs;
   knobs.columns = 4;
-  const Schedule recipe = DefaultKnobSpace::recipe(knobs);
+  // The donor's variant is its own rule's data; on the target the knobs make the target's.
+  const Schedule recipe = test::rule_variant(*donor_w, knobs);
+  const Schedule carried = DefaultKnobSpace(lower_workload(*target_w).outputs, host_code_target()).schedule(knobs);
+  ASSERT_FALSE(is_rule_default(carried)) << "columns=4 changes the target's tile";
   {
     RecordsDB d(donor);
     record_model(d, donor_g, donor_part);
@@ -323,12 +328,12 @@ TEST(Reuse, CarriesKnobRecipesAcrossClassesThatShareTheAnchor) {
     // recipe slower than the default (not earned).
     std::mt19937_64 rng(7);
     const ScheduleSpace space(build_pipeline_view(lower_workload(*donor_w).outputs));
-    std::vector<Record> records{test::measured_record(*donor_w, default_schedule_recipe(), 1.0e-3),
+    std::vector<Record> records{test::measured_record(*donor_w, default_schedule_of(*donor_w), 1.0e-3),
                                 test::measured_record(*donor_w, recipe, 0.8e-3)};
     for (int k = 0; k < 4; k++) records.push_back(test::measured_record(*donor_w, space.sample(rng), (0.6 + 0.04 * k) * 1e-3));
     DefaultKnobs slower;
     slower.columns = 2;
-    records.push_back(test::measured_record(*donor_w, DefaultKnobSpace::recipe(slower), 1.2e-3));
+    records.push_back(test::measured_record(*donor_w, test::rule_variant(*donor_w, slower), 1.2e-3));
     d.add(records);
   }
   auto target_of = [&](const ReuseSummary& s) {
@@ -353,7 +358,7 @@ TEST(Reuse, CarriesKnobRecipesAcrossClassesThatShareTheAnchor) {
     ASSERT_NE(w, s.workloads.end());
     EXPECT_TRUE(w->error.empty()) << w->error;
     bool recorded = false;
-    for (const auto& r : db.records(target_w->exact_key)) recorded |= r.schedule_hash == recipe.hash() && r.policy == "reuse";
+    for (const auto& r : db.records(target_w->exact_key)) recorded |= r.schedule_hash == carried.hash() && r.policy == "reuse";
     if (!across) {
       EXPECT_EQ(w->donor_schedules, 0);
       EXPECT_EQ(w->across_class, 0);

@@ -55,7 +55,7 @@ TEST(Tuner, AWinnerIsUsedOnlyWhenARemeasurementAgainstTheDefaultConfirmsIt) {
   Partition part;
   part.workloads.push_back(w);
   RecordsDB db((test::temp_dir() / "confirm.db").string());
-  const Schedule def = default_schedule_recipe();
+  const Schedule def = default_schedule_of(w);
   const Schedule lucky = test::matmul_relu_schedule(w, 8, false);
   db.add(test::measured_record(w, def, 2e-3));
   db.add(test::measured_record(w, lucky, 1e-3));  // measured once, under a lucky moment
@@ -149,7 +149,7 @@ TEST(Tuner, EachThreadCountUsesItsOwnConfirmation) {
   Partition part;
   part.workloads.push_back(w);
   RecordsDB db((test::temp_dir() / "confirm_threads.db").string());
-  const Schedule def = default_schedule_recipe(), cand = test::matmul_relu_schedule(w, 8, false);
+  const Schedule def = default_schedule_of(w), cand = test::matmul_relu_schedule(w, 8, false);
   auto confirm = [&](int threads, double default_s, double candidate_s) {
     Record d = test::measured_record(w, def, default_s), c = test::measured_record(w, cand, candidate_s);
     d.policy = c.policy = kConfirmPolicy;
@@ -175,7 +175,7 @@ TEST(Tuner, EachThreadCountUsesItsOwnConfirmation) {
 TEST(Tuner, AConfirmationNeedsTheMedianAndTheFastestRunFaster) {
   const Workload w = test::matmul_relu_workload();
   RecordsDB db((test::temp_dir() / "confirm_min.db").string());
-  const Schedule def = default_schedule_recipe(), cand = test::matmul_relu_schedule(w, 8, false);
+  const Schedule def = default_schedule_of(w), cand = test::matmul_relu_schedule(w, 8, false);
   auto confirm = [&](std::vector<double> default_times, std::vector<double> candidate_times) {
     Record d = test::measured_record(w, def, 1), c = test::measured_record(w, cand, 1);
     d.times = std::move(default_times);
@@ -219,20 +219,16 @@ TEST(Tuner, InjectedFaultsAreRecordedAndTuningContinues) {
   std::map<std::string, std::string> kind;  // hash -> error kind
   for (const auto& r : db.records(w.exact_key)) kind[r.schedule_hash] = r.error_kind;
   EXPECT_EQ(kind.size(), 5u);  // the default and the four
-  EXPECT_EQ(kind.at(default_schedule_recipe().hash()), "");
+  EXPECT_EQ(kind.at(default_schedule_of(w).hash()), "");
   EXPECT_EQ(kind.at(s[0].hash()), "crash");
   EXPECT_EQ(kind.at(s[1].hash()), "timeout");
   EXPECT_EQ(kind.at(s[2].hash()), "wrong_answer");
   EXPECT_EQ(kind.at(s[3].hash()), "");
   EXPECT_EQ(sum.tasks[0].errors.at("crash"), 1);
-  // Every measured stage schedule carries its features (errors included); the recipe has none.
+  // Every measured schedule carries its features (errors included), the default rule's too.
   for (const auto& r : db.records(w.exact_key)) {
-    if (r.schedule_hash == default_schedule_recipe().hash()) {
-      EXPECT_TRUE(r.features.empty());
-    } else {
-      EXPECT_EQ(r.features_version, kFeaturesVersion);
-      EXPECT_EQ(r.features.size(), flat_feature_names().size());
-    }
+    EXPECT_EQ(r.features_version, kFeaturesVersion) << r.schedule_json;
+    EXPECT_EQ(r.features.size(), flat_feature_names().size()) << r.schedule_json;
   }
   EXPECT_GT(sum.tasks[0].default_s, 0);
   EXPECT_GT(sum.e2e_default_s, 0);
@@ -265,17 +261,17 @@ TEST(Tuner, GbtSaTunesWithRealMeasurements) {
     EXPECT_TRUE(hashes.insert(r.schedule_hash).second) << "measured twice";
     if (r.policy != "gbt-sa") continue;
     valid += r.valid();
-    // The default rule's variants (a share of each batch) are recipes: no stage decisions to featurize.
-    const bool variant = DefaultKnobSpace::knobs_of(Schedule::from_json(r.schedule_json)).has_value();
-    EXPECT_EQ(r.features.size(), variant ? 0 : flat_feature_names().size()) << r.schedule_json;
-    featured += !variant;
+    EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message << "\n" << r.schedule_json;
+    // The default rule's variants (a share of each batch) are data with features like the rest.
+    EXPECT_EQ(r.features.size(), flat_feature_names().size()) << r.schedule_json;
+    featured++;
   }
   EXPECT_EQ(valid, 10);
   EXPECT_GT(featured, 0);
   const auto own = transfer_samples(db, w.exact_key);
   EXPECT_TRUE(own.empty());
   const auto others = transfer_samples(db, "another workload");
-  ASSERT_EQ(others.size(), static_cast<size_t>(featured));
+  ASSERT_EQ(others.size(), static_cast<size_t>(featured) + 1) << "and the default's record";
   for (const auto& c : others) {
     EXPECT_EQ(c.group, w.key_hash());
     EXPECT_GT(c.seconds, 0);

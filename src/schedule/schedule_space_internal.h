@@ -1,0 +1,108 @@
+#pragma once
+// What schedule_space.cpp and space_candidates.cpp share of ScheduleSpace's internals: the
+// placement candidates of a Func and the counting tables of a definition. Not for other users.
+#include <array>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "schedule/schedule_space.h"
+
+namespace ts {
+
+inline constexpr int kMaxLevels = 3;           // levels a loop is tiled into at most
+inline constexpr int kU = kMaxUnrollBits;      // unroll budget: sum over unrolled loops of ceil(log2(extent))
+
+struct ScheduleSpace::Placement_ {
+  Placement placement = Placement::Inline;  // where the Func is computed
+  ConsumerLoop at;                          // compute_at loop
+  std::vector<int64_t> region;              // extent of each pure arg computed per iteration of `at` (root: the Func's extents)
+  bool constant = false;                    // compute_at: Halide sees constant region extents (every consumer loop inside `at` has a constant extent)
+};
+
+// An option for one original loop: its tiling, plus (pure loops) whether its outermost level
+// joins the parallel group, plus which of its levels is unrolled.
+struct LoopOption {
+  std::vector<int64_t> factors;   // empty = untiled; else inner level extents, innermost first
+  int levels = 1;                 // 1 + factors.size()
+  bool in_group = false;          // outermost level is one of the fused parallel loops
+  int unrolled = -1;              // level index unrolled (0 = innermost), -1 = none
+  int bits = 0;                   // unroll budget it spends: ceil(log2(unrolled extent))
+  int free_levels = 0;            // levels left to the interleaved part of the order
+};
+
+struct ScheduleSpace::DefSpace {
+  struct OrigLoop {
+    std::string name;        // loop name (Var or RVar)
+    bool rvar = false;       // reduction loop
+    int64_t extent = 0;      // per-iteration extent in this region
+    std::vector<std::vector<int64_t>> tilings;  // factor lists (first: untiled)
+  };
+  struct VecChoice {
+    int loop = -1;           // pure loop whose innermost level is vectorized (-1 = none)
+    int width = 0;           // lanes
+    // Suffix tables, pure loops: P[k][T][g][u] = sum over loops k.. of prod 1/free!, with T free
+    // levels, g loops in the parallel group and u bits of unroll budget spent.
+    std::vector<std::vector<std::vector<std::array<double, kU + 1>>>> P;
+    double total = 0;        // candidates with this vector choice
+  };
+  std::vector<OrigLoop> loops;          // the definition's original loops, innermost first
+  std::vector<int> pure, rv;            // indices into loops
+  int max_group = 0;                    // parallel loops allowed (0 when not at root)
+  bool at = false;                      // computed at a consumer loop with a constant region: every pure level has a constant extent
+  int max_unroll = 16;
+  std::vector<VecChoice> vec;           // first: no vectorization
+  // R[j][T][u]: sum over reduction loops j.. with T levels and u bits of unroll budget (each
+  // option counts 1).
+  std::vector<std::vector<std::array<double, kU + 1>>> R;
+  double total = 0;                     // candidates of this definition
+
+  int max_T() const { return kMaxLevels * static_cast<int>(loops.size()); }
+
+  // Options of loop `k` under vector choice `v`.
+  std::vector<LoopOption> options(int k, const VecChoice& v) const {
+    std::vector<LoopOption> out;
+    const OrigLoop& l = loops[k];
+    for (const auto& f : l.tilings) {
+      LoopOption o;
+      o.factors = f;
+      o.levels = 1 + static_cast<int>(f.size());
+      const bool vk = v.loop == k;
+      if (vk) {
+        if (f.empty() ? l.extent < v.width : f[0] % v.width != 0) continue;
+      }
+      // Unrollable levels: constant extent <= max_unroll. The outermost level of a pure loop has
+      // a constant extent only in a compute_at region; the vector level can unroll the serial
+      // loop just outside its lanes when it is longer than a vector.
+      const int64_t prod = std::accumulate(f.begin(), f.end(), int64_t{1}, std::multiplies<>());
+      std::vector<std::pair<int, int64_t>> unrollable;  // (level, extent)
+      for (int lev = 0; lev < o.levels; lev++) {
+        int64_t e;
+        if (lev < static_cast<int>(f.size())) e = f[lev];
+        else if (l.rvar || at) e = (l.extent + prod - 1) / prod;
+        else continue;  // outermost level of a root Func's pure loop: not a constant for Halide
+        if (vk && lev == 0) {
+          if (!f.empty() || at) e /= v.width;
+          else continue;
+        }
+        if (e >= 2 && e <= max_unroll) unrollable.push_back({lev, e});
+      }
+      for (int g = 0; g <= (l.rvar || max_group == 0 ? 0 : 1); g++) {
+        if (g && vk && o.levels < 2) continue;  // the only level is the vector loop
+        for (int u = -1; u < static_cast<int>(unrollable.size()); u++) {
+          LoopOption p = o;
+          p.in_group = g;
+          p.unrolled = u < 0 ? -1 : unrollable[u].first;
+          p.bits = u < 0 ? 0 : unroll_bits(unrollable[u].second);
+          if (p.bits > kU) continue;
+          p.free_levels = o.levels - (vk ? 1 : 0) - g;
+          out.push_back(p);
+        }
+      }
+    }
+    return out;
+  }
+};
+
+}  // namespace ts

@@ -1,0 +1,70 @@
+// Halide's autoschedulers as policies: each proposal is the autoscheduler's choice read back as
+// stage schedules (data with features and the recipe as its origin), distinct, and computing
+// what the default computes; Adams2019's noise-injected reruns among them.
+#include "search/halide_autoscheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "analysis/pipeline_view.h"
+#include "features/features.h"
+#include "measure/measurer.h"
+#include "measure/workload_compiler.h"
+#include "support/small_workloads.h"
+
+namespace ts {
+namespace {
+
+struct Fixture {
+  Workload w = test::conv_relu_workload(test::save_conv_chain("autoscheduler_policy.onnx", 8, 16, 16, 10, 10));
+  LoweredWorkload lw = lower_workload(w);
+  ScheduleSpace space{build_pipeline_view(lw.outputs), space_options_for(w)};
+  std::set<std::string> measured;
+  SearchTask task() {
+    return SearchTask{&w, &space, [this](const std::string& h) { return measured.count(h) > 0; }, nullptr};
+  }
+};
+
+TEST(HalideAutoschedulerPolicy, ProposesTheChoicesAsDataWithFeatures) {
+  Fixture f;
+  HalideAutoschedulerPolicy adams("adams2019-greedy");
+  std::mt19937_64 rng(1);
+  const std::vector<Schedule> batch = adams.propose(f.task(), 3, rng);
+  ASSERT_FALSE(batch.empty());
+  const FeatureExtractor fx(f.space);
+  std::set<std::string> hashes;
+  for (size_t k = 0; k < batch.size(); k++) {
+    const Schedule& s = batch[k];
+    EXPECT_FALSE(s.autoscheduler) << "read back as stage schedules: " << s.to_json();
+    ASSERT_TRUE(s.origin.has_value());
+    EXPECT_EQ(s.origin->generator, "Adams2019");
+    EXPECT_EQ(s.origin->params.count("random_dropout_seed"), k == 0 ? 0u : 1u) << "the first is the plain search";
+    EXPECT_EQ(s.validate(f.lw.outputs), std::nullopt);
+    EXPECT_EQ(fx.flat(s).size(), flat_feature_names().size());
+    EXPECT_TRUE(hashes.insert(s.hash()).second) << "proposed twice";
+    EXPECT_EQ(Schedule::from_json(s.to_json()).origin, s.origin);
+  }
+  // Measured like any schedule: they compute what the default computes.
+  Measurer m(f.w, test::check_only_options("autoscheduler_policy_cache"));
+  ASSERT_TRUE(m.reference().valid()) << m.reference().error_message;
+  for (const auto& r : m.measure_batch(batch)) EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
+  // What was measured is not proposed again.
+  for (const auto& s : batch) f.measured.insert(s.hash());
+  for (const auto& s : adams.propose(f.task(), 2, rng)) EXPECT_FALSE(hashes.count(s.hash()));
+}
+
+TEST(HalideAutoschedulerPolicy, Li2018ProposesItsOneChoice) {
+  Fixture f;
+  HalideAutoschedulerPolicy li("li2018");
+  std::mt19937_64 rng(1);
+  const std::vector<Schedule> batch = li.propose(f.task(), 4, rng);
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_FALSE(batch[0].autoscheduler);
+  EXPECT_EQ(batch[0].origin->generator, "Li2018");
+  f.measured.insert(batch[0].hash());
+  EXPECT_TRUE(li.propose(f.task(), 4, rng).empty());
+}
+
+}  // namespace
+}  // namespace ts
