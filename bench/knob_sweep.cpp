@@ -26,7 +26,7 @@
 #include "graph/workload.h"
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 
 namespace {
 
@@ -35,12 +35,12 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-ts::Schedule variant_of_json(const ts::DefaultKnobSpace& space, const std::string& text) {
+ts::Schedule variant_of_json(const ts::RuleSketch& space, const std::string& text) {
   return space.schedule(ts::DefaultKnobs::from_json(text));
 }
 
 // Every knob set that changes one knob of the rule's plan (canonical, distinct).
-std::vector<ts::Schedule> single_knob_changes(const ts::DefaultKnobSpace& space) {
+std::vector<ts::Schedule> single_knob_changes(const ts::RuleSketch& space) {
   std::vector<ts::Schedule> out;
   std::set<std::string> seen{space.schedule({}).hash()};
   for (const std::string& name : ts::default_knob_names())
@@ -68,7 +68,7 @@ int sweep(int argc, char** argv) {
   if (std::string(argv[2]) == "all") {  // every workload's plan, nothing measured
     for (const auto& w : p.workloads)
       std::cout << w.name << " " << w.key_hash() << ": "
-                << ts::DefaultKnobSpace(ts::lower_workload(w).outputs, Halide::get_host_target()).describe() << "\n";
+                << ts::RuleSketch(ts::lower_workload(w).outputs, Halide::get_host_target()).describe() << "\n";
     return 0;
   }
   const auto it = std::find_if(p.workloads.begin(), p.workloads.end(),
@@ -79,7 +79,7 @@ int sweep(int argc, char** argv) {
   }
   const int rounds = argc > 4 ? std::max(0, std::atoi(argv[4])) : 3;
   const ts::LoweredWorkload lw = ts::lower_workload(*it);
-  const ts::DefaultKnobSpace space(lw.outputs, Halide::get_host_target());
+  const ts::RuleSketch space(lw.outputs, Halide::get_host_target());
   std::cout << it->name << " " << it->key_hash() << ": " << space.describe() << "\n";
   if (rounds == 0) return 0;  // the plan only
   std::vector<ts::Schedule> variants;

@@ -17,7 +17,7 @@
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
-#include "schedule/default_knobs.h"
+#include "schedule/default_schedule.h"
 #include "tune/records_db.h"
 #include "tune/tuner.h"
 

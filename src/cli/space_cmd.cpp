@@ -37,10 +37,10 @@ struct ListedSpace {
   double slowest_ms = 0;     // the slowest decision's listing
 };
 
-ListedSpace listed_space(const ScheduleSpace& space, const Schedule& rule) {
+// The space lists the rule's decision (it has the rule's sketch): the walk follows it.
+ListedSpace listed_space(const ScheduleSpace& space) {
   ListedSpace out;
-  DecisionCandidateOptions o;
-  o.sources = {&rule};
+  const DecisionCandidateOptions o;
   Schedule partial;
   for (size_t i = 0; i < space.decisions().size(); i++) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -68,11 +68,10 @@ int table_command(const SpaceArgs& a) {
                              "log10 listed", "slowest ms");
   for (const auto& w : p.workloads) {
     LoweredWorkload lw = lower_workload(w);
-    const Schedule rule = default_schedule_of(w);
-    const ScheduleSpace space(build_pipeline_view(lw.outputs), space_options_for(w, opts));
+    const ScheduleSpace space(lw.outputs, host_code_target(), space_options_for(w, opts));
     ListedSpace ls;
     try {
-      ls = listed_space(space, rule);
+      ls = listed_space(space);
     } catch (const Error& e) {
       // The rule placed a Func where the space offers no site (a Winograd product at the output's
       // task loop): the walk along the rule stops there.

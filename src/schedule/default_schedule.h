@@ -24,7 +24,7 @@
 //     the weights exceed L2 the tile's rows run inside the input-channel blocks and the next
 //     block's weights are prefetched (default_tile.cpp plan_streaming).
 //  Rule 5's tile has knobs (DefaultKnobs, the parameters of Schedule::origin "rule"): unset,
-//  each is the rule's own choice; set, the tuner's search over them (schedule/default_knobs.h)
+//  each is the rule's own choice; set, the tuner's search over them (schedule/rule_sketch.h)
 //  finds the variant of the micro-kernel a workload runs fastest with.
 #include <Halide.h>
 
@@ -38,7 +38,7 @@
 namespace ts {
 
 // Knobs of rule 5's register tile. Unset = the rule's choice; a value outside what a workload
-// allows is clamped to it (DefaultKnobSpace::canonical drops knobs that change nothing).
+// allows is clamped to it (RuleSketch::canonical drops knobs that change nothing).
 struct DefaultKnobs {
   std::optional<int> columns;        // "columns": tile extent of the reuse loop (a blocked conv's columns, a matmul's rows), 1-16
   std::optional<int> blocks;         // "blocks": output-channel blocks per tile (blocked), 1-4; half-vector blocks: 1 unpaired, 2 one pair, 4 two pairs

@@ -4,7 +4,7 @@
 //  - TileFacts: what the rule reads from the pipeline (extents, which loop reuses loads, whether
 //    the tensors are channel-blocked, the reduction's loops). Knob-independent, found once.
 //  - TilePlan: the tile the rule builds from the facts and a DefaultKnobs (unset knobs: the
-//    rule's own choice). Pure arithmetic, so DefaultKnobSpace can tell two knob sets apart
+//    rule's own choice). Pure arithmetic, so RuleSketch can tell two knob sets apart
 //    (the same plan = the same code) without touching Halide. default_tile.cpp plans the
 //    register tile, the outer loops and the parallel loop; tile_cache_plan.h what those loops
 //    keep in L1 and L2 (row groups, chunks, streaming, the next task's prefetch).

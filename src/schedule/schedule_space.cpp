@@ -12,6 +12,7 @@
 
 #include "graph/error.h"
 #include "schedule/loop_nest.h"
+#include "schedule/rule_sketch.h"
 #include "schedule/schedule_space_internal.h"
 
 namespace ts {
@@ -19,10 +20,16 @@ namespace ts {
 namespace {
 
 
+// n! for 0 <= n <= 170 (the largest a double holds), from a table: the counting loops call it
+// millions of times.
 double factorial(int n) {
-  double f = 1;
-  for (int k = 2; k <= n; k++) f *= k;
-  return f;
+  static const std::array<double, 171> table = [] {
+    std::array<double, 171> t{};
+    t[0] = 1;
+    for (size_t k = 1; k < t.size(); k++) t[k] = t[k - 1] * static_cast<double>(k);
+    return t;
+  }();
+  return table[static_cast<size_t>(std::clamp(n, 0, 170))];
 }
 
 // Up to `limit` values of a sorted list, spread evenly and keeping both ends.
@@ -76,6 +83,25 @@ ScheduleSpace::ScheduleSpace(PipelineView view, SpaceOptions opts) : view_(std::
   sketch_ = Sketch::match(*this);
 }
 
+ScheduleSpace::ScheduleSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target, SpaceOptions opts)
+    : ScheduleSpace(build_pipeline_view(outputs), opts) {
+  rule_sketch_ = std::make_shared<const RuleSketch>(outputs, target);
+}
+
+std::optional<Schedule> ScheduleSpace::rule_schedule() const {
+  if (!rule_sketch_) return std::nullopt;
+  return rule_sketch_->schedule({});
+}
+
+const RuleSketch* ScheduleSpace::rule_sketch() const {
+  return rule_sketch_ && !rule_sketch_->empty() ? rule_sketch_.get() : nullptr;
+}
+
+std::optional<Schedule> ScheduleSpace::sample_rule(std::mt19937_64& rng) const {
+  if (!rule_sketch()) return std::nullopt;
+  return rule_sketch_->schedule(rule_sketch_->draw(rng));
+}
+
 const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const Placement_& p) const {
   const bool root = p.placement == Placement::Root;
   const std::vector<int64_t>& region = p.region;
@@ -124,10 +150,19 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
   ds->R.assign(nr + 1, std::vector<std::array<double, kU + 1>>(TM + 1, std::array<double, kU + 1>{}));
   ds->R[nr][0][0] = 1;
   DefSpace::VecChoice none;
+  // The tables depend on an option only through (levels, group, bits): options are counted per
+  // such bucket first, a few dozen instead of hundreds.
+  using Bucket = std::array<int, 3>;  // levels (free levels for pure loops), in_group, bits
+  for (size_t k = 0; k < ds->loops.size(); k++) ds->loop_options.push_back(ds->options(static_cast<int>(k), none));
+  auto buckets = [&](int k, const DefSpace::VecChoice& v, bool free) {
+    std::map<Bucket, double> out;
+    for (const auto& o : ds->options_of(k, v)) out[{free ? o.free_levels : o.levels, o.in_group ? 1 : 0, o.bits}] += 1;
+    return out;
+  };
   for (int j = nr - 1; j >= 0; j--)
-    for (const auto& o : ds->options(ds->rv[j], none))
-      for (int T = 0; T + o.levels <= TM; T++)
-        for (int u = 0; u + o.bits <= kU; u++) ds->R[j][T + o.levels][u + o.bits] += ds->R[j + 1][T][u];
+    for (const auto& [b, n] : buckets(ds->rv[j], none, false))
+      for (int T = 0; T + b[0] <= TM; T++)
+        for (int u = 0; u + b[2] <= kU; u++) ds->R[j][T + b[0]][u + b[2]] += n * ds->R[j + 1][T][u];
 
   // Vector choices: none, or the innermost level of a pure loop at the native width, half or a
   // quarter of it (short rows: a 7-wide conv output).
@@ -144,25 +179,51 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
 
   const int np = static_cast<int>(ds->pure.size());
   const int G = ds->max_group;
+  // The reduction chain's nonzero totals (levels, unroll bits, count / levels!), shared by every
+  // vector choice.
+  std::vector<std::tuple<int, int, double>> reduction_totals;
+  for (int Tr = 0; Tr <= TM; Tr++)
+    for (int ur = 0; ur <= kU; ur++)
+      if (ds->R[0][Tr][ur] > 0) reduction_totals.emplace_back(Tr, ur, ds->R[0][Tr][ur] / factorial(Tr));
   for (auto& v : ds->vec) {
+    if (v.loop >= 0) v.vec_options = ds->options(v.loop, v);
     using Row = std::array<double, kU + 1>;
     v.P.assign(np + 1, std::vector<std::vector<Row>>(TM + 1, std::vector<Row>(G + 1, Row{})));
     v.P[np][0][0][0] = 1;
-    for (int j = np - 1; j >= 0; j--)
-      for (const auto& o : ds->options(ds->pure[j], v)) {
-        const double w = 1.0 / factorial(o.free_levels);
-        for (int T = 0; T + o.free_levels <= TM; T++)
-          for (int g = 0; g + o.in_group <= G; g++)
-            for (int u = 0; u + o.bits <= kU; u++)
-              v.P[j][T + o.free_levels][g + o.in_group][u + o.bits] += w * v.P[j + 1][T][g][u];
-      }
+    for (int j = np - 1; j >= 0; j--) {
+      const auto bs = buckets(ds->pure[j], v, true);
+      for (int T = 0; T <= TM; T++)
+        for (int g = 0; g <= G; g++)
+          for (int u = 0; u <= kU; u++) {
+            const double below = v.P[j + 1][T][g][u];
+            if (below <= 0) continue;
+            for (const auto& [b, n] : bs)
+              if (T + b[0] <= TM && g + b[1] <= G && u + b[2] <= kU)
+                v.P[j][T + b[0]][g + b[1]][u + b[2]] += n / factorial(b[0]) * below;
+          }
+    }
     v.total = 0;
     for (int T = 0; T <= TM; T++)
       for (int g = 0; g <= G; g++)
-        for (int up = 0; up <= kU; up++)
-          for (int Tr = 0; T + Tr <= TM; Tr++)
-            for (int ur = 0; up + ur <= kU; ur++)
-              v.total += v.P[0][T][g][up] * ds->R[0][Tr][ur] * factorial(T + Tr) / factorial(Tr) * factorial(g);
+        for (int up = 0; up <= kU; up++) {
+          if (v.P[0][T][g][up] <= 0) continue;
+          for (const auto& [Tr, ur, r] : reduction_totals) {
+            if (T + Tr > TM || up + ur > kU) continue;
+            const double x = v.P[0][T][g][up] * r * factorial(T + Tr) * factorial(g);
+            v.combos.push_back({T, g, up, Tr, ur});
+            v.weights.push_back(x);
+            v.total += x;
+          }
+        }
+    std::map<std::pair<int, bool>, size_t> class_at;
+    for (size_t k = 0; k < v.combos.size(); k++) {
+      const DefSpace::Totals& t = v.combos[k];
+      auto [it, fresh] = class_at.emplace(std::make_pair(t.g, t.up + t.ur > 0), v.classes.size());
+      if (fresh) v.classes.push_back({t.g, t.up + t.ur > 0, {}, {}});
+      DefSpace::TotalsClass& tc = v.classes[it->second];
+      tc.combos.push_back(k);
+      tc.cumulative.push_back((tc.cumulative.empty() ? 0.0 : tc.cumulative.back()) + v.weights[k]);
+    }
     ds->total += v.total;
   }
   return *(memo_[key] = ds);
@@ -220,6 +281,21 @@ std::vector<ScheduleSpace::Placement_> ScheduleSpace::placements(const Schedule&
     out.push_back({Placement::ComputeAt, {names_[ci->second], d, nest[j].name}, access_region(accesses, nest[j].inside, full),
                    constant});
   }
+  // Beside the consumer, when it is computed at a loop: at that loop or one outside it, what the
+  // consumer reads over the region it would compute there (a Winograd product computed per
+  // output task, its inverse transform per output tile inside the task).
+  if (cp.placement != Placement::ComputeAt) return out;
+  // The consumer's sites run innermost first along its chain of compute Funcs: from its own
+  // loop on, every one is at or outside it.
+  bool outside = false;
+  for (const Placement_& site : placements(partial, ci->second)) {
+    if (site.placement != Placement::ComputeAt) continue;
+    outside = outside || site.at == cp.at;
+    if (!outside) continue;
+    std::vector<int64_t> whole(view_.stage(cname)->definitions.at(d).loops.size(), 1);
+    for (const auto& l : original_loops(*view_.stage(cname), d, site.region)) whole.at(static_cast<size_t>(l.def_loop)) = l.extent;
+    out.push_back({Placement::ComputeAt, site.at, access_region(accesses, whole, full), site.constant});
+  }
   return out;
 }
 
@@ -274,6 +350,7 @@ std::vector<std::optional<InputLayout>> ScheduleSpace::layouts(size_t i) const {
 }
 
 double ScheduleSpace::branching(const Schedule& partial, size_t i) const {
+  trim_memo();
   const Stage& st = *view_.stage(order_[i]);
   double total = 0;
   for (const auto& p : placements(partial, i)) {
@@ -306,21 +383,22 @@ size_t draw(const std::vector<double>& weights, std::mt19937_64& rng) {
 }
 
 // One definition's tiling, unrolls, order and parallel loops from each of its loops' chosen
-// option: `names` its original loops (innermost first), `pure` and `rv` indices into them,
+// option: `loops` its original loops (innermost first, each named), `pure` and `rv` indices into them,
 // vec_loop the pure loop whose innermost level is vectorized (-1: none) by vec_width lanes.
-void place_loops(const std::vector<std::string>& names, const std::vector<int>& pure, const std::vector<int>& rv,
-                 const std::map<int, LoopOption>& chosen, int vec_loop, int vec_width, StageSchedule& ss,
+template <typename Loops>
+void place_loops(const Loops& loops, const std::vector<int>& pure, const std::vector<int>& rv,
+                 const std::vector<LoopOption>& chosen, int vec_loop, int vec_width, StageSchedule& ss,
                  std::mt19937_64& rng) {
   // Tiling and level names (innermost first per loop).
-  std::vector<std::vector<std::string>> lv(names.size());
-  for (size_t k = 0; k < names.size(); k++) {
-    const LoopOption& o = chosen.at(static_cast<int>(k));
-    if (o.factors.empty()) {
-      lv[k] = {names[k]};
+  std::vector<std::vector<std::string>> lv(loops.size());
+  for (size_t k = 0; k < loops.size(); k++) {
+    const LoopOption& o = chosen[k];
+    if (o.factors->empty()) {
+      lv[k] = {loops[k].name};
     } else {
       LoopTiling t;
-      t.loop = names[k];
-      t.factors = o.factors;
+      t.loop = loops[k].name;
+      t.factors = *o.factors;
       lv[k] = t.level_names();
       ss.tiling.push_back(t);
     }
@@ -332,7 +410,7 @@ void place_loops(const std::vector<std::string>& names, const std::vector<int>& 
   std::vector<std::string> group;
   std::vector<std::vector<std::string>> chains;  // free levels per chain, outermost first
   for (int k : pure) {
-    const LoopOption& o = chosen.at(k);
+    const LoopOption& o = chosen[k];
     std::vector<std::string> levels(lv[k].rbegin(), lv[k].rend());
     if (o.in_group) {
       group.push_back(levels.front());
@@ -366,42 +444,11 @@ void place_loops(const std::vector<std::string>& names, const std::vector<int>& 
 
 }  // namespace
 
-namespace {
-
-// The totals a definition's loop options must add up to: free pure levels, parallel group size,
-// unroll bits of pure and of reduction loops, reduction levels.
-struct Totals {
-  int T, g, up, Tr, ur;
-};
-
-}  // namespace
-
-// Every combination of totals with candidates under vector choice v, with its count.
-template <typename DS, typename VC>
-static void totals_of(const DS& ds, const VC& v, std::vector<Totals>& combos, std::vector<double>& cw) {
-  const int TM = ds.max_T(), G = ds.max_group;
-  for (int T = 0; T <= TM; T++)
-    for (int g = 0; g <= G; g++)
-      for (int up = 0; up <= kU; up++)
-        for (int Tr = 0; T + Tr <= TM; Tr++)
-          for (int ur = 0; up + ur <= kU; ur++) {
-            const double x = v.P[0][T][g][up] * ds.R[0][Tr][ur] * factorial(T + Tr) / factorial(Tr) * factorial(g);
-            if (x > 0) {
-              combos.push_back({T, g, up, Tr, ur});
-              cw.push_back(x);
-            }
-          }
-}
-
 std::vector<ScheduleSpace::DefClass> ScheduleSpace::def_classes(const DefSpace& ds) const {
   std::vector<DefClass> out;
   for (size_t vi = 0; vi < ds.vec.size(); vi++) {
-    if (ds.vec[vi].total <= 0) continue;
-    std::vector<Totals> combos;
-    std::vector<double> cw;
-    totals_of(ds, ds.vec[vi], combos, cw);
-    std::set<std::pair<int, int>> seen;  // (group, unrolled)
-    for (const Totals& t : combos) seen.insert({t.g, t.up + t.ur > 0});
+    std::set<std::pair<int, int>> seen;  // (group, unrolled), in order
+    for (const auto& tc : ds.vec[vi].classes) seen.insert({tc.g, tc.unrolled});
     for (const auto& [g, u] : seen) out.push_back({static_cast<int>(vi), g, u});
   }
   return out;
@@ -416,25 +463,24 @@ void ScheduleSpace::sample_definition(const DefSpace& ds, bool strat, StageSched
     vw.push_back(cls.vec >= 0 && cls.vec != static_cast<int>(vi) ? 0.0 : strat ? (v.total > 0 ? 1.0 : 0.0) : v.total);
   }
   const auto& v = ds.vec[draw(vw, rng)];
-  std::vector<Totals> combos;
-  std::vector<double> cw;
-  totals_of(ds, v, combos, cw);
-  for (size_t k = 0; k < combos.size(); k++)
-    if ((cls.group >= 0 && combos[k].g != cls.group) || (cls.unrolled >= 0 && (combos[k].up + combos[k].ur > 0) != (cls.unrolled > 0)))
-      cw[k] = 0;
-  if (strat) {
-    // Every (parallel group size, unrolled or not) class gets the same mass.
-    auto cls_of = [&](const Totals& t) { return std::make_pair(t.g, t.up + t.ur > 0); };
-    std::map<std::pair<int, bool>, double> mass;
-    for (size_t k = 0; k < combos.size(); k++) mass[cls_of(combos[k])] += cw[k];
-    for (size_t k = 0; k < combos.size(); k++) cw[k] = cw[k] > 0 ? cw[k] / mass[cls_of(combos[k])] : 0;
+  // The structural class: as given, else drawn (each with the same mass when stratified, else
+  // by its count); then the totals within it, by their counts.
+  std::vector<double> clw;
+  for (const auto& tc : v.classes) {
+    const bool ok = (cls.group < 0 || tc.g == cls.group) && (cls.unrolled < 0 || tc.unrolled == (cls.unrolled > 0));
+    clw.push_back(!ok ? 0.0 : strat ? 1.0 : tc.cumulative.back());
   }
-  Totals c = combos[draw(cw, rng)];
+  const DefSpace::TotalsClass& tc = v.classes[draw(clw, rng)];
+  const double x = std::uniform_real_distribution<double>(0, tc.cumulative.back())(rng);
+  const size_t at = std::min<size_t>(std::upper_bound(tc.cumulative.begin(), tc.cumulative.end(), x) - tc.cumulative.begin(),
+                                     tc.combos.size() - 1);
+  DefSpace::Totals c = v.combos[tc.combos[at]];
   // Loop options, drawn loop by loop given what the remaining loops must still provide.
-  std::map<int, LoopOption> chosen;
+  std::vector<LoopOption> chosen(ds.loops.size());
+  std::vector<double> ow;
   for (size_t j = 0; j < ds.pure.size(); j++) {
-    const auto opts = ds.options(ds.pure[j], v);
-    std::vector<double> ow;
+    const auto& opts = ds.options_of(ds.pure[j], v);
+    ow.clear();
     for (const auto& o : opts) {
       const int T = c.T - o.free_levels, g = c.g - o.in_group, u = c.up - o.bits;
       ow.push_back(T < 0 || g < 0 || u < 0 ? 0 : v.P[j + 1][T][g][u] / factorial(o.free_levels));
@@ -443,10 +489,9 @@ void ScheduleSpace::sample_definition(const DefSpace& ds, bool strat, StageSched
     c.T -= o.free_levels, c.g -= o.in_group, c.up -= o.bits;
     chosen[ds.pure[j]] = o;
   }
-  const DefSpace::VecChoice novec;
   for (size_t j = 0; j < ds.rv.size(); j++) {
-    const auto opts = ds.options(ds.rv[j], novec);
-    std::vector<double> ow;
+    const auto& opts = ds.loop_options[ds.rv[j]];
+    ow.clear();
     for (const auto& o : opts) {
       const int T = c.Tr - o.levels, u = c.ur - o.bits;
       ow.push_back(T < 0 || u < 0 ? 0 : ds.R[j + 1][T][u]);
@@ -455,9 +500,7 @@ void ScheduleSpace::sample_definition(const DefSpace& ds, bool strat, StageSched
     c.Tr -= o.levels, c.ur -= o.bits;
     chosen[ds.rv[j]] = o;
   }
-  std::vector<std::string> names;
-  for (const auto& l : ds.loops) names.push_back(l.name);
-  place_loops(names, ds.pure, ds.rv, chosen, v.loop, v.width, ss, rng);
+  place_loops(ds.loops, ds.pure, ds.rv, chosen, v.loop, v.width, ss, rng);
 }
 
 void ScheduleSpace::sample_decision(Schedule& partial, size_t i, std::mt19937_64& rng) const {
@@ -465,6 +508,7 @@ void ScheduleSpace::sample_decision(Schedule& partial, size_t i, std::mt19937_64
 }
 
 void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937_64& rng, Sampling how) const {
+  trim_memo();
   const Stage& st = *view_.stage(order_[i]);
   const auto cands = placements(partial, i);
   std::vector<double> w;

@@ -20,7 +20,13 @@
 //    times interleavings), too many to score one by one, so a listing keeps every placement and,
 //    per placement, a few members of every structural class (the classes Stratified sampling
 //    draws evenly: vector loop and width, parallel group size, unrolled or not), plus the
-//    sketch's decision and the decisions of given schedules (the default rule's) where they fit.
+//    sketch's decision, the default rule's decision and the decisions of given schedules (the
+//    rule's variants, say) where they fit.
+//  - Sketches: beside the per-decision candidates, the space holds two sketches whose points
+//    are complete schedules drawn from a few parameters: the loop-nest sketch (schedule/sketch.h,
+//    Sampling::Sketch) and the default rule's micro-kernel sketch (schedule/rule_sketch.h,
+//    sample_rule(); built when the space is built from the pipeline's Funcs), whose parameters
+//    are the rule's knobs. A search mutates a sketch point by its parameters, so it stays one.
 //  - Pruning, so that every candidate applies, compiles and computes the right values:
 //     * split factors (a few divisors, powers of two and non-divisors) multiply to at most the
 //       extent of a root Func's loop, and to at most half the loop's extent in the region a
@@ -37,7 +43,10 @@
 //       affine accesses, at a loop that is not the vector lanes nor a guarded vector loop
 //       (whose last iteration realizes less than a vector); storage at the compute level; an
 //       inlined consumer with a single consumer is looked through (a conv's accumulator is
-//       computed at a loop of the output its bias and ReLU are inlined into);
+//       computed at a loop of the output its bias and ReLU are inlined into); and, when the
+//       consumer is itself computed at a loop, beside it: at that loop or one outside it, in
+//       its Func or further out along the chain of compute Funcs (a Winograd product and input
+//       transform computed per output task, the inverse transform per tile inside it);
 //     * parallel: the 1-3 outermost loops of a root stage, each the outermost level of a
 //       pure loop, fused;
 //     * unroll: at most one level per loop, of constant extent <= max_unroll: inner tiling
@@ -72,6 +81,8 @@
 #include "schedule/sketch.h"
 
 namespace ts {
+
+class RuleSketch;  // schedule/rule_sketch.h
 
 // How sample() draws among a decision's candidates.
 enum class Sampling {
@@ -129,7 +140,11 @@ struct DecisionCandidateOptions {
 
 class ScheduleSpace {
  public:
+  // Without the rule's micro-kernel sketch (rule_sketch() is null).
   explicit ScheduleSpace(PipelineView view, SpaceOptions opts = {});
+  // The space of the unscheduled pipeline computing `outputs`, with the rule's micro-kernel
+  // sketch for `target`.
+  ScheduleSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target, SpaceOptions opts = {});
 
   const PipelineView& view() const { return view_; }
   const SpaceOptions& options() const { return opts_; }
@@ -146,9 +161,10 @@ class ScheduleSpace {
   // (inline with each layout, root, each compute_at loop offered) and per structural class of a
   // definition (vector choice, parallel group size, unrolled or not: Sampling::Stratified's
   // classes) up to o.per_class distinct members; the sketch's decision when the partial is the
-  // sketch's so far; and each source's entries for the Func where they fit the partial (the
-  // consumers it is computed in are decided as in that source). Distinct, in that order, the
-  // sources last: a greedy search (value-learning paper, Algorithm 1) scores each.
+  // sketch's so far; the rule's (rule_schedule()) and each source's entries for the Func where
+  // they fit the partial (the consumers it is computed in are decided as in that source).
+  // Distinct, in that order, the sources last: a greedy search (value-learning paper,
+  // Algorithm 1) scores each.
   std::vector<DecisionCandidate> candidates(const Schedule& partial, size_t i, const DecisionCandidateOptions& o = {}) const;
   // Adds a candidate of decision i to `partial` (its entries, its layout in place of the old).
   void take(Schedule& partial, size_t i, const DecisionCandidate& c) const;
@@ -168,6 +184,13 @@ class ScheduleSpace {
   std::vector<std::optional<InputLayout>> layouts(size_t i) const;
   // The pipeline's sketch (schedule/sketch.h), null when its rule does not apply.
   const Sketch* sketch() const { return sketch_.get(); }
+  // The default rule's micro-kernel sketch (schedule/rule_sketch.h): null when the space was
+  // built from a view alone or the pipeline has no tiled output (RuleSketch::empty()).
+  const RuleSketch* rule_sketch() const;
+  // The rule's own schedule (default_schedule); nullopt when the space was built from a view.
+  std::optional<Schedule> rule_schedule() const;
+  // A point of the rule's sketch with random knobs (RuleSketch::draw); nullopt without one.
+  std::optional<Schedule> sample_rule(std::mt19937_64& rng) const;
   // Random rollouts (uniform whatever options().sampling says): average branching factor and
   // log10 of the space size.
   SpaceStats estimate(int rollouts, uint64_t seed) const;
@@ -199,7 +222,14 @@ class ScheduleSpace {
   std::vector<std::string> names_;               // base names, same order
   std::map<std::string, size_t> index_of_;       // Halide name -> decision index
   std::shared_ptr<const Sketch> sketch_;         // see sketch()
+  std::shared_ptr<const RuleSketch> rule_sketch_;  // the rule's knob space (also when empty); see rule_sketch()
   mutable std::map<std::string, std::shared_ptr<DefSpace>> memo_;  // (func, def, root, constant, region) -> tables
+  // Bound on memo_ (each entry keeps its loop options, up to a few hundred KB): cleared past it
+  // at the start of a public call, whose references into it live only during the call.
+  static constexpr size_t kMemoEntries = 512;
+  void trim_memo() const {
+    if (memo_.size() > kMemoEntries) memo_.clear();
+  }
 };
 
 }  // namespace ts

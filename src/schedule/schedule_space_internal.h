@@ -24,7 +24,7 @@ struct ScheduleSpace::Placement_ {
 // An option for one original loop: its tiling, plus (pure loops) whether its outermost level
 // joins the parallel group, plus which of its levels is unrolled.
 struct LoopOption {
-  std::vector<int64_t> factors;   // empty = untiled; else inner level extents, innermost first
+  const std::vector<int64_t>* factors = nullptr;  // one of the loop's tilings (OrigLoop::tilings): empty = untiled; else inner level extents, innermost first
   int levels = 1;                 // 1 + factors.size()
   bool in_group = false;          // outermost level is one of the fused parallel loops
   int unrolled = -1;              // level index unrolled (0 = innermost), -1 = none
@@ -33,6 +33,18 @@ struct LoopOption {
 };
 
 struct ScheduleSpace::DefSpace {
+  // The totals a definition's loop options add up to: free pure levels, parallel group size,
+  // unroll bits of pure and of reduction loops, reduction levels.
+  struct Totals {
+    int T, g, up, Tr, ur;
+  };
+  // The combos of one structural class (parallel group size, unrolled or not) of a vector choice.
+  struct TotalsClass {
+    int g = 0;                        // parallel group size
+    bool unrolled = false;            // some loop unrolled
+    std::vector<size_t> combos;       // indices into VecChoice::combos
+    std::vector<double> cumulative;   // running sums of their weights
+  };
   struct OrigLoop {
     std::string name;        // loop name (Var or RVar)
     bool rvar = false;       // reduction loop
@@ -46,6 +58,10 @@ struct ScheduleSpace::DefSpace {
     // levels, g loops in the parallel group and u bits of unroll budget spent.
     std::vector<std::vector<std::vector<std::array<double, kU + 1>>>> P;
     double total = 0;        // candidates with this vector choice
+    std::vector<Totals> combos;   // every combination of totals with candidates under this choice
+    std::vector<double> weights;  // its number of candidates (same order)
+    std::vector<TotalsClass> classes;     // the combos by structural class
+    std::vector<LoopOption> vec_options;  // options of the vectorized loop under this choice
   };
   std::vector<OrigLoop> loops;          // the definition's original loops, innermost first
   std::vector<int> pure, rv;            // indices into loops
@@ -57,6 +73,12 @@ struct ScheduleSpace::DefSpace {
   // option counts 1).
   std::vector<std::vector<std::array<double, kU + 1>>> R;
   double total = 0;                     // candidates of this definition
+  std::vector<std::vector<LoopOption>> loop_options;  // per loop, its options when not vectorized
+
+  // Options of loop `k` under vector choice `v` (options(), kept).
+  const std::vector<LoopOption>& options_of(int k, const VecChoice& v) const {
+    return v.loop == k ? v.vec_options : loop_options[static_cast<size_t>(k)];
+  }
 
   int max_T() const { return kMaxLevels * static_cast<int>(loops.size()); }
 
@@ -66,7 +88,7 @@ struct ScheduleSpace::DefSpace {
     const OrigLoop& l = loops[k];
     for (const auto& f : l.tilings) {
       LoopOption o;
-      o.factors = f;
+      o.factors = &f;
       o.levels = 1 + static_cast<int>(f.size());
       const bool vk = v.loop == k;
       if (vk) {

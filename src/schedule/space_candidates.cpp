@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
+#include <functional>
+#include <unordered_map>
 
 #include "graph/error.h"
 #include "schedule/schedule_space.h"
@@ -22,12 +23,28 @@ std::vector<StageSchedule> entries_of(const Schedule& s, const std::string& func
   return out;
 }
 
-// A candidate's identity: its entries and layout as JSON.
-std::string key_of(const DecisionCandidate& c) {
-  Schedule s;
-  for (const auto& e : c.entries) s.set(e);
-  if (c.layout) s.layouts.push_back(*c.layout);
-  return s.to_json();
+// A hash of what the space decides of a candidate (equal candidates hash alike; the directives
+// only a source sets are left to the comparison).
+size_t hash_of(const DecisionCandidate& c) {
+  size_t h = c.layout ? static_cast<size_t>(c.layout->dim * 131 + c.layout->block) : 0;
+  auto mix = [&h](size_t x) { h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  const std::hash<std::string> hs;
+  for (const auto& e : c.entries) {
+    mix(static_cast<size_t>(e.definition) * 4 + static_cast<size_t>(e.placement));
+    mix(hs(e.compute_at.loop));
+    for (const auto& t : e.tiling)
+      for (int64_t f : t.factors) mix(static_cast<size_t>(f));
+    for (const auto& l : e.order) mix(hs(l));
+    for (const auto& l : e.storage_order) mix(hs(l));
+    for (const auto& l : e.unroll) mix(hs(l));
+    mix(hs(e.vectorize) + static_cast<size_t>(e.vector_width));
+    mix(hs(e.parallel) + e.parallel_fused.size());
+  }
+  return h;
+}
+
+bool same_candidate(const DecisionCandidate& a, const DecisionCandidate& b) {
+  return a.entries == b.entries && a.layout == b.layout;
 }
 
 }  // namespace
@@ -67,6 +84,7 @@ void ScheduleSpace::class_members(size_t i, const Placement_& p, const DecisionC
 std::vector<DecisionCandidate> ScheduleSpace::candidates(const Schedule& partial, size_t i, const DecisionCandidateOptions& o) const {
   if (i >= order_.size()) throw Error(fmt::format("schedule space: no decision {} (it has {})", i, order_.size()));
   if (o.per_class < 1) throw Error("schedule space: candidates need at least one member per class");
+  trim_memo();
   std::vector<DecisionCandidate> all;
   for (const auto& p : placements(partial, i)) {
     if (p.placement != Placement::Inline) {
@@ -85,6 +103,8 @@ std::vector<DecisionCandidate> ScheduleSpace::candidates(const Schedule& partial
     sketch_point = sketch_->build(*this, sketch_->default_knobs());
     sources.push_back({&sketch_point, "sketch"});
   }
+  const std::optional<Schedule> rule = rule_schedule();
+  if (rule) sources.push_back({&*rule, "rule"});
   for (const Schedule* s : o.sources)
     if (s) sources.push_back({s, s->origin ? s->origin->generator : "schedule"});
   for (const auto& [s, label] : sources) {
@@ -102,11 +122,16 @@ std::vector<DecisionCandidate> ScheduleSpace::candidates(const Schedule& partial
   }
   // Distinct, in first-seen order; a source's decision the space lists too is named by its source.
   std::vector<DecisionCandidate> out;
-  std::map<std::string, size_t> seen;
+  std::unordered_map<size_t, std::vector<size_t>> seen;  // hash -> indices into out
   for (auto& c : all) {
-    auto [it, fresh] = seen.emplace(key_of(c), out.size());
-    if (fresh) out.push_back(std::move(c));
-    else if (c.source != "space") out[it->second].source = c.source;
+    std::vector<size_t>& same_hash = seen[hash_of(c)];
+    auto it = std::find_if(same_hash.begin(), same_hash.end(), [&](size_t k) { return same_candidate(out[k], c); });
+    if (it == same_hash.end()) {
+      same_hash.push_back(out.size());
+      out.push_back(std::move(c));
+    } else if (c.source != "space") {
+      out[*it].source = c.source;
+    }
   }
   return out;
 }

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <optional>
 #include <cmath>
 #include <set>
 #include <unordered_set>
 
 #include "features/features.h"
 #include "graph/error.h"
+#include "schedule/rule_sketch.h"
 #include "search/schedule_mutation.h"
 
 namespace ts {
@@ -98,7 +101,6 @@ GbtSaSearch::PlanStats GbtSaSearch::last_plan(const std::string& workload_key) c
 void GbtSaSearch::observe(const SearchTask& task, const std::vector<Schedule>& batch,
                           const std::vector<MeasureResult>& results) {
   TaskState& ts = state(task);
-  variants_.observe(task, batch, results);
   for (size_t k = 0; k < batch.size() && k < results.size(); k++) {
     ts.planned.insert(batch[k].hash());
     if (batch[k].autoscheduler) continue;  // an autoscheduler recipe: no stage decisions, no features
@@ -115,7 +117,7 @@ void GbtSaSearch::observe(const SearchTask& task, const std::vector<Schedule>& b
 
 std::vector<Schedule> GbtSaSearch::propose(const SearchTask& task, size_t n, std::mt19937_64& rng) {
   TaskState& ts = state(task);
-  std::vector<Schedule> out = ranked_variants(task, ts, variant_share(n, kVariantShare, rng), rng);
+  std::vector<Schedule> out = ranked_rule_points(task, ts, sketch_share(n, kRuleShare, rng), rng);
   auto fresh = [&](const Schedule& s) {
     const std::string h = s.hash();
     return !ts.planned.count(h) && !(task.measured && task.measured(h));
@@ -136,17 +138,29 @@ std::vector<Schedule> GbtSaSearch::propose(const SearchTask& task, size_t n, std
   return out;
 }
 
-std::vector<Schedule> GbtSaSearch::ranked_variants(const SearchTask& task, TaskState& ts, size_t n, std::mt19937_64& rng) {
-  if (n == 0) return {};
-  if (!ts.stats.model_used) return variants_.propose(task, n, rng);  // no trained model yet: as drawn
-  std::vector<Schedule> pool = variants_.draw(task, kVariantPool * n, rng);
-  const std::vector<double> q = predict(task, ts, pool);
+std::vector<Schedule> GbtSaSearch::ranked_rule_points(const SearchTask& task, TaskState& ts, size_t n, std::mt19937_64& rng) {
+  if (n == 0 || !task.space->rule_sketch()) return {};
+  // Around the fastest rule point measured (the rule itself until one beats it), like a (1+1)
+  // evolution strategy over the knobs, and random knobs.
+  const Schedule* around = nullptr;
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < ts.measured.size(); k++)
+    if (ts.seconds[k] > 0 && ts.seconds[k] < best && rule_knobs(ts.measured[k])) {
+      best = ts.seconds[k];
+      around = &ts.measured[k];
+    }
+  auto taken = [&](const std::string& h) { return ts.planned.count(h) || (task.measured && task.measured(h)); };
+  std::set<std::string> drawn;
+  // No trained model yet: as drawn; else the model's best of a pool kRulePool times as large.
+  std::vector<Schedule> pool =
+      draw_rule_points(*task.space, ts.stats.model_used ? kRulePool * n : n, drawn, taken, around, rng);
+  const std::vector<double> q = ts.stats.model_used ? predict(task, ts, pool) : std::vector<double>(pool.size(), 0.0);
   std::vector<size_t> order(pool.size());
   for (size_t k = 0; k < order.size(); k++) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return q[a] > q[b]; });
   std::vector<Schedule> out;
   for (size_t k = 0; k < order.size() && out.size() < n; k++) {
-    variants_.take(task, pool[order[k]]);
+    ts.planned.insert(pool[order[k]].hash());
     out.push_back(std::move(pool[order[k]]));
   }
   return out;
@@ -209,17 +223,21 @@ std::map<std::string, std::pair<double, Schedule>> GbtSaSearch::anneal(const Sea
                                                                        std::mt19937_64& rng) {
   const ScheduleSpace& space = *task.space;
   // Parallel simulated annealing from the persistent chains.
-  while (ts.chains.size() < static_cast<size_t>(opts_.chains)) ts.chains.push_back(space.sample(rng));
+  // An eighth of the chains walk the rule's sketch (their mutations change knobs), the rest the space.
+  while (ts.chains.size() < static_cast<size_t>(opts_.chains)) {
+    std::optional<Schedule> rule = ts.chains.size() % 8 == 0 ? space.sample_rule(rng) : std::nullopt;
+    ts.chains.push_back(rule ? std::move(*rule) : space.sample(rng));
+  }
   // The fastest measured schedules restart the chains the model rates lowest, so annealing also
   // explores around what is known to run well (in a space of 10^50+ schedules per workload,
   // chains from random draws alone rarely come near it).
   std::vector<double> energy = predict(task, ts, ts.chains);
-  // Only points of the space restart chains: the space's mutations of a schedule some generator
-  // made (the rule's, an autoscheduler's: Schedule::origin) mix two plans into one that is
-  // rarely valid; those schedules teach the model instead.
+  // Only points of the space and of its rule sketch restart chains: the space's mutations of a
+  // schedule another generator made (an autoscheduler's: Schedule::origin) mix two plans into
+  // one that is rarely valid; those schedules teach the model instead.
   std::vector<size_t> fastest;
   for (size_t k = 0; k < ts.seconds.size(); k++)
-    if (ts.seconds[k] > 0 && !ts.measured[k].origin) fastest.push_back(k);
+    if (ts.seconds[k] > 0 && (!ts.measured[k].origin || rule_knobs(ts.measured[k]))) fastest.push_back(k);
   std::sort(fastest.begin(), fastest.end(), [&](size_t a, size_t c) { return ts.seconds[a] < ts.seconds[c]; });
   fastest.resize(std::min(fastest.size(), ts.chains.size() / 8));
   std::vector<size_t> lowest(ts.chains.size());

@@ -24,9 +24,12 @@
 //    tuner replays them): the model learns from every measurement of the workload, the default
 //    rule's schedule and its variants included. Halide's autoscheduler recipes have no features
 //    and are skipped.
-//  - Beyond the paper: a quarter of each batch (kVariantShare) goes to the default rule's knob
-//    variants (search/default_variants.h). Once a plan was built with the model, the model picks
-//    them too: kVariantPool times as many are drawn, the best predicted are measured.
+//  - Beyond the paper: the rule's micro-kernel sketch (ScheduleSpace::rule_sketch) is part of
+//    the space searched: an eighth of the chains start at its points and move among them by
+//    knob mutations, fast measured rule points restart chains like space points, and a quarter
+//    of each batch (kRuleShare) goes to rule points near the fastest one measured or drawn at
+//    random; once a plan was built with the model, kRulePool times as many are drawn and the
+//    best predicted are measured.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -35,7 +38,6 @@
 #include <vector>
 
 #include "costmodel/cost_model.h"
-#include "search/default_variants.h"
 #include "search/search_policy.h"
 
 namespace ts {
@@ -57,8 +59,8 @@ struct GbtSaOptions {
 
 class GbtSaSearch : public SearchPolicy {
  public:
-  static constexpr double kVariantShare = 0.25;  // of each batch, to the default's variants
-  static constexpr size_t kVariantPool = 4;      // variants drawn per one measured, for the model to rank
+  static constexpr double kRuleShare = 0.25;  // of each batch, to the rule sketch's points
+  static constexpr size_t kRulePool = 4;      // rule points drawn per one measured, for the model to rank
 
   explicit GbtSaSearch(GbtSaOptions opts = {});
   ~GbtSaSearch() override;
@@ -82,8 +84,8 @@ class GbtSaSearch : public SearchPolicy {
   struct TaskState;
   TaskState& state(const SearchTask& task);
   void rebuild_plan(const SearchTask& task, TaskState& ts, std::mt19937_64& rng);
-  // Up to n of the default's variants: the model's best of a drawn pool once it steers, else draws.
-  std::vector<Schedule> ranked_variants(const SearchTask& task, TaskState& ts, size_t n, std::mt19937_64& rng);
+  // Up to n points of the rule's sketch: the model's best of a drawn pool once it steers, else draws.
+  std::vector<Schedule> ranked_rule_points(const SearchTask& task, TaskState& ts, size_t n, std::mt19937_64& rng);
   // Fetches the transfer model once per task and fits the local model on the task's samples.
   void train(const SearchTask& task, TaskState& ts);
   // The models' quality of each schedule (higher is better); those without features rank last.
@@ -96,7 +98,6 @@ class GbtSaSearch : public SearchPolicy {
 
   GbtSaOptions opts_;
   std::map<std::string, std::unique_ptr<TaskState>> tasks_;  // by workload exact key
-  DefaultVariants variants_;                                 // the default's variants
 };
 
 // Greedy maximization of eq. 3 of the AutoTVM paper: picks `k` of the candidates, each step the

@@ -2,12 +2,13 @@
 
 #include <set>
 
+#include "search/schedule_mutation.h"
+
 namespace ts {
 
 std::vector<Schedule> RandomSearch::propose(const SearchTask& task, size_t n, std::mt19937_64& rng) {
-  std::vector<Schedule> out = variants_.propose(task, variant_share(n, kVariantShare, rng), rng);
   std::set<std::string> hashes;
-  for (const auto& s : out) hashes.insert(s.hash());
+  std::vector<Schedule> out = draw_rule_points(*task.space, sketch_share(n, kRuleShare, rng), hashes, task.measured, nullptr, rng);
   // A space of one or a few schedules is exhausted after a few draws that only repeat.
   for (size_t tries = 0; out.size() < n && tries < 50 * n + 50; tries++) {
     Schedule s = task.space->sample(rng);
@@ -16,17 +17,10 @@ std::vector<Schedule> RandomSearch::propose(const SearchTask& task, size_t n, st
     hashes.insert(h);
     out.push_back(std::move(s));
   }
-  // The space ran dry: the variants take the rest.
-  if (out.size() < n) {
-    std::vector<Schedule> more = variants_.propose(task, n - out.size(), rng);
-    for (auto& s : more) out.push_back(std::move(s));
-  }
+  // The space ran dry: the rule's sketch takes the rest.
+  if (out.size() < n)
+    for (auto& s : draw_rule_points(*task.space, n - out.size(), hashes, task.measured, nullptr, rng)) out.push_back(std::move(s));
   return out;
-}
-
-void RandomSearch::observe(const SearchTask& task, const std::vector<Schedule>& batch,
-                           const std::vector<MeasureResult>& results) {
-  variants_.observe(task, batch, results);
 }
 
 }  // namespace ts

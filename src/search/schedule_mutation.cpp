@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "graph/error.h"
+#include "schedule/rule_sketch.h"
 
 namespace ts {
 
@@ -29,15 +32,24 @@ std::string join(const std::vector<std::string>& v) {
 
 Schedule mutate_decision(const ScheduleSpace& space, const Schedule& s, size_t i, std::mt19937_64& rng) {
   const size_t n = space.decisions().size();
-  // Decision i and every later one computed inside a redrawn Func.
+  // Decision i and every later one computed inside a redrawn Func, or beside one (at a loop of
+  // the Func a redrawn consumer was computed in).
   std::set<std::string> redrawn = {space.schedule_name(i)};
+  std::set<std::string> redrawn_sites;  // the Funcs redrawn Funcs were computed in, as s places them
+  auto note_site = [&](const std::string& func) {
+    if (const StageSchedule* e = s.find(func, 0); e && e->placement == Placement::ComputeAt) redrawn_sites.insert(e->compute_at.func);
+  };
+  note_site(space.schedule_name(i));
   std::vector<bool> redraw(n, false);
   redraw[i] = true;
   for (size_t j = i + 1; j < n; j++) {
     const StageSchedule* e = s.find(space.schedule_name(j), 0);
-    if (e && e->placement == Placement::ComputeAt && redrawn.count(e->compute_at.func)) {
+    if (!e || e->placement != Placement::ComputeAt) continue;
+    const bool beside = redrawn_sites.count(e->compute_at.func) > 0;
+    if (redrawn.count(e->compute_at.func) || beside) {
       redraw[j] = true;
       redrawn.insert(space.schedule_name(j));
+      note_site(space.schedule_name(j));
     }
   }
   // Decisions are made in order, each seeing the ones before it: keep or redraw in turn.
@@ -59,19 +71,23 @@ Schedule mutate_decision(const ScheduleSpace& space, const Schedule& s, size_t i
 
 Schedule mutate(const ScheduleSpace& space, const Schedule& s, std::mt19937_64& rng) {
   // A sketch point moves among sketch points: one knob changed.
+  if (const RuleSketch* rule = space.rule_sketch())
+    if (const std::optional<DefaultKnobs> k = rule_knobs(s)) return rule->schedule(rule->mutate(*k, rng));
   if (space.options().sampling == Sampling::Sketch && space.sketch())
     if (auto k = space.sketch()->knobs_of(space, s)) return space.sketch()->build(space, space.sketch()->mutate(*k, rng));
-  // Counting each decision's candidates first would cost more than the mutation: draw a
-  // decision, and draw again when it had a single candidate (input wrappers, outputs without
-  // loops to split) and so changed nothing.
+  // Counting each decision's candidates first would cost more than the mutation: try the
+  // decisions in a random order, moving on while one had a single candidate (input wrappers,
+  // outputs without loops to split) and so changed nothing; at most 8 redraws.
   const size_t n = space.decisions().size();
   if (n == 0) return s;
-  std::uniform_int_distribution<size_t> pick(0, n - 1);
+  std::vector<size_t> order(n);
+  for (size_t k = 0; k < n; k++) order[k] = k;
+  std::shuffle(order.begin(), order.end(), rng);
   const std::string h = s.hash();
   Schedule out = s;
-  for (int tries = 0; tries < 8; tries++) {
+  for (size_t k = 0; k < std::min<size_t>(n, 8); k++) {
     try {
-      out = mutate_decision(space, s, pick(rng), rng);
+      out = mutate_decision(space, s, order[k], rng);
     } catch (const Error&) {
       continue;  // s places a Func where the space no longer offers it (a schedule of another chain's making)
     }
@@ -98,6 +114,29 @@ std::vector<std::string> schedule_components(const Schedule& s) {
     out.push_back(p + "par=" + st.parallel + "+" + join(st.parallel_fused));
     out.push_back(p + "unroll=" + join(st.unroll));
     if (!st.storage_order.empty()) out.push_back(p + "store=" + join(st.storage_order));
+  }
+  return out;
+}
+
+size_t sketch_share(size_t n, double share, std::mt19937_64& rng) {
+  const double want = n * share;
+  size_t k = static_cast<size_t>(std::floor(want));
+  if (std::uniform_real_distribution<double>(0, 1)(rng) < want - k) k++;
+  return std::min(k, n);
+}
+
+std::vector<Schedule> draw_rule_points(const ScheduleSpace& space, size_t n, std::set<std::string>& skip,
+                                       const std::function<bool(const std::string&)>& measured, const Schedule* around,
+                                       std::mt19937_64& rng) {
+  std::vector<Schedule> out;
+  if (!space.rule_sketch()) return out;
+  // A small knob space is exhausted after a few draws that only repeat.
+  for (size_t tries = 0; out.size() < n && tries < 20 * n + 20; tries++) {
+    Schedule s = around && (rng() & 1) ? mutate(space, *around, rng) : *space.sample_rule(rng);
+    const std::string h = s.hash();
+    if (skip.count(h) || (measured && measured(h))) continue;
+    skip.insert(h);
+    out.push_back(std::move(s));
   }
   return out;
 }

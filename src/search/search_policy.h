@@ -12,7 +12,6 @@
 
 #include "graph/workload.h"
 #include "measure/measurer.h"
-#include "schedule/default_knobs.h"
 #include "schedule/schedule_space.h"
 
 namespace ts {
@@ -20,9 +19,8 @@ namespace ts {
 // What a policy knows of the task it proposes for.
 struct SearchTask {
   const Workload* workload = nullptr;     // the workload tuned
-  const ScheduleSpace* space = nullptr;   // its schedule space (and PipelineView)
+  const ScheduleSpace* space = nullptr;   // its schedule space (PipelineView and sketches, the rule's included)
   std::function<bool(const std::string& schedule_hash)> measured;  // whether a schedule was measured already (any run)
-  const DefaultKnobSpace* default_knobs = nullptr;  // the default rule's variants (null: none proposed)
 };
 
 class SearchPolicy {

@@ -13,6 +13,7 @@
 #include "measure/workload_code.h"
 #include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
+#include "schedule/default_schedule.h"
 #include "tune/tuner.h"
 
 namespace ts {

@@ -64,7 +64,7 @@ bool runs_schedule(const CompiledModel& m, const std::string& exact_key, const s
 // A workload the refinement may try, with its variant.
 struct NetworkCandidate {
   const Workload* w = nullptr;  // the workload (owned by the partition)
-  Schedule variant;             // the rule with the variant's knobs (DefaultKnobSpace::schedule)
+  Schedule variant;             // the rule with the variant's knobs (RuleSketch::schedule)
   double walked_bytes = 0;      // count x its weights' bytes: the pages it walks per inference, what it can save (the most first)
 };
 

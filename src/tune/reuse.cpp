@@ -18,8 +18,8 @@
 #include "measure/time_stats.h"
 #include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
+#include "schedule/rule_sketch.h"
 #include "schedule/autoscheduler.h"
-#include "schedule/default_knobs.h"
 #include "schedule/refit.h"
 #include "tune/network_refine.h"
 #include "tune/tuner.h"
@@ -207,11 +207,13 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
         if (is_rule_default(s)) break;  // the donor's default: the rest were slower
         const std::optional<DefaultKnobs> knobs = rule_knobs(s);
         if (!same_class && !knobs) continue;
+        const RuleSketch* rule = t.space->rule_sketch();
+        if (knobs && !rule) continue;  // no tile to vary here: every knob set is the default
         taken++;
         out.donor_schedules++;
         out.across_class += !same_class;
         RefitResult fit;
-        if (knobs && t.default_knobs) fit.schedule = t.default_knobs->schedule(*knobs);
+        if (knobs) fit.schedule = rule->schedule(*knobs);
         else fit = refit(s, *t.space, outputs);
         if (!fit.ok()) {
           out.refused++;
@@ -223,9 +225,9 @@ std::vector<Candidate> refit_candidates(const Task& t, const std::vector<Donor>&
       }
     }
   }
-  if (network_decided && t.default_knobs)
-    if (const std::optional<DefaultKnobs> k = t.default_knobs->network_variant()) {
-      Schedule v = t.default_knobs->schedule(*k);
+  if (const RuleSketch* rule = network_decided ? t.space->rule_sketch() : nullptr)
+    if (const std::optional<DefaultKnobs> k = rule->network_variant()) {
+      Schedule v = rule->schedule(*k);
       const std::string h = v.hash();
       if (seen.insert(h).second) cands.push_back({std::move(v), h, t.default_s, false, true});
     }

@@ -11,7 +11,6 @@
 #include "features/features.h"
 #include "graph/workload.h"
 #include "measure/measurer.h"
-#include "schedule/default_knobs.h"
 #include "schedule/schedule_space.h"
 
 namespace ts {
@@ -44,8 +43,7 @@ struct TaskCurvePoint {
 
 struct Task {
   const Workload* w = nullptr;                 // the workload (owned by the partition)
-  std::unique_ptr<ScheduleSpace> space;        // built from the unscheduled pipeline
-  std::unique_ptr<DefaultKnobSpace> default_knobs;  // the default rule's variants, from the same pipeline
+  std::unique_ptr<ScheduleSpace> space;        // built from the unscheduled pipeline (the rule's sketch included)
   std::unique_ptr<Measurer> measurer;          // holds the reference outputs; null once the task failed
   std::unique_ptr<FeatureExtractor> features;  // stored with each record
   double default_s = 0;                        // default median (this run)

@@ -17,6 +17,7 @@
 #include "measure/time_stats.h"
 #include "runtime/compiled_model.h"
 #include "measure/workload_compiler.h"
+#include "schedule/rule_sketch.h"
 #include "schedule/default_schedule.h"
 
 namespace ts {
@@ -304,9 +305,10 @@ void summarize_tasks(std::vector<Task>& tasks, const RecordsDB& db, const Search
 std::vector<NetworkCandidate> network_candidates(const std::vector<Task>& tasks) {
   std::vector<NetworkCandidate> out;
   for (const Task& t : tasks) {
-    if (!t.summary.error.empty() || !t.default_knobs) continue;
-    if (std::optional<DefaultKnobs> k = t.default_knobs->network_variant())
-      out.push_back({t.w, t.default_knobs->schedule(*k), static_cast<double>(t.count) * t.default_knobs->weight_bytes()});
+    const RuleSketch* rule = t.space ? t.space->rule_sketch() : nullptr;
+    if (!t.summary.error.empty() || !rule) continue;
+    if (std::optional<DefaultKnobs> k = rule->network_variant())
+      out.push_back({t.w, rule->schedule(*k), static_cast<double>(t.count) * rule->weight_bytes()});
   }
   return out;
 }
@@ -369,8 +371,7 @@ std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const std::st
     }
     try {
       LoweredWorkload lw = lower_workload(*t.w);
-      t.space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), space_options_for(*t.w, sopts));
-      t.default_knobs = std::make_unique<DefaultKnobSpace>(lw.outputs, host_code_target());
+      t.space = std::make_unique<ScheduleSpace>(lw.outputs, host_code_target(), space_options_for(*t.w, sopts));
       t.features = std::make_unique<FeatureExtractor>(*t.space);
       t.measurer = std::make_unique<Measurer>(*t.w, opts.measure);
       if (opts.stop && opts.stop->load()) throw Error("stopped");  // its reference may have been cut short
@@ -432,8 +433,7 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   int trials_left = 0;
   for (size_t i = 0; i < tasks.size(); i++) {
     const std::string key = tasks[i].w->exact_key;
-    runs[i].search = SearchTask{tasks[i].w, tasks[i].space.get(), [&db, key](const std::string& h) { return db.has(key, h); },
-                                tasks[i].default_knobs.get()};
+    runs[i].search = SearchTask{tasks[i].w, tasks[i].space.get(), [&db, key](const std::string& h) { return db.has(key, h); }};
     runs[i].rng.seed(opts.seed ^ std::hash<std::string>{}(key));
     if (!tasks[i].active()) continue;
     active++;

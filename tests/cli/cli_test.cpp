@@ -17,7 +17,7 @@
 #include "api/compile_model.h"
 #include "graph/npy.h"
 #include "measure/workload_compiler.h"
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 #include "schedule/schedule.h"
@@ -336,7 +336,7 @@ TEST(Cli, TuneTimesNetworkVariantsInTheModel) {
   const Workload* most = nullptr;
   int64_t most_bytes = 0;
   for (const auto& w : part.workloads) {
-    const DefaultKnobSpace space(lower_workload(w).outputs, host_code_target());
+    const RuleSketch space(lower_workload(w).outputs, host_code_target());
     const int64_t bytes = w.count * space.weight_bytes();
     if (space.network_variant() && bytes > most_bytes) most = &w, most_bytes = bytes;
   }

@@ -18,6 +18,7 @@
 #include "measure/workload_compiler.h"
 #include "support/small_workloads.h"
 #include "schedule/default_schedule.h"
+#include "schedule/default_tile.h"
 #include "schedule/loop_nest.h"
 
 namespace ts {
@@ -392,7 +393,9 @@ TEST(Features, EveryDefaultScheduleOfZooNetworksHasFeatures) {
   }
   EXPECT_GT(workloads, 150);
   EXPECT_GT(computed_at, 100);
-  EXPECT_GT(prefetching, 0);
+  // The rule prefetches inside a tile's loops where it measured a gain: not on Intel hosts
+  // (tile_cache_plan.cpp), whose zoo schedules have none.
+  if (!intel_host()) EXPECT_GT(prefetching, 0);
   EXPECT_GT(task_prefetching, 0);
   EXPECT_GT(rfactored, 0) << "efficientnet's lane sums";
 }

@@ -18,7 +18,7 @@
 #include "graph/layout_plan.h"
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
 

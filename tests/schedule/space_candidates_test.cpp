@@ -1,5 +1,6 @@
 // ScheduleSpace::candidates: a decision's candidates listed, distinct, the default rule's own
-// decision among them at every decision of a walk along the rule, and every listed candidate,
+// decision among them at every decision of a walk along the rule (a Winograd conv's stages
+// included: their sites beside their consumers), and every listed candidate,
 // completed, a valid schedule; the listing is the same on every call.
 #include <gtest/gtest.h>
 
@@ -27,19 +28,20 @@ struct Walk {
   ScheduleSpace space;
   Schedule rule;
   explicit Walk(Workload wl)
-      : w(std::move(wl)), lw(lower_workload(w)), space(build_pipeline_view(lw.outputs), space_options_for(w)),
+      : w(std::move(wl)), lw(lower_workload(w)), space(lw.outputs, host_code_target(), space_options_for(w)),
         rule(default_schedule(lw.outputs, host_code_target())) {}
 };
 
 TEST(SpaceCandidates, TheRulesDecisionIsListedAtEveryDecisionOfAWalkAlongIt) {
+  const Workload wino = test::winograd_conv_relu_workload("candidates_wino.onnx");
+  ASSERT_FALSE(wino.name.empty()) << "the 3x3 conv at 14 x 14 runs as Winograd at 1 thread";
   for (Workload w : {test::conv_relu_workload(test::save_conv_chain("candidates_chain.onnx", 8, 32, 48, 9, 11)),
-                     test::matmul_relu_workload()}) {
+                     test::matmul_relu_workload(), wino}) {
     Walk walk(std::move(w));
-    DecisionCandidateOptions o;
-    o.sources = {&walk.rule};
     Schedule partial;
     for (size_t i = 0; i < walk.space.decisions().size(); i++) {
-      const std::vector<DecisionCandidate> cands = walk.space.candidates(partial, i, o);
+      // The space lists the rule's decision itself (it holds the rule's sketch).
+      const std::vector<DecisionCandidate> cands = walk.space.candidates(partial, i);
       ASSERT_FALSE(cands.empty()) << walk.space.schedule_name(i);
       std::set<std::string> keys;
       for (const auto& c : cands) EXPECT_TRUE(keys.insert(key(c)).second) << "listed twice: " << key(c);

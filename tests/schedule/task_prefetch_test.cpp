@@ -14,7 +14,7 @@
 #include "graph/layout_plan.h"
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 #include "schedule/default_tile.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"

@@ -11,7 +11,7 @@
 #include "graph/workload.h"
 #include "measure/measurer.h"
 #include "measure/workload_compiler.h"
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 #include "schedule/schedule_builder.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
@@ -108,18 +108,8 @@ TEST(WinogradSchedule, A3DConvReadsItsFramesAndTapsAndStreamsItsWeightsOnce) {
   EXPECT_GE(sb.schedule.stages.size(), 6u);
 }
 
-// The Winograd Conv+Relu workload of a 16 -> 32 -> 48 conv chain at 14 x 14 (empty name: none).
-Workload winograd_workload(const std::string& file) {
-  Graph g = test::import_model(test::save_conv_chain(file, 16, 32, 48, 14, 14));
-  plan_layouts(g, 16);
-  if (plan_winograd(g, 1) != 1) return {};
-  for (const auto& wl : partition_graph(g).workloads)
-    if (wl.name == "Conv+Relu") return wl;
-  return {};
-}
-
 TEST(WinogradSchedule, VariantsComputeWhatTheRuleComputes) {
-  const Workload w = winograd_workload("wino_sched.onnx");
+  const Workload w = test::winograd_conv_relu_workload("wino_sched.onnx");
   ASSERT_FALSE(w.name.empty());
   MeasureOptions mo;
   mo.repeats = 1;
@@ -139,7 +129,7 @@ TEST(WinogradSchedule, VariantsComputeWhatTheRuleComputes) {
   // The tuner's knob space: columns, blocks and stream, canonical (other knobs dropped, and
   // those at the rule's own choice).
   const LoweredWorkload lw = lower_workload(w);
-  const DefaultKnobSpace space(lw.outputs, host_code_target());
+  const RuleSketch space(lw.outputs, host_code_target());
   ASSERT_FALSE(space.empty());
   DefaultKnobs k;
   k.grain = 4;
@@ -170,7 +160,7 @@ TEST(WinogradSchedule, VariantsComputeWhatTheRuleComputes) {
 // contiguous run per tile), where the definition's order puts a plane of tiles between them.
 // Per tile row the slice stays in L2 and keeps the definition's order.
 TEST(WinogradSchedule, TransformedInputKeepsATilesInputBlocksTogetherWhenStreamedOnce) {
-  const Workload w = winograd_workload("wino_storage.onnx");
+  const Workload w = test::winograd_conv_relu_workload("wino_storage.onnx");
   ASSERT_FALSE(w.name.empty());
   auto storage_of_v = [&](int stream) {
     const LoweredWorkload lw = lower_workload(w);

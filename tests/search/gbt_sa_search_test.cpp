@@ -10,6 +10,7 @@
 
 #include "analysis/pipeline_view.h"
 #include "api/compile_model.h"
+#include "schedule/rule_sketch.h"
 #include "features/features.h"
 #include "measure/workload_compiler.h"
 #include "search/schedule_mutation.h"
@@ -88,6 +89,48 @@ TEST(GbtSaSearch, ProposesValidDistinctUnmeasuredSchedulesAndLearns) {
   const double random_frac = random_par / 400.0, model_frac = static_cast<double>(late_par) / late;
   EXPECT_GT(model_frac, random_frac + 0.2) << "model " << model_frac << " vs random " << random_frac;
   std::cout << "parallel output: model's plans " << model_frac << ", uniform draws " << random_frac << "\n";
+}
+
+// The rule's micro-kernel sketch is searched like the rest of the space: its points come in
+// every batch, and once the model learned that they run fast (here: 4x), the plans it anneals
+// hold more of them than the share a batch reserves for them.
+TEST(GbtSaSearch, TheRulesSketchIsSearchedThroughTheModel) {
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("gbt_rule.onnx", 8, 32, 48, 9, 11));
+  const LoweredWorkload lw = lower_workload(w);
+  const ScheduleSpace space{lw.outputs, host_code_target(), space_options_for(w)};
+  ASSERT_NE(space.rule_sketch(), nullptr);
+  std::set<std::string> measured;
+  const SearchTask task{&w, &space, [&](const std::string& h) { return measured.count(h) > 0; }};
+  GbtSaSearch policy(small_options());
+  std::mt19937_64 rng(7);
+  int early_rule = 0, late_rule = 0, late = 0;
+  for (int round = 0; round < 6; round++) {
+    auto batch = policy.propose(task, 8, rng);
+    ASSERT_EQ(batch.size(), 8u);
+    std::vector<MeasureResult> results;
+    for (const auto& s : batch) {
+      auto why = s.validate(lw.outputs);
+      ASSERT_FALSE(why) << *why;
+      EXPECT_TRUE(measured.insert(s.hash()).second) << "proposed twice: " << s.to_json();
+      const bool rule = rule_knobs(s).has_value();
+      MeasureResult m;
+      m.median = (rule ? 1e-4 : 4e-4) * (1 + static_cast<double>(std::hash<std::string>{}(s.hash()) % 100) / 1000);
+      m.times = {m.median};
+      m.min = m.median;
+      results.push_back(m);
+      early_rule += round == 0 && rule;
+      if (round >= 3) {
+        late++;
+        late_rule += rule;
+      }
+    }
+    policy.observe(task, batch, results);
+  }
+  EXPECT_TRUE(policy.last_plan(w.exact_key).model_used);
+  EXPECT_GE(early_rule, 1);
+  const double late_frac = static_cast<double>(late_rule) / late;
+  EXPECT_GT(late_frac, 0.4) << "rule points in the model's plans: " << late_frac;
+  std::cout << "rule points: first batch " << early_rule << "/8, model's plans " << late_frac << "\n";
 }
 
 TEST(GbtSaSearch, TransferSteersTheFirstPlan) {

@@ -22,7 +22,7 @@ struct Fixture {
   ScheduleSpace space{build_pipeline_view(lw.outputs), space_options_for(w)};
   std::set<std::string> measured;
   SearchTask task() {
-    return SearchTask{&w, &space, [this](const std::string& h) { return measured.count(h) > 0; }, nullptr};
+    return SearchTask{&w, &space, [this](const std::string& h) { return measured.count(h) > 0; }};
   }
 };
 

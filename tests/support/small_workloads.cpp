@@ -6,8 +6,9 @@
 #include "graph/layout_plan.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
+#include "graph/winograd.h"
 #include "measure/workload_compiler.h"
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 #include "schedule/schedule_space.h"
 #include "schedule/task_prefetch.h"
 #include "support/onnx_builder.h"
@@ -161,6 +162,15 @@ Workload conv_relu_workload(const std::string& path) {
   for (const auto& wl : partition_graph(g).workloads)
     if (wl.name == "Conv+Relu") return wl;
   ADD_FAILURE() << path << ": no Conv+Relu workload";
+  return {};
+}
+
+Workload winograd_conv_relu_workload(const std::string& file) {
+  Graph g = import_model(save_conv_chain(file, 16, 32, 48, 14, 14));
+  plan_layouts(g, 16);
+  if (plan_winograd(g, 1) != 1) return {};
+  for (const auto& wl : partition_graph(g).workloads)
+    if (wl.name == "Conv+Relu") return wl;
   return {};
 }
 

@@ -51,6 +51,9 @@ std::string save_conv_chain(const std::string& file, int64_t in, int64_t mid, in
                             int64_t k = 3);
 // The Conv+Relu workload of save_conv_chain's model, its layouts planned for 16 lanes.
 Workload conv_relu_workload(const std::string& path);
+// The Winograd Conv+Relu workload of a 16 -> 32 -> 48 conv chain at 14 x 14 saved to `file`, at
+// 1 thread (empty name: Winograd was not chosen).
+Workload winograd_conv_relu_workload(const std::string& file);
 
 // The facts of w's one register tile of the default rule, for this machine (a test failure when
 // it has not exactly one).

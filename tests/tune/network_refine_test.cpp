@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "api/compile_model.h"
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 #include "search/random_search.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
@@ -39,7 +39,7 @@ std::string fresh_db(const std::string& name) {
 std::vector<NetworkCandidate> candidates_of(const Partition& part) {
   std::vector<NetworkCandidate> out;
   for (const auto& w : part.workloads) {
-    const DefaultKnobSpace space(lower_workload(w).outputs, host_code_target());
+    const RuleSketch space(lower_workload(w).outputs, host_code_target());
     if (auto k = space.network_variant())
       out.push_back({&w, space.schedule(*k), static_cast<double>(w.count) * space.weight_bytes()});
   }

@@ -14,7 +14,7 @@
 #include "analysis/pipeline_view.h"
 #include "api/compile_model.h"
 #include "measure/workload_compiler.h"
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 #include "schedule/schedule_space.h"
 #include "search/random_search.h"
 #include "support/onnx_builder.h"
@@ -196,10 +196,10 @@ TEST(Reuse, TriesTheNetworkVariantADonorsModelKeptAndRecordsTheTrialAsThePairTha
     return load_model(test::save_conv_chain(name + "/model.onnx", in, mid, 512, 7, 7, 1), lo);
   };
   auto variant_of = [](const Workload& w) {
-    return DefaultKnobSpace(lower_workload(w).outputs, host_code_target()).network_variant();
+    return RuleSketch(lower_workload(w).outputs, host_code_target()).network_variant();
   };
   auto walk_of = [](const Workload& w) {  // the rule's schedule with the network variant's knobs
-    const DefaultKnobSpace space(lower_workload(w).outputs, host_code_target());
+    const RuleSketch space(lower_workload(w).outputs, host_code_target());
     return space.schedule(*space.network_variant());
   };
   const Graph donor_g = chain("walk_donor", 64, 2048), target_g = chain("walk_target", 32, 1024);
@@ -319,7 +319,7 @@ TEST(Reuse, CarriesKnobRecipesAcrossClassesThatShareTheAnchor) {
   knobs.columns = 4;
   // The donor's variant is its own rule's data; on the target the knobs make the target's.
   const Schedule recipe = test::rule_variant(*donor_w, knobs);
-  const Schedule carried = DefaultKnobSpace(lower_workload(*target_w).outputs, host_code_target()).schedule(knobs);
+  const Schedule carried = RuleSketch(lower_workload(*target_w).outputs, host_code_target()).schedule(knobs);
   ASSERT_FALSE(is_rule_default(carried)) << "columns=4 changes the target's tile";
   {
     RecordsDB d(donor);

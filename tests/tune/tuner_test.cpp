@@ -17,7 +17,7 @@
 #include "analysis/pipeline_view.h"
 #include "measure/workload_compiler.h"
 #include "features/features.h"
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 #include "search/gbt_sa_search.h"
 #include "search/random_search.h"
 #include "support/onnx_builder.h"

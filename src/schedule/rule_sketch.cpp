@@ -1,4 +1,4 @@
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -120,17 +120,17 @@ DefaultKnobs DefaultKnobs::from_json(const std::string& text) {
   return from_params(params);
 }
 
-DefaultKnobSpace::DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target)
+RuleSketch::RuleSketch(const std::vector<Halide::Func>& outputs, const Halide::Target& target)
     : outputs_(outputs), target_(target), winograd_(winograd_facts(outputs)) {
   if (winograd_) return;  // the Winograd schedule replaces rule 5 (default_schedule.cpp)
   for (const auto& t : default_structure(outputs, target).tiles) tiles_.push_back(t.facts);
 }
 
-WinogradTile DefaultKnobSpace::winograd_plan(const DefaultKnobs& k) const {
+WinogradTile RuleSketch::winograd_plan(const DefaultKnobs& k) const {
   return plan_winograd_tile(*winograd_, k, host_cores());
 }
 
-DefaultKnobs DefaultKnobSpace::canonical_winograd(const DefaultKnobs& k) const {
+DefaultKnobs RuleSketch::canonical_winograd(const DefaultKnobs& k) const {
   // Columns, blocks and stream are searched. Stream (the weights streamed once, tasks over
   // output-channel blocks, or once per tile row) ranks alone as in the network because the
   // measurer evicts the weights before every run (warm, per row looked faster alone than it ran
@@ -149,13 +149,13 @@ DefaultKnobs DefaultKnobSpace::canonical_winograd(const DefaultKnobs& k) const {
   return c;
 }
 
-std::vector<TilePlan> DefaultKnobSpace::plans(const DefaultKnobs& k) const {
+std::vector<TilePlan> RuleSketch::plans(const DefaultKnobs& k) const {
   std::vector<TilePlan> out;
   for (const auto& f : tiles_) out.push_back(plan_tile(f, k));
   return out;
 }
 
-DefaultKnobs DefaultKnobSpace::canonical(const DefaultKnobs& k) const {
+DefaultKnobs RuleSketch::canonical(const DefaultKnobs& k) const {
   if (winograd_) return canonical_winograd(k);
   if (tiles_.empty()) return {};
   const std::vector<TilePlan> target = plans(k);
@@ -188,7 +188,7 @@ DefaultKnobs DefaultKnobSpace::canonical(const DefaultKnobs& k) const {
   return c;
 }
 
-DefaultKnobs DefaultKnobSpace::draw_one(int knob, DefaultKnobs k, std::mt19937_64& rng) const {
+DefaultKnobs RuleSketch::draw_one(int knob, DefaultKnobs k, std::mt19937_64& rng) const {
   const KnobSpec& spec = knob_specs()[knob];
   int lo = spec.lo, hi = spec.draw_hi;
   if (winograd_) {
@@ -217,7 +217,7 @@ DefaultKnobs DefaultKnobSpace::draw_one(int knob, DefaultKnobs k, std::mt19937_6
   return k;
 }
 
-DefaultKnobs DefaultKnobSpace::draw(std::mt19937_64& rng) const {
+DefaultKnobs RuleSketch::draw(std::mt19937_64& rng) const {
   if (empty()) return {};
   DefaultKnobs k;
   for (int i = 0; i < static_cast<int>(knob_specs().size()); i++)
@@ -225,7 +225,7 @@ DefaultKnobs DefaultKnobSpace::draw(std::mt19937_64& rng) const {
   return canonical(k);
 }
 
-DefaultKnobs DefaultKnobSpace::mutate(const DefaultKnobs& k, std::mt19937_64& rng) const {
+DefaultKnobs RuleSketch::mutate(const DefaultKnobs& k, std::mt19937_64& rng) const {
   if (empty()) return k;
   const int n = static_cast<int>(knob_specs().size());
   for (int tries = 0; tries < 10; tries++) {
@@ -235,9 +235,18 @@ DefaultKnobs DefaultKnobSpace::mutate(const DefaultKnobs& k, std::mt19937_64& rn
   return k;
 }
 
-Schedule DefaultKnobSpace::schedule(const DefaultKnobs& k) const { return default_schedule(outputs_, target_, canonical(k)); }
+Schedule RuleSketch::schedule(const DefaultKnobs& k) const {
+  const DefaultKnobs c = canonical(k);
+  {
+    std::lock_guard<std::mutex> lock(built_mutex_);
+    if (auto it = built_.find(c); it != built_.end()) return it->second;
+  }
+  Schedule s = default_schedule(outputs_, target_, c);
+  std::lock_guard<std::mutex> lock(built_mutex_);
+  return built_.emplace(c, std::move(s)).first->second;
+}
 
-std::optional<DefaultKnobs> DefaultKnobSpace::network_variant() const {
+std::optional<DefaultKnobs> RuleSketch::network_variant() const {
   if (winograd_ || tiles_.empty()) return std::nullopt;
   DefaultKnobs walk;
   walk.prefetch = 2;
@@ -253,13 +262,13 @@ std::optional<DefaultKnobs> DefaultKnobSpace::network_variant() const {
   return canonical(walk);
 }
 
-int64_t DefaultKnobSpace::weight_bytes() const {
+int64_t RuleSketch::weight_bytes() const {
   int64_t bytes = 0;
   for (const auto& f : tiles_) bytes += f.weight_bytes;
   return bytes;
 }
 
-std::string DefaultKnobSpace::describe() const {
+std::string RuleSketch::describe() const {
   if (winograd_) {
     const WinogradTile t = winograd_plan({});
     return fmt::format("Winograd F(4x4,3x3): {} tiles a row, {} output blocks, {:.2f} MB of weights: {} columns x {} blocks, "

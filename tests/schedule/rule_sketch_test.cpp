@@ -2,7 +2,7 @@
 // round-trip and are validated, canonical() keeps exactly the knobs that change the tile, and
 // variants drawn for a channel-blocked conv and a plain matmul compile and compute what the
 // rule computes (measured through the Measurer, whose reference is the rule).
-#include "schedule/default_knobs.h"
+#include "schedule/rule_sketch.h"
 
 #include <gtest/gtest.h>
 
@@ -21,7 +21,7 @@ namespace ts {
 namespace {
 
 // The knob space of a workload's unscheduled pipeline, for this machine.
-DefaultKnobSpace knob_space(const Workload& w) { return DefaultKnobSpace(lower_workload(w).outputs, host_code_target()); }
+RuleSketch knob_space(const Workload& w) { return RuleSketch(lower_workload(w).outputs, host_code_target()); }
 
 TEST(DefaultKnobs, ParamsRoundTripAndBadOnesAreRejectedByName) {
   DefaultKnobs k;
@@ -63,10 +63,10 @@ TEST(DefaultKnobs, FromJsonReadsParametersAndRejectsBadText) {
   }
 }
 
-TEST(DefaultKnobSpace, CanonicalKeepsOnlyKnobsThatChangeTheTile) {
+TEST(RuleSketch, CanonicalKeepsOnlyKnobsThatChangeTheTile) {
   // 64 -> 64 channels on 14 x 14, blocked by 16: the rule's tile is 7 columns x 2 blocks.
   if (native_vector_bytes(host_code_target()) != 64) GTEST_SKIP() << "the tile arithmetic below is AVX-512's (16 lanes)";
-  const DefaultKnobSpace space = knob_space(test::conv_relu_workload(test::save_conv_chain("knobs.onnx", 8, 64, 64, 14, 14)));
+  const RuleSketch space = knob_space(test::conv_relu_workload(test::save_conv_chain("knobs.onnx", 8, 64, 64, 14, 14)));
   ASSERT_FALSE(space.empty()) << space.describe();
   EXPECT_EQ(space.canonical({}), DefaultKnobs{});
   DefaultKnobs k;
@@ -106,13 +106,13 @@ TEST(DefaultKnobSpace, CanonicalKeepsOnlyKnobsThatChangeTheTile) {
   EXPECT_TRUE(is_rule_default(space.schedule({})));
 }
 
-TEST(DefaultKnobSpace, PipelinesWithoutATileHaveNoKnobs) {
+TEST(RuleSketch, PipelinesWithoutATileHaveNoKnobs) {
   // Softmax alone: no reduction feeding an elementwise output of the same domain.
   test::OnnxBuilder b(13);
   b.input("x", DType::Float32, {4, 40}).node("Softmax", {"x"}, {"y"}).output("y");
   const Partition p = partition_graph(test::import_model(b.save("softmax_knobs.onnx")));
   ASSERT_EQ(p.workloads.size(), 1u);
-  const DefaultKnobSpace space = knob_space(p.workloads[0]);
+  const RuleSketch space = knob_space(p.workloads[0]);
   EXPECT_TRUE(space.empty());
   std::mt19937_64 rng(1);
   EXPECT_EQ(space.draw(rng), DefaultKnobs{});
@@ -121,7 +121,7 @@ TEST(DefaultKnobSpace, PipelinesWithoutATileHaveNoKnobs) {
 // The variant only a whole model can judge: page walks ahead where the rule prefetches the next
 // task's weights (a 2048 -> 512 1x1 conv at 7 x 7, 4 MB of weights: ResNet-50's), and nothing
 // where it does not (a 32-channel conv, whose weights fit in L1).
-TEST(DefaultKnobSpace, NetworkVariantWalksPagesWhereTheRulePrefetchesOnly) {
+TEST(RuleSketch, NetworkVariantWalksPagesWhereTheRulePrefetchesOnly) {
   const Workload big = test::conv_relu_workload(test::save_conv_chain("network_variant_big.onnx", 64, 2048, 512, 7, 7, 1));
   const TileFacts f = test::only_tile(big);
   const TilePlan rule = plan_tile(f, {});
@@ -141,7 +141,7 @@ TEST(DefaultKnobSpace, NetworkVariantWalksPagesWhereTheRulePrefetchesOnly) {
 }
 
 // Variants of a blocked conv and of a plain matmul compile and match the rule's output.
-TEST(DefaultKnobSpace, DrawnVariantsCompileAndComputeWhatTheRuleComputes) {
+TEST(RuleSketch, DrawnVariantsCompileAndComputeWhatTheRuleComputes) {
   MeasureOptions mo;
   mo.repeats = 1;
   mo.warmup = 0;
@@ -150,7 +150,7 @@ TEST(DefaultKnobSpace, DrawnVariantsCompileAndComputeWhatTheRuleComputes) {
       test::conv_relu_workload(test::save_conv_chain("knobs_variants.onnx", 8, 32, 48, 9, 11)),
       test::matmul_relu_workload()};
   for (const Workload& w : workloads) {
-    const DefaultKnobSpace space = knob_space(w);
+    const RuleSketch space = knob_space(w);
     ASSERT_FALSE(space.empty()) << w.name;
     std::mt19937_64 rng(7);
     std::vector<Schedule> batch;

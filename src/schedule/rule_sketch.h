@@ -1,21 +1,25 @@
 #pragma once
-// DefaultKnobSpace: the variants of the default rule's register tile (DefaultKnobs) a workload
-// can take, for the tuner's search: the rule's micro-kernel sketch, whose parameters are the knobs.
+// RuleSketch: the default rule's micro-kernel sketch, one of the sketches of the ScheduleSpace
+// (ScheduleSpace::rule_sketch()): its parameters are the rule's knobs (DefaultKnobs), each point
+// is the rule's Schedule data for its knobs.
 //
-// Why: tuning searches the sketch space (schedule/sketch.h), which lacks the default's
-// channel-blocked micro-kernels (paired half blocks, streamed inputs, grouped parallel tasks),
-// so it rarely beats the default. A Winograd conv workload (schedule/winograd_schedule.h) has
-// three knobs instead: columns, blocks and stream. The default's own knobs (columns and blocks per
-// tile, vectors, loop order, parallel tasks and grain, reduction unrolling) are a small space
-// around a kernel that is already good; measuring its variants finds the one a workload's
-// shapes and this machine's caches prefer. A variant is the rule's Schedule data for its knobs
-// (Schedule::origin keeps them), so it has stage decisions and features like any schedule, and
-// its knobs carry to workloads of other classes (clamped to their shapes).
+// Why: the space's decisions and its loop-nest sketch (schedule/sketch.h) rarely meet the
+// default's channel-blocked micro-kernels (paired half blocks, streamed inputs, grouped parallel
+// tasks), so the rule's kernels are a sketch of their own. A Winograd conv workload
+// (schedule/winograd_schedule.h) has three knobs instead: columns, blocks and stream. The knobs
+// (columns and blocks per tile, vectors, loop order, parallel tasks and grain, reduction
+// unrolling) span a small space around a kernel that is already good; measuring its points finds
+// the one a workload's shapes and this machine's caches prefer. A point is Schedule data whose
+// origin keeps the knobs, so it has stage decisions and features like any schedule, a search
+// moves among points by mutating knobs (search/schedule_mutation.h), and knobs carry to
+// workloads of other classes (clamped to their shapes).
 //
 // Two knob sets that give the same tile plan give the same code: canonical() keeps only knobs
-// that change the plan, at the values the plan uses, so a variant has one hash.
+// that change the plan, at the values the plan uses, so a point has one hash.
 #include <Halide.h>
 
+#include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -31,10 +35,10 @@ namespace ts {
 // Every knob's parameter name ("columns", "blocks", ...), in the order of DefaultKnobs.
 std::vector<std::string> default_knob_names();
 
-class DefaultKnobSpace {
+class RuleSketch {
  public:
   // Reads the pipeline computing `outputs` (kept, unscheduled: schedule() reads it again).
-  DefaultKnobSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
+  RuleSketch(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
 
   // No tiled output: every knob set is the default itself.
   bool empty() const { return tiles_.empty() && !winograd_; }
@@ -45,7 +49,8 @@ class DefaultKnobSpace {
   DefaultKnobs draw(std::mt19937_64& rng) const;
   // `k` with one knob redrawn, canonical; `k` when ten tries changed nothing.
   DefaultKnobs mutate(const DefaultKnobs& k, std::mt19937_64& rng) const;
-  // The rule's schedule of the pipeline with canonical(k) (default_schedule).
+  // The rule's schedule of the pipeline with canonical(k) (default_schedule); built once per
+  // canonical knobs (a search revisits points).
   Schedule schedule(const DefaultKnobs& k) const;
   // One line: the tiles' facts and the rule's plan.
   std::string describe() const;
@@ -69,6 +74,8 @@ class DefaultKnobSpace {
   Halide::Target target_;                      // the target the rule plans for
   std::vector<TileFacts> tiles_;               // the tiled outputs' facts
   std::optional<WinogradFacts> winograd_;      // set: a Winograd conv workload (columns and blocks are its knobs)
+  mutable std::mutex built_mutex_;             // guards built_
+  mutable std::map<DefaultKnobs, Schedule> built_;  // schedule() by canonical knobs
 };
 
 }  // namespace ts
