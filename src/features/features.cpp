@@ -561,14 +561,41 @@ std::string def_name(const ConsumerLoop& at) {
 // task loop, read by the output transform computed at a tile loop inside it): each reader's
 // region per iteration of `at`, then what the reader's loops over that region read of x
 // (reduction loops whole), over every definition of the reader.
-std::vector<int64_t> region_per_iteration(const Pipeline& p, const std::vector<FuncState>& funcs, int x, const ConsumerLoop& at,
-                                          const std::vector<int64_t>& cover, int depth) {
+// Per stage, where its uses end up through inlined consumers, looked up once per extraction: it
+// depends only on its consumers' placements, decided before the stage is placed (the key of
+// Pipeline::uses_cache).
+using UsesMemo = std::vector<std::optional<std::optional<UsesInStage>>>;
+
+const std::optional<UsesInStage>& uses_of(const Pipeline& p, const std::vector<FuncState>& funcs, int x, UsesMemo& memo) {
+  std::optional<std::optional<UsesInStage>>& m = memo.at(static_cast<size_t>(x));
+  if (m) return *m;
+  std::vector<bool> flags;  // decided and inlined, of the stages decided before x
+  flags.reserve(2 * p.stage_of_decision.size());
+  for (int st : p.stage_of_decision) {
+    if (st == x) break;
+    flags.push_back(funcs[st].decided);
+    flags.push_back(funcs[st].inlined);
+  }
+  std::pair<int, std::vector<bool>> key{x, std::move(flags)};
+  {
+    std::lock_guard<std::mutex> lock(p.uses_mutex);
+    if (auto it = p.uses_cache.find(key); it != p.uses_cache.end()) return *(m = it->second);
+  }
   const PipelineView& v = p.space->view();
-  const StageInfo& xi = p.stages[x];
-  const auto uses = uses_through_inlined(v, v.stages[x].name, [&](const std::string& n) -> std::optional<bool> {
+  m = uses_through_inlined(v, v.stages[x].name, [&](const std::string& n) -> std::optional<bool> {
     const auto k = p.stage_of_name.find(func_base_name(n));
     return k == p.stage_of_name.end() || !funcs[k->second].decided ? std::nullopt : std::optional<bool>(funcs[k->second].inlined);
   });
+  std::lock_guard<std::mutex> lock(p.uses_mutex);
+  if (p.uses_cache.size() < 4096) p.uses_cache.emplace(std::move(key), *m);
+  return *m;
+}
+
+std::vector<int64_t> region_per_iteration(const Pipeline& p, const std::vector<FuncState>& funcs, int x, const ConsumerLoop& at,
+                                          const std::vector<int64_t>& cover, int depth, UsesMemo& memo) {
+  const PipelineView& v = p.space->view();
+  const StageInfo& xi = p.stages[x];
+  const std::optional<UsesInStage>& uses = uses_of(p, funcs, x, memo);
   const auto reader = uses ? p.stage_of_name.find(func_base_name(uses->stage)) : p.stage_of_name.end();
   if (!uses || reader == p.stage_of_name.end() || depth > 16)
     throw Error(fmt::format("stage '{}': computed at '{}', which does not read it through inlined Funcs or Funcs computed inside it",
@@ -585,7 +612,7 @@ std::vector<int64_t> region_per_iteration(const Pipeline& p, const std::vector<F
   if (!rf.decided || rf.placement != Placement::ComputeAt)
     throw Error(fmt::format("stage '{}': computed at '{}', but its reader '{}' is not computed inside it", xi.name, at.func,
                             p.stages[r].name));
-  const std::vector<int64_t> reader_region = region_per_iteration(p, funcs, r, at, cover, depth + 1);
+  const std::vector<int64_t> reader_region = region_per_iteration(p, funcs, r, at, cover, depth + 1, memo);
   const Stage& rs = v.stages[r];
   std::vector<int64_t> region(xi.full.size(), 1);
   for (size_t d = 0; d < rs.definitions.size(); d++) {
@@ -609,6 +636,7 @@ std::vector<int64_t> region_per_iteration(const Pipeline& p, const std::vector<F
 void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs) {
   const PipelineView& v = p.space->view();
   static const StageSchedule kDefault;
+  UsesMemo memo(p.stages.size());
   for (int st : p.stage_of_decision) {
     const StageInfo& si = p.stages[st];
     const Stage& stage = v.stages[st];
@@ -647,7 +675,7 @@ void place(const Pipeline& p, const Schedule& s, std::vector<FuncState>& funcs) 
       // ScheduleSpace's compute_at candidates are).
       // The region one iteration of a loop of the consumer's nest (its cover) realizes.
       const auto region_at = [&](const std::vector<int64_t>& cover) {
-        return region_per_iteration(p, funcs, st, at, cover, 0);
+        return region_per_iteration(p, funcs, st, at, cover, 0, memo);
       };
       fs.region = region_at(nest[j].inside);
       double outer = cs.executions;

@@ -2,6 +2,9 @@
 // Internal to src/features: the feature layouts (name -> offset), what the extractor precomputes
 // per pipeline, and the analytical model of one definition's loop nest. See features.h.
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -120,6 +123,11 @@ struct Pipeline {
   std::vector<int> stage_of_decision;                   // decision index -> stage
   std::unordered_map<std::string, int> stage_of_name;   // schedule name -> stage
   std::vector<std::vector<std::pair<int, const Edge*>>> out_edges;  // per stage: (consumer, edge)
+  // Where a stage's uses end up through inlined consumers (uses_through_inlined), by stage and
+  // the inlined flags of the stages decided before it, kept across extractions: a search's
+  // schedules repeat a few inlining patterns, and composing accesses is a third of an extraction.
+  mutable std::mutex uses_mutex;
+  mutable std::map<std::pair<int, std::vector<bool>>, std::optional<UsesInStage>> uses_cache;
 };
 
 // ---- per-extraction state ----

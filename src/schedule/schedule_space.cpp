@@ -150,19 +150,15 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
   ds->R.assign(nr + 1, std::vector<std::array<double, kU + 1>>(TM + 1, std::array<double, kU + 1>{}));
   ds->R[nr][0][0] = 1;
   DefSpace::VecChoice none;
-  // The tables depend on an option only through (levels, group, bits): options are counted per
-  // such bucket first, a few dozen instead of hundreds.
-  using Bucket = std::array<int, 3>;  // levels (free levels for pure loops), in_group, bits
-  for (size_t k = 0; k < ds->loops.size(); k++) ds->loop_options.push_back(ds->options(static_cast<int>(k), none));
-  auto buckets = [&](int k, const DefSpace::VecChoice& v, bool free) {
-    std::map<Bucket, double> out;
-    for (const auto& o : ds->options_of(k, v)) out[{free ? o.free_levels : o.levels, o.in_group ? 1 : 0, o.bits}] += 1;
-    return out;
-  };
+  // The tables depend on an option only through its group (LoopOptions): a few dozen groups
+  // instead of hundreds of options.
+  for (size_t k = 0; k < ds->loops.size(); k++)
+    ds->loop_options.emplace_back(ds->options(static_cast<int>(k), none), ds->loops[k].rvar);
   for (int j = nr - 1; j >= 0; j--)
-    for (const auto& [b, n] : buckets(ds->rv[j], none, false))
-      for (int T = 0; T + b[0] <= TM; T++)
-        for (int u = 0; u + b[2] <= kU; u++) ds->R[j][T + b[0]][u + b[2]] += n * ds->R[j + 1][T][u];
+    for (const auto& b : ds->options_of(ds->rv[j], none).groups)
+      for (int T = 0; T + b.levels <= TM; T++)
+        for (int u = 0; u + b.bits <= kU; u++)
+          ds->R[j][T + b.levels][u + b.bits] += static_cast<double>(b.end - b.begin) * ds->R[j + 1][T][u];
 
   // Vector choices: none, or the innermost level of a pure loop at the native width, half or a
   // quarter of it (short rows: a 7-wide conv output).
@@ -186,30 +182,32 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
     for (int ur = 0; ur <= kU; ur++)
       if (ds->R[0][Tr][ur] > 0) reduction_totals.emplace_back(Tr, ur, ds->R[0][Tr][ur] / factorial(Tr));
   for (auto& v : ds->vec) {
-    if (v.loop >= 0) v.vec_options = ds->options(v.loop, v);
-    using Row = std::array<double, kU + 1>;
-    v.P.assign(np + 1, std::vector<std::vector<Row>>(TM + 1, std::vector<Row>(G + 1, Row{})));
-    v.P[np][0][0][0] = 1;
+    if (v.loop >= 0) v.vec_options = LoopOptions(ds->options(v.loop, v), false);
+    v.T_size = TM + 1;
+    v.g_size = G + 1;
+    v.P.assign(static_cast<size_t>(np + 1) * v.T_size * v.g_size * (kU + 1), 0.0);
+    v.at(np, 0, 0, 0) = 1;
     for (int j = np - 1; j >= 0; j--) {
-      const auto bs = buckets(ds->pure[j], v, true);
+      const auto& bs = ds->options_of(ds->pure[j], v).groups;
       for (int T = 0; T <= TM; T++)
         for (int g = 0; g <= G; g++)
           for (int u = 0; u <= kU; u++) {
-            const double below = v.P[j + 1][T][g][u];
+            const double below = v.at(j + 1, T, g, u);
             if (below <= 0) continue;
-            for (const auto& [b, n] : bs)
-              if (T + b[0] <= TM && g + b[1] <= G && u + b[2] <= kU)
-                v.P[j][T + b[0]][g + b[1]][u + b[2]] += n / factorial(b[0]) * below;
+            for (const auto& b : bs)
+              if (T + b.levels <= TM && g + b.in_group <= G && u + b.bits <= kU)
+                v.at(j, T + b.levels, g + b.in_group, u + b.bits) +=
+                    static_cast<double>(b.end - b.begin) / factorial(b.levels) * below;
           }
     }
     v.total = 0;
     for (int T = 0; T <= TM; T++)
       for (int g = 0; g <= G; g++)
         for (int up = 0; up <= kU; up++) {
-          if (v.P[0][T][g][up] <= 0) continue;
+          if (v.at(0, T, g, up) <= 0) continue;
           for (const auto& [Tr, ur, r] : reduction_totals) {
             if (T + Tr > TM || up + ur > kU) continue;
-            const double x = v.P[0][T][g][up] * r * factorial(T + Tr) * factorial(g);
+            const double x = v.at(0, T, g, up) * r * factorial(T + Tr) * factorial(g);
             v.combos.push_back({T, g, up, Tr, ur});
             v.weights.push_back(x);
             v.total += x;
@@ -478,25 +476,30 @@ void ScheduleSpace::sample_definition(const DefSpace& ds, bool strat, StageSched
   // Loop options, drawn loop by loop given what the remaining loops must still provide.
   std::vector<LoopOption> chosen(ds.loops.size());
   std::vector<double> ow;
+  // A group of options by its weight, then one of them uniformly.
+  auto pick = [&](const LoopOptions& opts) -> const LoopOption& {
+    const LoopOptions::Group& b = opts.groups[draw(ow, rng)];
+    return opts.all[std::uniform_int_distribution<size_t>(b.begin, b.end - 1)(rng)];
+  };
   for (size_t j = 0; j < ds.pure.size(); j++) {
-    const auto& opts = ds.options_of(ds.pure[j], v);
+    const LoopOptions& opts = ds.options_of(ds.pure[j], v);
     ow.clear();
-    for (const auto& o : opts) {
-      const int T = c.T - o.free_levels, g = c.g - o.in_group, u = c.up - o.bits;
-      ow.push_back(T < 0 || g < 0 || u < 0 ? 0 : v.P[j + 1][T][g][u] / factorial(o.free_levels));
+    for (const auto& b : opts.groups) {
+      const int T = c.T - b.levels, g = c.g - b.in_group, u = c.up - b.bits;
+      ow.push_back(T < 0 || g < 0 || u < 0 ? 0 : static_cast<double>(b.end - b.begin) * v.at(j + 1, T, g, u) / factorial(b.levels));
     }
-    const LoopOption& o = opts[draw(ow, rng)];
+    const LoopOption& o = pick(opts);
     c.T -= o.free_levels, c.g -= o.in_group, c.up -= o.bits;
     chosen[ds.pure[j]] = o;
   }
   for (size_t j = 0; j < ds.rv.size(); j++) {
-    const auto& opts = ds.loop_options[ds.rv[j]];
+    const LoopOptions& opts = ds.loop_options[ds.rv[j]];
     ow.clear();
-    for (const auto& o : opts) {
-      const int T = c.Tr - o.levels, u = c.ur - o.bits;
-      ow.push_back(T < 0 || u < 0 ? 0 : ds.R[j + 1][T][u]);
+    for (const auto& b : opts.groups) {
+      const int T = c.Tr - b.levels, u = c.ur - b.bits;
+      ow.push_back(T < 0 || u < 0 ? 0 : static_cast<double>(b.end - b.begin) * ds.R[j + 1][T][u]);
     }
-    const LoopOption& o = opts[draw(ow, rng)];
+    const LoopOption& o = pick(opts);
     c.Tr -= o.levels, c.ur -= o.bits;
     chosen[ds.rv[j]] = o;
   }

@@ -1,6 +1,7 @@
 #pragma once
 // What schedule_space.cpp and space_candidates.cpp share of ScheduleSpace's internals: the
 // placement candidates of a Func and the counting tables of a definition. Not for other users.
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <numeric>
@@ -32,6 +33,34 @@ struct LoopOption {
   int free_levels = 0;            // levels left to the interleaved part of the order
 };
 
+// A loop's options sorted into groups that the counting tables cannot tell apart: pure loops'
+// options by (free levels, in the parallel group, unroll bits), reduction loops' by (levels,
+// unroll bits). A draw picks a group by its weight, then one of its options uniformly.
+struct LoopOptions {
+  struct Group {
+    int levels = 0;          // free levels (pure loops) or levels (reduction loops) of its options
+    int in_group = 0;        // 1: their outermost level joins the parallel group
+    int bits = 0;            // unroll budget they spend
+    size_t begin = 0, end = 0;  // their range in `all`
+  };
+  std::vector<LoopOption> all;  // sorted by group
+  std::vector<Group> groups;
+
+  LoopOptions() = default;
+  LoopOptions(std::vector<LoopOption> options, bool reduction) : all(std::move(options)) {
+    auto key = [reduction](const LoopOption& o) {
+      return std::array<int, 3>{reduction ? o.levels : o.free_levels, o.in_group ? 1 : 0, o.bits};
+    };
+    std::stable_sort(all.begin(), all.end(), [&](const LoopOption& a, const LoopOption& b) { return key(a) < key(b); });
+    for (size_t k = 0; k < all.size(); k++) {
+      const auto kk = key(all[k]);
+      if (groups.empty() || std::array<int, 3>{groups.back().levels, groups.back().in_group, groups.back().bits} != kk)
+        groups.push_back({kk[0], kk[1], kk[2], k, k});
+      groups.back().end = k + 1;
+    }
+  }
+};
+
 struct ScheduleSpace::DefSpace {
   // The totals a definition's loop options add up to: free pure levels, parallel group size,
   // unroll bits of pure and of reduction loops, reduction levels.
@@ -56,12 +85,18 @@ struct ScheduleSpace::DefSpace {
     int width = 0;           // lanes
     // Suffix tables, pure loops: P[k][T][g][u] = sum over loops k.. of prod 1/free!, with T free
     // levels, g loops in the parallel group and u bits of unroll budget spent.
-    std::vector<std::vector<std::vector<std::array<double, kU + 1>>>> P;
+    // (one block, indexed by at(): a listing builds hundreds of these tables)
+    std::vector<double> P;
+    int T_size = 0, g_size = 0;  // extents of P's T and g axes
+    double& at(int j, int T, int g, int u) { return P[((static_cast<size_t>(j) * T_size + T) * g_size + g) * (kU + 1) + u]; }
+    double at(int j, int T, int g, int u) const {
+      return P[((static_cast<size_t>(j) * T_size + T) * g_size + g) * (kU + 1) + u];
+    }
     double total = 0;        // candidates with this vector choice
     std::vector<Totals> combos;   // every combination of totals with candidates under this choice
     std::vector<double> weights;  // its number of candidates (same order)
     std::vector<TotalsClass> classes;     // the combos by structural class
-    std::vector<LoopOption> vec_options;  // options of the vectorized loop under this choice
+    LoopOptions vec_options;              // options of the vectorized loop under this choice
   };
   std::vector<OrigLoop> loops;          // the definition's original loops, innermost first
   std::vector<int> pure, rv;            // indices into loops
@@ -73,10 +108,10 @@ struct ScheduleSpace::DefSpace {
   // option counts 1).
   std::vector<std::vector<std::array<double, kU + 1>>> R;
   double total = 0;                     // candidates of this definition
-  std::vector<std::vector<LoopOption>> loop_options;  // per loop, its options when not vectorized
+  std::vector<LoopOptions> loop_options;  // per loop, its options when not vectorized
 
-  // Options of loop `k` under vector choice `v` (options(), kept).
-  const std::vector<LoopOption>& options_of(int k, const VecChoice& v) const {
+  // Options of loop `k` under vector choice `v` (options(), kept and grouped).
+  const LoopOptions& options_of(int k, const VecChoice& v) const {
     return v.loop == k ? v.vec_options : loop_options[static_cast<size_t>(k)];
   }
 
