@@ -297,6 +297,25 @@ TEST(Features, RandomSchedulesOfResNet18AndEfficientNetHaveAFixedFiniteDetermini
   EXPECT_GT(compute_at, 100);
 }
 
+// An extractor keeps what it learned of inlining patterns across extractions: the features of a
+// schedule do not depend on what it extracted before (a Winograd conv's chain of compute_at
+// stages and a direct conv's, in two orders).
+TEST(Features, DoNotDependOnWhatWasExtractedBefore) {
+  const Workload wino = test::winograd_conv_relu_workload("features_order.onnx");
+  ASSERT_FALSE(wino.name.empty());
+  for (const Workload& w : {wino, test::zoo_workloads("resnet18.onnx").at(0)}) {
+    const LoweredWorkload lw = lower_workload(w);
+    const ScheduleSpace space(lw.outputs, host_code_target(), space_options_for(w));
+    std::mt19937_64 rng(23);
+    std::vector<Schedule> ss = {*space.rule_schedule()};
+    for (int k = 0; k < 40; k++) ss.push_back(k % 4 ? space.sample(rng) : *space.sample_rule(rng));
+    const FeatureExtractor forward(space), backward(space);
+    std::vector<std::vector<float>> f(ss.size());
+    for (size_t k = 0; k < ss.size(); k++) f[k] = forward.flat(ss[k]);
+    for (size_t k = ss.size(); k-- > 0;) ASSERT_EQ(backward.flat(ss[k]), f[k]) << w.name << "\n" << ss[k].to_json(1);
+  }
+}
+
 TEST(Features, NamesAreUniqueAndJsonHasEveryValue) {
   for (const auto* names : {&stage_feature_names(), &flat_feature_names()}) {
     std::set<std::string> u(names->begin(), names->end());

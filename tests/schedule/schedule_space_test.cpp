@@ -65,6 +65,28 @@ TEST(ScheduleSpace, BranchingCountsTheCandidatesTheSamplerDrawsFrom) {
   EXPECT_EQ(static_cast<double>(seen.size()), b) << "branching " << b;
 }
 
+// The counting tables a space keeps are dropped past a bound (a search lists thousands of
+// regions): counts read after many drops equal a fresh space's, in any order.
+TEST(ScheduleSpace, CountsAreTheSameWhateverTablesItKept) {
+  const Workload w = test::conv_relu_workload(test::save_conv_chain("space_memo.onnx", 8, 16, 32, 10, 12));
+  const LoweredWorkload lw = lower_workload(w);
+  const ScheduleSpace used(build_pipeline_view(lw.outputs), space_options_for(w));
+  std::mt19937_64 rng(17);
+  std::vector<std::pair<Schedule, size_t>> asked;  // (partial, decision)
+  std::vector<double> counts;
+  for (int k = 0; k < 300; k++) {
+    Schedule partial;
+    for (size_t i = 0; i < used.decisions().size(); i++) {
+      asked.push_back({partial, i});
+      counts.push_back(used.branching(partial, i));
+      used.sample_decision(partial, i, rng);
+    }
+  }
+  const ScheduleSpace fresh(build_pipeline_view(lw.outputs), space_options_for(w));
+  for (size_t k = asked.size(); k-- > 0;)
+    ASSERT_EQ(fresh.branching(asked[k].first, asked[k].second), counts[k]) << asked[k].first.to_json();
+}
+
 TEST(ScheduleSpace, EverySampleOfRealWorkloadsValidates) {
   SpaceOptions o;
   o.vector_bytes = native_vector_bytes(Halide::get_host_target());
