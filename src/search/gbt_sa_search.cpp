@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <optional>
-#include <cmath>
 #include <set>
 #include <unordered_set>
 

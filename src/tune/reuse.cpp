@@ -18,9 +18,9 @@
 #include "measure/time_stats.h"
 #include "measure/workload_compiler.h"
 #include "runtime/compiled_model.h"
-#include "schedule/rule_sketch.h"
 #include "schedule/autoscheduler.h"
 #include "schedule/refit.h"
+#include "schedule/rule_sketch.h"
 #include "tune/network_refine.h"
 #include "tune/tuner.h"
 

@@ -17,8 +17,8 @@
 #include "measure/time_stats.h"
 #include "runtime/compiled_model.h"
 #include "measure/workload_compiler.h"
-#include "schedule/rule_sketch.h"
 #include "schedule/default_schedule.h"
+#include "schedule/rule_sketch.h"
 
 namespace ts {
 
