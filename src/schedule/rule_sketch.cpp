@@ -243,7 +243,9 @@ Schedule RuleSketch::schedule(const DefaultKnobs& k) const {
   }
   Schedule s = default_schedule(outputs_, target_, c);
   std::lock_guard<std::mutex> lock(built_mutex_);
-  return built_.emplace(c, std::move(s)).first->second;
+  if (built_.size() >= kBuiltEntries) built_.clear();
+  built_.emplace(c, s);
+  return s;
 }
 
 std::optional<DefaultKnobs> RuleSketch::network_variant() const {

@@ -49,8 +49,8 @@ class RuleSketch {
   DefaultKnobs draw(std::mt19937_64& rng) const;
   // `k` with one knob redrawn, canonical; `k` when ten tries changed nothing.
   DefaultKnobs mutate(const DefaultKnobs& k, std::mt19937_64& rng) const;
-  // The rule's schedule of the pipeline with canonical(k) (default_schedule); built once per
-  // canonical knobs (a search revisits points).
+  // The rule's schedule of the pipeline with canonical(k) (default_schedule); kept per
+  // canonical knobs (a search revisits points; the recent few thousand).
   Schedule schedule(const DefaultKnobs& k) const;
   // One line: the tiles' facts and the rule's plan.
   std::string describe() const;
@@ -75,7 +75,8 @@ class RuleSketch {
   std::vector<TileFacts> tiles_;               // the tiled outputs' facts
   std::optional<WinogradFacts> winograd_;      // set: a Winograd conv workload (columns and blocks are its knobs)
   mutable std::mutex built_mutex_;             // guards built_
-  mutable std::map<DefaultKnobs, Schedule> built_;  // schedule() by canonical knobs
+  mutable std::map<DefaultKnobs, Schedule> built_;  // schedule() by canonical knobs, at most kBuiltEntries
+  static constexpr size_t kBuiltEntries = 4096;     // a long annealing run visits more points: dropped past it
 };
 
 }  // namespace ts
