@@ -380,7 +380,9 @@ std::optional<std::string> plan_steps(const StageSchedule& ss, std::vector<LoopI
       case StepKind::Unroll:
       case StepKind::Parallel: {
         if (loops[k].kind != LoopKind::Serial) return fmt::format("{}: loop '{}' is already vectorized, unrolled or parallel", what, st.loops[0]);
-        if (loops[k].rvar && st.kind != StepKind::Unroll)
+        // A reduction loop of one iteration races with nothing (Halide accepts it; Mullapudi2016
+        // parallelizes one).
+        if (loops[k].rvar && st.kind != StepKind::Unroll && loops[k].extent != 1)
           return fmt::format("{}: {} reduction loop '{}' (a race)", what, step_name_of(st.kind), st.loops[0]);
         const LoopKind kind = st.kind == StepKind::Vectorize ? LoopKind::Vectorized
                               : st.kind == StepKind::Unroll  ? LoopKind::Unrolled : LoopKind::Parallel;

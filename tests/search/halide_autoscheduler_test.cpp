@@ -66,5 +66,31 @@ TEST(HalideAutoschedulerPolicy, Li2018ProposesItsOneChoice) {
   EXPECT_TRUE(li.propose(f.task(), 4, rng).empty());
 }
 
+// Mullapudi2016's choice (its own tiling and grouping of the stages) is data the checker accepts
+// and the features describe (or, where the reader cannot hold a directive, the recipe).
+TEST(HalideAutoschedulerPolicy, Mullapudi2016ProposesItsOneChoice) {
+  Fixture f;
+  HalideAutoschedulerPolicy m("mullapudi2016");
+  std::mt19937_64 rng(1);
+  const std::vector<Schedule> batch = m.propose(f.task(), 4, rng);
+  ASSERT_EQ(batch.size(), 1u);
+  const Schedule& s = batch[0];
+  if (s.autoscheduler) {
+    EXPECT_EQ(s.autoscheduler->name, "Mullapudi2016") << s.to_json(1);
+  } else {
+    ASSERT_TRUE(s.origin);
+    EXPECT_EQ(s.origin->generator, "Mullapudi2016");
+    EXPECT_EQ(s.validate(f.lw.outputs), std::nullopt) << s.to_json(1);
+    EXPECT_FALSE(FeatureExtractor(f.space).flat(s).empty());
+  }
+  // It parallelizes a reduction loop of one iteration, which races with nothing: measured, it
+  // computes what the default computes.
+  Measurer meas(f.w, test::check_only_options("autoscheduler_mullapudi_cache"));
+  ASSERT_TRUE(meas.reference().valid()) << meas.reference().error_message;
+  for (const auto& r : meas.measure_batch(batch)) EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
+  f.measured.insert(s.hash());
+  EXPECT_TRUE(m.propose(f.task(), 4, rng).empty());
+}
+
 }  // namespace
 }  // namespace ts
