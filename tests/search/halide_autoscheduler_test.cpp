@@ -54,42 +54,39 @@ TEST(HalideAutoschedulerPolicy, ProposesTheChoicesAsDataWithFeatures) {
   for (const auto& s : adams.propose(f.task(), 2, rng)) EXPECT_FALSE(hashes.count(s.hash()));
 }
 
+// A policy whose autoscheduler makes one choice: it proposes it once, as data of that generator,
+// and nothing once it was measured.
+Schedule the_one_choice(Fixture& f, HalideAutoschedulerPolicy& policy, const std::string& generator) {
+  std::mt19937_64 rng(1);
+  const std::vector<Schedule> batch = policy.propose(f.task(), 4, rng);
+  EXPECT_EQ(batch.size(), 1u);
+  if (batch.empty()) return {};
+  EXPECT_FALSE(batch[0].autoscheduler) << "read back as stage schedules: " << batch[0].to_json(1);
+  EXPECT_TRUE(batch[0].origin && batch[0].origin->generator == generator) << batch[0].to_json(1);
+  f.measured.insert(batch[0].hash());
+  EXPECT_TRUE(policy.propose(f.task(), 4, rng).empty());
+  return batch[0];
+}
+
 TEST(HalideAutoschedulerPolicy, Li2018ProposesItsOneChoice) {
   Fixture f;
   HalideAutoschedulerPolicy li("li2018");
-  std::mt19937_64 rng(1);
-  const std::vector<Schedule> batch = li.propose(f.task(), 4, rng);
-  ASSERT_EQ(batch.size(), 1u);
-  EXPECT_FALSE(batch[0].autoscheduler);
-  EXPECT_EQ(batch[0].origin->generator, "Li2018");
-  f.measured.insert(batch[0].hash());
-  EXPECT_TRUE(li.propose(f.task(), 4, rng).empty());
+  the_one_choice(f, li, "Li2018");
 }
 
 // Mullapudi2016's choice (its own tiling and grouping of the stages) is data the checker accepts
-// and the features describe (or, where the reader cannot hold a directive, the recipe).
+// and the features describe. It parallelizes a reduction loop of one iteration, which races with
+// nothing: measured, it computes what the default computes.
 TEST(HalideAutoschedulerPolicy, Mullapudi2016ProposesItsOneChoice) {
   Fixture f;
   HalideAutoschedulerPolicy m("mullapudi2016");
-  std::mt19937_64 rng(1);
-  const std::vector<Schedule> batch = m.propose(f.task(), 4, rng);
-  ASSERT_EQ(batch.size(), 1u);
-  const Schedule& s = batch[0];
-  if (s.autoscheduler) {
-    EXPECT_EQ(s.autoscheduler->name, "Mullapudi2016") << s.to_json(1);
-  } else {
-    ASSERT_TRUE(s.origin);
-    EXPECT_EQ(s.origin->generator, "Mullapudi2016");
-    EXPECT_EQ(s.validate(f.lw.outputs), std::nullopt) << s.to_json(1);
-    EXPECT_FALSE(FeatureExtractor(f.space).flat(s).empty());
-  }
-  // It parallelizes a reduction loop of one iteration, which races with nothing: measured, it
-  // computes what the default computes.
+  const Schedule s = the_one_choice(f, m, "Mullapudi2016");
+  ASSERT_FALSE(s.stages.empty());
+  EXPECT_EQ(s.validate(f.lw.outputs), std::nullopt) << s.to_json(1);
+  EXPECT_FALSE(FeatureExtractor(f.space).flat(s).empty());
   Measurer meas(f.w, test::check_only_options("autoscheduler_mullapudi_cache"));
   ASSERT_TRUE(meas.reference().valid()) << meas.reference().error_message;
-  for (const auto& r : meas.measure_batch(batch)) EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
-  f.measured.insert(s.hash());
-  EXPECT_TRUE(m.propose(f.task(), 4, rng).empty());
+  for (const auto& r : meas.measure_batch({s})) EXPECT_TRUE(r.valid()) << r.error_kind << ": " << r.error_message;
 }
 
 }  // namespace
