@@ -109,6 +109,14 @@ AccessDim analyse_index(const Expr& e, const std::vector<Loop>& loops, const HI:
   for (size_t k = 0; k < loops.size(); k++)
     if (vn.names.count(loops[k].name)) d.depends_on.push_back(static_cast<int>(k));
   d.coeffs.assign(loops.size(), 0);
+  // A panel index (x / c) reads as such before the loop ranges fold it (x / 16 over 16 lanes is 0).
+  const Expr plain = HI::simplify(e);
+  if (const auto* div = plain.as<HI::Div>()) {
+    const auto* v = div->a.as<HI::Variable>();
+    const int64_t* c = HI::as_const_int(div->b);
+    for (size_t k = 0; v && c && *c > 1 && k < loops.size(); k++)
+      if (loops[k].name == v->name) d.div_loop = static_cast<int>(k), d.divisor = *c;
+  }
   if (lin) {
     d.affine = true;
     d.constant = lin->constant;
@@ -301,6 +309,13 @@ std::string rename_target(const Function& f, const std::vector<DefExprs>& defs) 
   return call->name;
 }
 
+// What a Func copies: its only value (wrappers folded) is one load, at any index.
+std::string copy_target(const Function& f, const std::vector<DefExprs>& defs) {
+  if (!f.is_pure() || defs.size() != 1 || defs[0].values.size() != 1) return "";
+  const auto* call = defs[0].values[0].as<HI::Call>();
+  return call && is_load(call) ? call->name : "";
+}
+
 // Union of ranges per dimension (extent 0 = nothing yet).
 void include_range(std::vector<Range>& acc, size_t dim, int64_t lo, int64_t hi) {
   if (acc.size() <= dim) acc.resize(dim + 1);
@@ -456,7 +471,7 @@ bool fill_from_consumers(std::vector<Loop>& dims, const std::string& name, const
 
 // JSON of every struct, field names as keys (nlohmann sorts keys: deterministic).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Loop, name, min, extent, reduction)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AccessDim, affine, coeffs, constant, depends_on, expr)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AccessDim, affine, coeffs, constant, depends_on, expr, div_loop, divisor)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Access, definition, dims)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Range, min, extent)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Edge, producer, consumer, producer_is_input, accesses, footprint, footprint_elements,
@@ -465,10 +480,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpHistogram, f_add, f_sub, f_mul, f_div, f_mi
                                    i_mul, i_divmod, i_minmax, i_cmp, i_select, i_shift, i_bit, i_other, bool_ops, casts,
                                    loads, self_loads, stores)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Definition, index, loops, points, has_predicate, store, self_accesses, ops)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Stage, name, is_output, is_rename, rename_of, is_extern, dtype, bytes, num_values,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Stage, name, is_output, is_rename, rename_of, copy_of, is_extern, dtype, bytes, num_values,
                                    dims, dims_estimated, definitions, elements, points, producers, consumers)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InputTensor, name, is_param, wrapper, dtype, bytes, dims, dims_estimated, elements,
-                                   consumers)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InputTensor, name, is_param, wrapper, dtype, bytes, dims, dims_estimated,
+                                   extent_constraints, stride_constraints, elements, consumers)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PipelineView, outputs, stages, inputs, edges)
 
 // Summary text: loops as name:extent (r = reduction), non-zero op counters.
@@ -525,13 +540,20 @@ static InputTensor input_tensor(const std::string& name, const HI::Call& call, c
   in.bytes = call.type.bytes();
   for (size_t k = 0; k < call.args.size(); k++) {
     Loop l{fmt::format("{}.{}", name, k), 0, 0, false};
+    const int d = static_cast<int>(k);
+    int64_t extent = 0, stride = 0;
     if (in.is_param) {
-      l.min = const_value(call.param.min_constraint_estimate(static_cast<int>(k))).value_or(0);
-      l.extent = const_value(call.param.extent_constraint_estimate(static_cast<int>(k))).value_or(0);
-    } else if (call.image.defined() && static_cast<int>(k) < call.image.dimensions()) {
-      l.min = call.image.dim(static_cast<int>(k)).min();
-      l.extent = call.image.dim(static_cast<int>(k)).extent();
+      l.min = const_value(call.param.min_constraint_estimate(d)).value_or(0);
+      l.extent = const_value(call.param.extent_constraint_estimate(d)).value_or(0);
+      extent = const_value(call.param.extent_constraint(d)).value_or(0);
+      stride = const_value(call.param.stride_constraint(d)).value_or(0);
+    } else if (call.image.defined() && d < call.image.dimensions()) {
+      l.min = call.image.dim(d).min();
+      l.extent = extent = call.image.dim(d).extent();
+      stride = call.image.dim(d).stride();
     }
+    in.extent_constraints.push_back(extent);
+    in.stride_constraints.push_back(stride);
     in.dims_estimated &= l.extent > 0;
     in.dims.push_back(l);
   }
@@ -594,6 +616,7 @@ PipelineView build_pipeline_view(const std::vector<Halide::Func>& outputs) {
     defs.push_back(definitions_of(fn, wrappers));
     st.rename_of = rename_target(fn, defs.back());
     st.is_rename = !st.rename_of.empty();
+    st.copy_of = copy_target(fn, defs.back());
     st.is_extern = fn.has_extern_definition();
     const Halide::Type t = fn.output_types().empty() ? Halide::Float(32) : fn.output_types()[0];
     st.dtype = type_name(t);
@@ -686,6 +709,33 @@ std::vector<const Edge*> PipelineView::edges_from(const std::string& producer) c
   for (const auto& e : edges)
     if (e.producer == producer) r.push_back(&e);
   return r;
+}
+
+void PipelineView::rename_stages(const std::map<std::string, std::string>& names) {
+  auto rename = [&](std::string& n) {
+    if (auto it = names.find(n); it != names.end()) n = it->second;
+  };
+  auto rename_all = [&](std::vector<std::string>& ns) {
+    for (auto& n : ns) rename(n);
+    std::sort(ns.begin(), ns.end());
+  };
+  for (auto& o : outputs) rename(o);
+  for (auto& st : stages) {
+    rename(st.name);
+    rename(st.rename_of);
+    rename(st.copy_of);
+    rename_all(st.producers);
+    rename_all(st.consumers);
+  }
+  for (auto& in : inputs) rename_all(in.consumers);
+  for (auto& e : edges) rename(e.producer), rename(e.consumer);
+  // Edges stay by consumer (stage order), then producer name.
+  std::map<std::string, size_t> order;
+  for (size_t i = 0; i < stages.size(); i++) order[stages[i].name] = i;
+  std::stable_sort(edges.begin(), edges.end(), [&](const Edge& a, const Edge& b) {
+    const size_t ca = order[a.consumer], cb = order[b.consumer];
+    return ca != cb ? ca < cb : a.producer < b.producer;
+  });
 }
 
 int64_t PipelineView::total_points() const {

@@ -21,6 +21,7 @@
 #include <Halide.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,8 @@ struct AccessDim {
   int64_t constant = 0;          // constant term (0 when not affine)
   std::vector<int> depends_on;   // loop indices the index mentions (affine or not), ascending
   std::string expr;              // the simplified index expression, for reading and debugging
+  int div_loop = -1;             // the index is loops[div_loop] / divisor (a panel index), before loop ranges are applied; -1 = not
+  int64_t divisor = 0;           // that constant divisor (> 1), 0 when div_loop is -1
 };
 
 // One distinct call site of a producer in a definition (identical index expressions merged).
@@ -113,6 +116,7 @@ struct Stage {
   bool is_output = false;         // one of the outputs the view was built from
   bool is_rename = false;         // value is another Func's (or input's) value at the same args
   std::string rename_of;          // what it renames, when is_rename
+  std::string copy_of;            // the one Func or input its only value loads, when that value is the load alone at any index (a rename, a transposed or shifted copy); "" otherwise
   bool is_extern = false;         // define_extern stage: no definitions are analysed
   std::string dtype;              // type of value 0 ("float32", "int64", "bool")
   int bytes = 0;                  // bytes per element of value 0
@@ -135,6 +139,8 @@ struct InputTensor {
   int bytes = 0;                  // bytes per element
   std::vector<Loop> dims;         // per dimension (Halide order, named "<name>.<k>"): estimates or consumers' union
   bool dims_estimated = true;     // every extent came from estimates or the buffer itself
+  std::vector<int64_t> extent_constraints;  // per dimension: the ImageParam's constant extent constraint (a Buffer's extent), 0 = none
+  std::vector<int64_t> stride_constraints;  // per dimension: its constant stride constraint in elements (a Buffer's stride), 0 = none
   int64_t elements = 0;           // product of extents
   std::vector<std::string> consumers;  // stages that read it, by name
 };
@@ -152,6 +158,9 @@ struct PipelineView {
   std::vector<const Edge*> edges_into(const std::string& consumer) const;
   std::vector<const Edge*> edges_from(const std::string& producer) const;
   int64_t total_points() const;      // sum of stage points
+
+  // Renames stages (old name -> new name) everywhere the view names them.
+  void rename_stages(const std::map<std::string, std::string>& names);
 
   // Every field, deterministic (object keys sorted); indent < 0 is compact.
   std::string to_json(int indent = -1) const;

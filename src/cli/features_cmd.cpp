@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "analysis/pipeline_view.h"
 #include "cli/commands.h"
 #include "features/features.h"
 #include "graph/error.h"
@@ -59,7 +58,7 @@ int features_command(const FeaturesArgs& a) {
     throw Error(fmt::format("{}: the schedule does not apply to workload {} ({}): {}", a.schedule, w.key_hash(), w.name, *why));
   SpaceOptions opts;
   opts.vector_bytes = native_vector_bytes(Halide::get_host_target());
-  ScheduleSpace space(build_pipeline_view(lw.outputs), space_options_for(w, opts));
+  ScheduleSpace space(lw.outputs, host_code_target(), space_options_for(w, opts));
   FeatureExtractor fx(space);
   const ScheduleFeatures f = fx.extract(s);
   double us = 0;

@@ -6,11 +6,15 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "features/features_internal.h"
 #include "graph/error.h"
+#include "schedule/restructure.h"
 
 namespace ts {
 
@@ -205,6 +209,17 @@ size_t stage_intrinsic_features() { return static_cast<size_t>(stage_layout().ac
 
 struct FeatureExtractor::Impl : Pipeline {
   explicit Impl(const ScheduleSpace& sp);
+
+  // A schedule that makes Funcs (rfactor, staging copies) is featurized on its restructured
+  // pipeline, whose view has those Funcs as stages: they get rows of their own. One space and
+  // extractor per restructuring (the same directives make the same Funcs), built on first use.
+  struct Restructuring {
+    std::unique_ptr<ScheduleSpace> space;
+    std::unique_ptr<FeatureExtractor> extractor;
+  };
+  const Restructuring& restructuring(const Schedule& s) const;
+  mutable std::mutex restructured_mutex;
+  mutable std::map<std::string, std::unique_ptr<Restructuring>> restructured;  // by restructuring_key()
 };
 
 namespace {
@@ -486,11 +501,49 @@ void fill_pipeline_totals(const Pipeline& p, const std::vector<FuncState>& funcs
 
 }  // namespace
 
+namespace {
+
+// What a schedule's Func-making directives are, as text: schedules with the same key make the same Funcs.
+std::string restructuring_key(const Schedule& s) {
+  std::string key;
+  for (const StageSchedule& ss : s.stages) {
+    if (!ss.restructures()) continue;
+    key += fmt::format("{}.{}:", ss.func, ss.definition);
+    for (const auto& r : ss.rfactor) key += fmt::format("rf({},{})", r.rvar, r.var);
+    for (const auto& c : ss.staged_for) key += fmt::format("in({})", c);
+    key += ";";
+  }
+  return key;
+}
+
+}  // namespace
+
+const FeatureExtractor::Impl::Restructuring& FeatureExtractor::Impl::restructuring(const Schedule& s) const {
+  const std::string key = restructuring_key(s);
+  std::lock_guard<std::mutex> lock(restructured_mutex);
+  std::unique_ptr<Restructuring>& r = restructured[key];
+  if (r) return *r;
+  const std::vector<Halide::Func> copy = copy_pipeline(space->outputs());
+  Restructured done;
+  if (auto why = restructure(s, copy, done)) throw Error(fmt::format("features of schedule {}: {}", s.hash(), *why));
+  call_staged_copies(copy);
+  PipelineView view = build_pipeline_view(copy);
+  view.rename_stages(done.names);  // the made Funcs by the names the schedule gives them
+  auto made = std::make_unique<Restructuring>();
+  made->space = std::make_unique<ScheduleSpace>(std::move(view), space->options());
+  made->extractor = std::make_unique<FeatureExtractor>(*made->space);
+  r = std::move(made);
+  return *r;
+}
+
 ScheduleFeatures FeatureExtractor::extract(const Schedule& s) const {
   const Impl& p = *impl_;
   if (s.autoscheduler)
     throw Error(fmt::format("features need stage decisions, but the schedule is an autoscheduler recipe ({}): "
                             "its decisions are made inside Halide", s.autoscheduler->name));
+  if (!p.space->outputs().empty() &&
+      std::any_of(s.stages.begin(), s.stages.end(), [](const StageSchedule& ss) { return ss.restructures(); }))
+    return p.restructuring(s).extractor->extract(s);
   const StageLayout& L = stage_layout();
   const FlatLayout& F = flat_layout();
   const PipelineView& v = p.space->view();

@@ -15,6 +15,9 @@
 //       allocations (heap vs stack, bytes), page faults, false sharing; the directives beyond
 //       loops: prefetches (count, iterations ahead, lines one prefetch brings), next-task
 //       prefetches, rfactor'd reduction loops, staging copies made of the Func;
+//     * the Funcs a schedule makes (rfactor's intermediate, Func::in staging copies) have rows
+//       of their own, under the names the schedule gives them (rfactor_func_name,
+//       staged_copy_name): such a schedule is featurized on its restructured pipeline;
 //     * derived: arithmetic intensity and the value-learning paper's ratios.
 //    Names say which: "i_" intrinsic, "a_" acquired, "d_" derived; levels "L0".."L5" are the
 //    whole of the 6 innermost loops of the scheduled nest (innermost first; a shorter nest
@@ -44,7 +47,7 @@
 
 namespace ts {
 
-inline constexpr int kFeaturesVersion = 3;  // 3: rows model prefetches, task prefetches, rfactor and staging copies
+inline constexpr int kFeaturesVersion = 4;  // 4: the Funcs rfactor and staging copies make have rows of their own
 
 // Names of StageFeatures::values, in layout order.
 const std::vector<std::string>& stage_feature_names();
@@ -82,8 +85,10 @@ class FeatureExtractor {
   // output's task loop) realizes what its readers computed inside that loop read. Throws Error
   // naming the stage and the reason for a schedule the space cannot place (e.g. a compute_at
   // loop the consumer's nest lacks, a compute_at Func with another consumer) and for an
-  // autoscheduler recipe (its decisions are not data). Schedules are not validated: run
-  // Schedule::validate() first on hand-written ones.
+  // autoscheduler recipe (its decisions are not data), and for Func-making directives Halide
+  // refuses. Made Funcs have rows when the space was built from Funcs (ScheduleSpace::outputs());
+  // over a view alone they are counted on their sources' rows only. Schedules are not
+  // validated: run Schedule::validate() first on hand-written ones.
   ScheduleFeatures extract(const Schedule& s) const;
   // Only the flat vector (what tree models use).
   std::vector<float> flat(const Schedule& s) const;

@@ -300,7 +300,8 @@ bool blocks_inside_k_blocks(const TilePlan& p) {
 // inner reduction loops (a blocked conv's lanes) unrolled as the plan says. A plain matmul's
 // block of B is copied contiguous once per block (into a wrapper of the Func r reads B through,
 // which only r calls: the workload's other stages may read B too) unless B is stored in panels.
-void schedule_k_blocked_update(ScheduleBuilder& sb, const Halide::Func& r, const TileFacts& f, const TilePlan& p) {
+void schedule_k_blocked_update(ScheduleBuilder& sb, const Halide::Func& r, const Halide::Func& weights_via, const TileFacts& f,
+                               const TilePlan& p) {
   const std::vector<Halide::Var> ra = r.args();
   StageRef st = sb.func(r).update(0);
   const auto& rvars = r.function().update(0).schedule().rvars();
@@ -338,14 +339,12 @@ void schedule_k_blocked_update(ScheduleBuilder& sb, const Halide::Func& r, const
   for (int i = 0; i < p.unrolled_rvars; i++)
     if (f.rvar_ext[i] > 1) st.unroll(Halide::RVar(rvars[i].var));
   if (f.blocked) return;
-  std::optional<Function> b;
-  const auto weights = tile_weights(r.function(), ra[f.u].name(), &b);
   // A panel-packed B (graph/layout_plan.h, 3 dimensions) is contiguous per block already.
-  if (!b || (weights && weights->dimensions() > 2)) return;
-  // The copy has b's arguments; r's update (its definition 1) reads it.
-  FuncRef staged = sb.func(Halide::Func(*b)).in(sb.func(r));
+  if (!weights_via.defined() || f.weight_dims > 2) return;
+  // The copy has the arguments of the Func r reads B through; r's update (its definition 1) reads it.
+  FuncRef staged = sb.func(weights_via).in(sb.func(r));
   staged.compute_at(sb.func(r), ko, 1);
-  if (!b->args().empty()) staged.vectorize(Halide::Var(b->args()[0]), f.V, Halide::TailStrategy::GuardWithIf);
+  if (!weights_via.args().empty()) staged.vectorize(weights_via.args()[0], f.V, Halide::TailStrategy::GuardWithIf);
 }
 
 // The update of a register tile's accumulator r (computed inside the tile): lanes innermost
@@ -353,8 +352,9 @@ void schedule_k_blocked_update(ScheduleBuilder& sb, const Halide::Func& r, const
 // reduction loops, the innermost ones the plan says unrolled. A streamed tile runs its streamed
 // pure loop right inside the outermost reduction loop and prefetches the weights of that loop's
 // next iteration from its innermost rolled reduction loop (default_tile.cpp plan_streaming).
-void schedule_tile_update(ScheduleBuilder& sb, const Halide::Func& r, const TileFacts& f, const TilePlan& p) {
-  if (p.k_block > 0) return schedule_k_blocked_update(sb, r, f, p);
+void schedule_tile_update(ScheduleBuilder& sb, const Halide::Func& r, const Halide::Func& weights_via, const TileFacts& f,
+                          const TilePlan& p) {
+  if (p.k_block > 0) return schedule_k_blocked_update(sb, r, weights_via, f, p);
   const std::vector<Halide::Var> ra = r.args();
   const int n = static_cast<int>(ra.size());
   const int u = f.u, v = f.v;
@@ -402,12 +402,12 @@ void schedule_tile_update(ScheduleBuilder& sb, const Halide::Func& r, const Tile
     if (by > 1) st.split(k, ko, ki, by).unroll(ki);
   }
   if (streamed < 0) return;
-  if (const auto weights = tile_weights(r.function(), u >= 0 ? ra[u].name() : "")) {
+  if (!f.weights.empty()) {
     // Halide 14 lowers the region to one prefetch every 64 elements (256 bytes) of its innermost
     // dimension, not one per cache line; the slice is still covered, as consecutive iterations of
     // that loop shift the region by a few lines.
     const int at = std::min(p.unrolled_rvars, static_cast<int>(rvars.size()) - 1);
-    st.prefetch(*weights, Halide::RVar(rvars[at].var), Halide::RVar(rvars.back().var), 1,
+    st.prefetch(f.weights, Halide::RVar(rvars[at].var), Halide::RVar(rvars.back().var), 1,
                 Halide::PrefetchBoundStrategy::NonFaulting);
   }
 }
@@ -416,12 +416,11 @@ void schedule_tile_update(ScheduleBuilder& sb, const Halide::Func& r, const Tile
 // prefetches the next task's weights over r's loops (schedule/task_prefetch.h).
 void request_next_task_weights(ScheduleBuilder& sb, const Halide::Func& o, const Halide::Func& r, const TileFacts& f,
                                const TilePlan& p, const std::string& task) {
-  const auto weights = tile_weights(r.function(), f.u >= 0 ? r.args()[f.u].name() : "");
-  if (!weights) return;
+  if (f.weights.empty()) return;
   TaskPrefetch req;
   req.task_loop = task;
   req.spread_stage = func_base_name(r.name()) + ".s1";
-  req.buffer = weights->name();
+  req.buffer = f.weights;
   req.task_bytes = task_slice_bytes(f, p);
   req.buffer_bytes = f.weight_bytes;  // the blocks span the weights (tile_facts' contiguous_block_bytes)
   req.locality = weight_prefetch_locality();
@@ -436,7 +435,9 @@ void request_next_task_weights(ScheduleBuilder& sb, const Halide::Func& o, const
 // when no load is reused along one, e.g. depthwise) times 2 output-channel blocks (v), 12-16
 // accumulators, with the innermost reduction loops (the kernel's taps, or a 1x1 conv's block
 // lanes) unrolled. default_tile.h plans it; this issues the calls.
-void schedule_tile(ScheduleBuilder& sb, const Halide::Func& of, const Halide::Func& rf, const TileFacts& f, const TilePlan& p) {
+void schedule_tile(ScheduleBuilder& sb, const DefaultStructure::Tiled& t, const TilePlan& p) {
+  const Halide::Func &of = t.o, &rf = t.r;
+  const TileFacts& f = t.facts;
   const std::vector<Halide::Var> oa = of.args(), ra = rf.args();
   FuncRef o = sb.func(of), r = sb.func(rf);
   const int u = f.u, v = f.v;
@@ -486,34 +487,40 @@ void schedule_tile(ScheduleBuilder& sb, const Halide::Func& of, const Halide::Fu
   r.compute_at(o, at).vectorize(ra[0]);
   if (u >= 0 && p.k_block == 0) r.unroll(ra[u]);  // a K-blocked r holds every row: a loop
   if (p.Vt > 1 && !blocks_inside_k_blocks(p)) r.unroll(ra[v]);  // else r holds every block: a loop
-  schedule_tile_update(sb, rf, f, p);
+  schedule_tile_update(sb, rf, t.weights_via, f, p);
   if (p.prefetch_next_task && task) request_next_task_weights(sb, of, rf, f, p, task->name());
 }
 
 }  // namespace
 
-Schedule default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target, const DefaultKnobs& knobs) {
+Schedule default_schedule(const PipelineView& view, const std::vector<Halide::Func>& outputs, const Halide::Target& target,
+                          const DefaultKnobs& knobs) {
   ScheduleBuilder sb;
   sb.schedule.origin = ScheduleOrigin{kRuleGenerator, knobs.params()};
   if (winograd_schedule(sb, outputs, knobs)) {
     sb.inline_the_rest(outputs);
     return sb.schedule;
   }
-  const DefaultStructure ds = default_structure(outputs, target);
+  const DefaultStructure ds = default_structure(view, outputs, target);
   std::set<std::string> tiled;
   for (const auto& t : ds.tiles) {
-    schedule_tile(sb, t.o, t.r, t.facts, plan_tile(t.facts, knobs));
+    schedule_tile(sb, t, plan_tile(t.facts, knobs));
     tiled.insert(t.o.name());
     tiled.insert(t.r.name());
     // Its padded inputs are then read in place (inlined, bounds checked per tap).
-    for (auto& [callee, cfn] : Halide::Internal::find_direct_calls(t.r.function()))
-      if (t.facts.streams_input && callee != t.r.name() && !ds.output_names.count(callee) && !cfn.has_update_definition())
-        tiled.insert(callee);
+    if (t.facts.streams_input)
+      for (const std::string& callee : view.stage(t.r.name())->producers)
+        if (const Stage* c = view.stage(callee); c && !ds.output_names.count(callee) && c->definitions.size() == 1)
+          tiled.insert(callee);
   }
   for (const auto& name : ds.root)
     if (!tiled.count(name)) schedule_root(sb, Halide::Func(ds.env.at(name)), target, ds);
   sb.inline_the_rest(outputs);
   return sb.schedule;
+}
+
+Schedule default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target, const DefaultKnobs& knobs) {
+  return default_schedule(build_pipeline_view(outputs), outputs, target, knobs);
 }
 
 std::optional<DefaultKnobs> rule_knobs(const Schedule& s) {

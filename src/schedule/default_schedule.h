@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/pipeline_view.h"
 #include "schedule/schedule.h"
 
 namespace ts {
@@ -70,6 +71,10 @@ std::optional<std::string> check_default_params(const std::map<std::string, std:
 // The rule's schedule of the pipeline computing `outputs` (every stage it decides; the rest stay
 // at Halide's default), with `knobs` (unset: the rule's own choices), as data for apply().
 Schedule default_schedule(const std::vector<Halide::Func>& outputs, const Halide::Target& target, const DefaultKnobs& knobs = {});
+// The same from the pipeline's view (analysis/pipeline_view.h), which the rule reads; `outputs`
+// name the loops.
+Schedule default_schedule(const PipelineView& view, const std::vector<Halide::Func>& outputs, const Halide::Target& target,
+                          const DefaultKnobs& knobs = {});
 
 // The generator name of the rule's schedules (Schedule::origin).
 inline constexpr const char* kRuleGenerator = "rule";

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "schedule/restructure.h"
 #include "schedule/tile_cache_plan.h"
 
 namespace ts {
@@ -16,67 +17,39 @@ namespace {
 using Halide::Internal::Function;
 
 
-// True when f's value is g(args...) with f's own arguments: a rename that costs nothing inline.
-bool is_rename(const Function& f) {
-  if (f.has_update_definition() || f.values().size() != 1) return false;
-  const auto* call = f.values()[0].as<Halide::Internal::Call>();
-  if (!call || call->args.size() != f.args().size()) return false;
-  for (size_t i = 0; i < call->args.size(); i++) {
-    const auto* v = call->args[i].as<Halide::Internal::Variable>();
-    if (!v || v->name != f.args()[i]) return false;
-  }
-  return true;
-}
-
-// A load of another Func or input (reading a stage's own accumulator is not a load to reuse).
-bool is_load(const Halide::Internal::Call* op, const std::string& self) {
-  return (op->call_type == Halide::Internal::Call::Halide || op->call_type == Halide::Internal::Call::Image) &&
-         op->name != self;
-}
-
-// Variables named in the arguments of each call in e. A tree walk, not an IRGraphVisitor: that
-// visits a shared node once, so a pure variable already met in the stage's own accumulator call
-// went missing from the loads that share it (a depthwise conv's input load then looked free of
-// its spatial loops, and its padded input was materialized instead of streamed).
-struct CallVars : Halide::Internal::IRVisitor {
-  std::string self;  // the stage's own name
-  std::vector<std::set<std::string>> calls;
-  std::set<std::string>* current = nullptr;
-  using IRVisitor::visit;
-  void visit(const Halide::Internal::Call* op) override {
-    if (!is_load(op, self)) {
-      IRVisitor::visit(op);
-      return;
-    }
-    calls.emplace_back();
-    std::set<std::string>* saved = current;
-    current = &calls.back();
-    for (const auto& a : op->args) a.accept(this);
-    current = saved;
-  }
-  void visit(const Halide::Internal::Variable* op) override {
-    if (current) current->insert(op->name);
-  }
+// The loads of reduction r's update (its definition 1) other than of r itself, one per call
+// site: its producer and the names of the loops its indices use. From the view, whose indices
+// have the stage's lets substituted (a load's variables are loop variables).
+struct UpdateLoad {
+  const Edge* edge = nullptr;      // the producer it reads
+  const Access* access = nullptr;  // the call site
+  std::set<std::string> vars;      // loops its indices use
 };
-
-// The variables of each load in reduction r's update.
-std::vector<std::set<std::string>> update_loads(const Function& r) {
-  CallVars cv;
-  cv.self = r.name();
-  for (const auto& v : r.update(0).values()) v.accept(&cv);
-  return cv.calls;
+std::vector<UpdateLoad> update_loads(const PipelineView& view, const Stage& r) {
+  std::vector<UpdateLoad> out;
+  const Definition& d = r.definitions.at(1);
+  for (const Edge* e : view.edges_into(r.name))
+    for (const Access& a : e->accesses) {
+      if (a.definition != 1) continue;
+      UpdateLoad l{e, &a, {}};
+      for (const AccessDim& dim : a.dims) {
+        for (int k : dim.depends_on) l.vars.insert(d.loops[k].name);
+        if (dim.div_loop >= 0) l.vars.insert(d.loops[dim.div_loop].name);
+      }
+      out.push_back(std::move(l));
+    }
+  return out;
 }
 
 // The pure loop of reduction r (not the vector loop x) whose iterations reuse the vector loads:
 // a variable absent from every load that depends on x (a conv's output channel, a matmul's row).
-int reuse_loop(const Function& r, const std::vector<int64_t>& ext) {
-  const auto calls = update_loads(r);
-  const std::string x = r.args()[0];
+int reuse_loop(const std::vector<UpdateLoad>& loads, const Stage& r, const std::vector<int64_t>& ext) {
+  const std::string& x = r.dims[0].name;
   int best = -1;
-  for (size_t k = 1; k < r.args().size(); k++) {
+  for (size_t k = 1; k < r.dims.size(); k++) {
     bool absent = ext[k] >= 2;
-    for (const auto& c : calls)
-      if (c.count(x) && c.count(r.args()[k])) absent = false;
+    for (const auto& l : loads)
+      if (l.vars.count(x) && l.vars.count(r.dims[k].name)) absent = false;
     if (absent && (best < 0 || ext[k] > ext[best])) best = static_cast<int>(k);
   }
   return best;
@@ -94,45 +67,33 @@ int vector_width_for(int64_t extent, int native) {
 // read transposed is a gather, and wider tiles only gather more), or also as x / c in outer
 // dimensions (a panel-packed B, graph/layout_plan.h: dense within panels of c columns). `panel`
 // gets the smallest such c (0: none).
-bool loads_dense_along_x(const Function& r, int64_t& panel) {
-  struct Visitor : Halide::Internal::IRGraphVisitor {
-    std::string x, self;
-    bool dense = true;
-    int64_t panel = 0;
-    using IRGraphVisitor::visit;
-    void visit(const Halide::Internal::Call* op) override {
-      if (is_load(op, self))
-        for (size_t i = 1; i < op->args.size(); i++) {
-          if (!Halide::Internal::expr_uses_var(op->args[i], x)) continue;
-          const auto* div = op->args[i].as<Halide::Internal::Div>();
-          const auto* var = div ? div->a.as<Halide::Internal::Variable>() : nullptr;
-          const int64_t* c = div ? Halide::Internal::as_const_int(div->b) : nullptr;
-          if (var && var->name == x && c && *c > 1) panel = panel ? std::min(panel, *c) : *c;
-          else dense = false;
-        }
-      IRGraphVisitor::visit(op);
+bool loads_dense_along_x(const std::vector<UpdateLoad>& loads, const Stage& r, int64_t& panel) {
+  const int x = 0;  // the update's loop 0 is x: its pure loops come first, in argument order
+  const bool x_is_loop = r.definitions.at(1).loops.at(0).name == r.dims[0].name;
+  bool dense = true;
+  panel = 0;
+  for (const auto& l : loads)
+    for (size_t i = 1; x_is_loop && i < l.access->dims.size(); i++) {
+      const AccessDim& d = l.access->dims[i];
+      if (d.div_loop == x) panel = panel ? std::min(panel, d.divisor) : d.divisor;
+      else if (std::find(d.depends_on.begin(), d.depends_on.end(), x) != d.depends_on.end()) dense = false;
     }
-  } v;
-  v.x = r.args()[0];
-  v.self = r.name();
-  for (const auto& e : r.update(0).values()) e.accept(&v);
-  panel = v.panel;
-  return v.dense;
+  return dense;
 }
 
 // For a channel-blocked reduction (its innermost loop is the lane of a blocked layout, one
 // vector wide, lower/lower.h tensor_args): the pure loop other than x that every x-dependent
 // load uses and no x-free load does (the output-channel block a weight vector belongs to), so
 // tiling it gives accumulators that share their broadcast input loads; -1 when none.
-int block_loop(const Function& r, const std::vector<int64_t>& ext) {
-  const auto calls = update_loads(r);
-  const std::string x = r.args()[0];
+int block_loop(const std::vector<UpdateLoad>& loads, const Stage& r, const std::vector<int64_t>& ext) {
+  const std::string& x = r.dims[0].name;
   bool any_free = false;
-  for (const auto& c : calls) any_free |= !c.count(x);
+  for (const auto& l : loads) any_free |= !l.vars.count(x);
   if (!any_free) return -1;
-  for (size_t k = 1; k < r.args().size(); k++) {
+  for (size_t k = 1; k < r.dims.size(); k++) {
     bool ok = ext[k] >= 2;
-    for (const auto& c : calls) ok = ok && (c.count(x) ? c.count(r.args()[k]) > 0 : c.count(r.args()[k]) == 0);
+    const std::string& var = r.dims[k].name;
+    for (const auto& l : loads) ok = ok && (l.vars.count(x) ? l.vars.count(var) > 0 : l.vars.count(var) == 0);
     if (ok) return static_cast<int>(k);
   }
   return -1;
@@ -181,12 +142,13 @@ int64_t plain_row_tile(int64_t rows) {
   return best;
 }
 
-// Pure stages inlined into `f` (transitively), which are not computed elsewhere.
-void inline_closure(const Function& f, const std::set<std::string>& root, std::set<std::string>& out) {
-  for (auto& [name, g] : Halide::Internal::find_direct_calls(f)) {
-    if (root.count(name) || g.has_update_definition() || out.count(name)) continue;
+// Pure stages inlined into stage `f` (transitively), which are not computed elsewhere.
+void inline_closure(const PipelineView& view, const Stage& f, const std::set<std::string>& root, std::set<std::string>& out) {
+  for (const auto& name : f.producers) {
+    const Stage* g = view.stage(name);
+    if (!g || root.count(name) || g->definitions.size() > 1 || out.count(name)) continue;
     out.insert(name);
-    inline_closure(g, root, out);
+    inline_closure(view, *g, root, out);
   }
 }
 
@@ -370,43 +332,34 @@ int64_t default_task_grain(int64_t tasks, int64_t work) {
 
 namespace {
 
-// An input parameter r's update loads through renames (an input's wrapper, ImageParam's own Func).
+// An input parameter r's update loads through copies (an input's wrapper, a rename, a transposed
+// or shifted copy, all inlined).
 struct TileOperand {
-  Halide::Internal::Parameter param;
-  Function first;     // the Func r calls for it
-  bool uses_u = false;  // a load's indices use the reuse loop's var
+  const InputTensor* param = nullptr;
+  std::string first;    // the Func r calls for it (the input's wrapper, or the outermost copy)
+  bool uses_u = false;  // the call's indices use the reuse loop
 };
 
-// r's update's operands, in the order its loads are first visited.
-std::vector<TileOperand> tile_operands(const Function& r, const std::string& u_var) {
-  struct Visitor : Halide::Internal::IRGraphVisitor {
-    std::string self, u;
-    std::vector<TileOperand> found;
-    using IRGraphVisitor::visit;
-    void visit(const Halide::Internal::Call* op) override {
-      IRGraphVisitor::visit(op);
-      if (op->call_type != Halide::Internal::Call::Halide || op->name == self) return;
-      const bool uses_u = !u.empty() && std::any_of(op->args.begin(), op->args.end(), [&](const Halide::Expr& a) {
-        return Halide::Internal::expr_uses_var(a, u);
-      });
-      // Follow renames to the parameter.
-      Function f(op->func);
-      while (!f.has_update_definition() && f.values().size() == 1) {
-        const auto* c = f.values()[0].as<Halide::Internal::Call>();
-        if (!c) return;
-        if (c->call_type == Halide::Internal::Call::Image && c->param.defined()) {
-          found.push_back({c->param, Function(op->func), uses_u});
-          return;
-        }
-        if (c->call_type != Halide::Internal::Call::Halide) return;
-        f = Function(c->func);
-      }
+// r's update's operands, one per call site, by producer name.
+std::vector<TileOperand> tile_operands(const PipelineView& view, const std::vector<UpdateLoad>& loads, const std::string& u_var) {
+  std::vector<TileOperand> found;
+  for (const auto& l : loads) {
+    const std::string& producer = l.edge->producer;
+    const bool uses_u = !u_var.empty() && l.vars.count(u_var) > 0;
+    if (const InputTensor* in = view.input(producer)) {
+      // An ImageParam read through its wrapper; a Buffer is no parameter.
+      if (in->is_param && !in->wrapper.empty()) found.push_back({in, in->wrapper, uses_u});
+      continue;
     }
-  } v;
-  v.self = r.name();
-  v.u = u_var;
-  for (const auto& e : r.update(0).values()) e.accept(&v);
-  return v.found;
+    for (const Stage* s = view.stage(producer); s && !s->copy_of.empty();) {
+      if (const InputTensor* in = view.input(s->copy_of)) {
+        if (in->is_param) found.push_back({in, producer, uses_u});
+        break;
+      }
+      s = view.stage(s->copy_of);
+    }
+  }
+  return found;
 }
 
 // The first of the operands whose indices use the reuse loop's var (indexed) or do not (!indexed).
@@ -415,79 +368,83 @@ const TileOperand* first_operand(const std::vector<TileOperand>& operands, bool 
   return it == operands.end() ? nullptr : &*it;
 }
 
-// A parameter's bytes by its extent estimates, 0 when one is not constant.
-int64_t estimated_bytes(const Halide::Internal::Parameter& p) {
-  int64_t bytes = p.type().bytes();
-  for (int d = 0; d < p.dimensions(); d++) {
-    const int64_t* e = Halide::Internal::as_const_int(p.extent_constraint_estimate(d));
-    bytes = e ? bytes * *e : 0;
-  }
+// An input's bytes by its extent estimates, 0 when one is not known.
+int64_t estimated_bytes(const InputTensor& in) {
+  if (!in.dims_estimated) return 0;
+  int64_t bytes = in.bytes;
+  for (const Loop& d : in.dims) bytes *= d.extent;
   return bytes;
 }
 
-// Bytes of one block of a parameter whose outermost dimension has `blocks` entries and spans it
+// Bytes of one block of an input whose outermost dimension has `blocks` entries and spans it
 // (its stride times the entries is the whole buffer), 0 when it is not so. A blocked conv's
 // weights are packed OIHW[x]o (lower/conv.cpp): their outermost dimension is the output blocks.
-int64_t contiguous_block_bytes(const Halide::Internal::Parameter& p, int64_t blocks) {
-  const int last = p.dimensions() - 1;
-  if (last < 1) return 0;
-  const int64_t* extent = Halide::Internal::as_const_int(p.extent_constraint(last));
-  const int64_t* stride = Halide::Internal::as_const_int(p.stride_constraint(last));
-  const int64_t bytes = estimated_bytes(p);
-  if (!extent || !stride || *extent != blocks || bytes <= 0 || *stride * *extent * p.type().bytes() != bytes) return 0;
-  return *stride * p.type().bytes();
+int64_t contiguous_block_bytes(const InputTensor& in, int64_t blocks) {
+  const size_t last = in.dims.size() - 1;
+  if (in.dims.size() < 2) return 0;
+  const int64_t extent = in.extent_constraints[last], stride = in.stride_constraints[last];
+  const int64_t bytes = estimated_bytes(in);
+  if (!extent || !stride || extent != blocks || bytes <= 0 || stride * extent * in.bytes != bytes) return 0;
+  return stride * in.bytes;
+}
+
+// The Halide type a view's dtype names ("float32", "int8", "bool").
+Halide::Type type_of(const std::string& dtype) {
+  auto bits = [&](size_t from) { return std::stoi(dtype.substr(from)); };
+  if (dtype == "bool") return Halide::Bool();
+  if (dtype.rfind("float", 0) == 0) return Halide::Float(bits(5));
+  if (dtype.rfind("uint", 0) == 0) return Halide::UInt(bits(4));
+  if (dtype.rfind("int", 0) == 0) return Halide::Int(bits(3));
+  return Halide::Handle();
+}
+
+std::vector<int64_t> dim_extents(const Stage& s) {
+  std::vector<int64_t> e;
+  for (const Loop& d : s.dims) e.push_back(d.extent);
+  return e;
 }
 
 }  // namespace
 
-std::optional<Halide::Internal::Parameter> tile_weights(const Function& r, const std::string& u_var,
-                                                        std::optional<Function>* first) {
-  const std::vector<TileOperand> operands = tile_operands(r, u_var);
-  const TileOperand* w = first_operand(operands, false);
-  if (!w) return std::nullopt;
-  if (first) *first = w->first;
-  return w->param;
-}
-
-std::optional<Halide::Internal::Parameter> tile_input(const Function& r, const std::string& u_var) {
-  if (u_var.empty()) return std::nullopt;
-  const std::vector<TileOperand> operands = tile_operands(r, u_var);
-  const TileOperand* in = first_operand(operands, true);
-  return in ? std::optional(in->param) : std::nullopt;
-}
-
-std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r, const Halide::Target& target) {
-  const Function &of = o.function(), &rf = r.function();
+std::optional<TileFacts> tile_facts(const PipelineView& view, const std::string& o_name, const std::string& r_name,
+                                    const Halide::Target& target) {
+  const Stage *o = view.stage(o_name), *r = view.stage(r_name);
+  if (!o || !r || !o->dims_estimated || !r->dims_estimated) return std::nullopt;
   TileFacts f;
-  f.ext = estimate_extents(of);
-  if (f.ext != estimate_extents(rf) || f.ext.empty() || rf.updates().size() != 1 || of.args().size() != rf.args().size())
-    return std::nullopt;
-  f.native = target.natural_vector_size(o.output_types()[0]);
+  f.ext = dim_extents(*o);
+  if (f.ext != dim_extents(*r) || f.ext.empty() || r->definitions.size() != 2) return std::nullopt;
+  f.native = target.natural_vector_size(type_of(o->dtype));
   f.V = vector_width_for(f.ext[0], f.native);
   if (f.V == 0) return std::nullopt;
-  f.blocked = of.args()[0].rfind("dl", 0) == 0 && f.ext[0] == f.V && f.ext.size() >= 2;
-  f.u = reuse_loop(rf, f.ext);
+  const std::vector<UpdateLoad> loads = update_loads(view, *r);
+  f.blocked = o->dims[0].name.rfind("dl", 0) == 0 && f.ext[0] == f.V && f.ext.size() >= 2;
+  f.u = reuse_loop(loads, *r, f.ext);
   // No load is reused along any loop (depthwise conv, pooling): each input element is read by a
   // few taps only, so a materialized padded copy would double the memory traffic.
   f.streams_input = f.blocked && f.u < 0;
   if (f.blocked && f.u < 0 && f.ext[1] >= 2) f.u = 1;
-  f.v = f.blocked && f.u >= 0 ? block_loop(rf, f.ext) : -1;
-  f.dense_x = loads_dense_along_x(rf, f.x_panel);
+  f.v = f.blocked && f.u >= 0 ? block_loop(loads, *r, f.ext) : -1;
+  f.dense_x = loads_dense_along_x(loads, *r, f.x_panel);
   if (f.x_panel % f.V != 0) f.dense_x = false;  // a vector would straddle two panels
-  for (const auto& rv : rf.update(0).schedule().rvars()) {
-    const int64_t* e = Halide::Internal::as_const_int(Halide::Internal::simplify(rv.extent));
-    f.rvar_ext.push_back(e ? *e : 0);
-  }
-  f.work = stage_work(f.ext, rf.update(0).schedule().rvars());
-  const std::string u_var = f.u >= 0 ? rf.args()[f.u] : "";
-  const std::vector<TileOperand> operands = tile_operands(rf, u_var);
+  f.work = 1;
+  for (int64_t e : f.ext) f.work *= std::max<int64_t>(e, 1);
+  for (const Loop& l : r->definitions[1].loops)
+    if (l.reduction) {
+      f.rvar_ext.push_back(l.extent);
+      f.work *= std::max<int64_t>(l.extent, 1);
+    }
+  const std::string u_var = f.u >= 0 ? r->dims[f.u].name : "";
+  const std::vector<TileOperand> operands = tile_operands(view, loads, u_var);
   if (const TileOperand* w = first_operand(operands, false)) {
-    f.weight_bytes = estimated_bytes(w->param);
-    if (f.v >= 0) f.block_weight_bytes = contiguous_block_bytes(w->param, f.ext[f.v]);
-    else if (f.x_panel > 0 && f.ext[0] % f.x_panel == 0) f.block_weight_bytes = contiguous_block_bytes(w->param, f.ext[0] / f.x_panel);
+    f.weights = w->param->name;
+    f.weights_via = w->first;
+    f.weight_dims = static_cast<int>(w->param->dims.size());
+    f.weight_bytes = estimated_bytes(*w->param);
+    if (f.v >= 0) f.block_weight_bytes = contiguous_block_bytes(*w->param, f.ext[f.v]);
+    else if (f.x_panel > 0 && f.ext[0] % f.x_panel == 0) f.block_weight_bytes = contiguous_block_bytes(*w->param, f.ext[0] / f.x_panel);
   }
-  if (const TileOperand* in = u_var.empty() ? nullptr : first_operand(operands, true)) f.input_bytes = estimated_bytes(in->param);
-  for (const TileOperand& op : operands) f.largest_operand_bytes = std::max(f.largest_operand_bytes, estimated_bytes(op.param));
+  if (const TileOperand* in = u_var.empty() ? nullptr : first_operand(operands, true)) f.input_bytes = estimated_bytes(*in->param);
+  for (const TileOperand& op : operands) f.largest_operand_bytes = std::max(f.largest_operand_bytes, estimated_bytes(*op.param));
   return f;
 }
 
@@ -523,43 +480,41 @@ TilePlan plan_tile(const TileFacts& f, const DefaultKnobs& k) {
   return p;
 }
 
-DefaultStructure default_structure(const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
+DefaultStructure default_structure(const PipelineView& view, const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
   DefaultStructure ds;
-  auto& env = ds.env;
-  for (const auto& o : outputs) {
-    env[o.name()] = o.function();
-    for (auto& [name, fn] : Halide::Internal::find_transitive_calls(o.function())) env[name] = fn;
-  }
+  ds.env = pipeline_funcs(outputs);  // to name their loops (the view names them; the rule's calls need handles)
   // Which stages are read by a reduction (their values would be recomputed in its loops).
   std::set<std::string> read_by_reduction;
-  for (auto& [name, fn] : env)
-    if (fn.has_update_definition())
-      for (auto& [callee, cfn] : Halide::Internal::find_direct_calls(fn)) read_by_reduction.insert(callee);
+  for (const Stage& s : view.stages)
+    if (s.definitions.size() > 1) read_by_reduction.insert(s.producers.begin(), s.producers.end());
   for (const auto& o : outputs) ds.output_names.insert(o.name());
-  for (auto& [name, fn] : env)
-    if (ds.output_names.count(name) || fn.has_update_definition() || (read_by_reduction.count(name) && !is_rename(fn)))
-      ds.root.insert(name);
-  // Callers of each stage, to find reductions read only by one output's inlined chain.
-  std::map<std::string, std::set<std::string>> callers;
-  for (auto& [name, fn] : env)
-    for (auto& [callee, cfn] : Halide::Internal::find_direct_calls(fn))
-      if (callee != name) callers[callee].insert(name);  // an update reads its own stage
+  for (const Stage& s : view.stages)
+    if (ds.output_names.count(s.name) || s.definitions.size() > 1 || (read_by_reduction.count(s.name) && !s.is_rename))
+      ds.root.insert(s.name);
   for (const auto& o : outputs) {
+    const Stage* os = view.stage(o.name());
+    if (!os) continue;
     std::set<std::string> chain;
-    inline_closure(o.function(), ds.root, chain);
+    inline_closure(view, *os, ds.root, chain);
     chain.insert(o.name());
+    // Reductions read by this output's inlined chain and nothing else.
     std::vector<std::string> reductions;
-    for (auto& [name, fn] : env) {
-      if (!fn.has_update_definition()) continue;
-      bool read_by_chain = false, read_elsewhere = false;
-      for (const auto& c : callers[name]) (chain.count(c) ? read_by_chain : read_elsewhere) = true;
-      if (read_by_chain && !read_elsewhere) reductions.push_back(name);
+    for (const Stage& s : view.stages) {
+      if (s.definitions.size() < 2 || s.consumers.empty()) continue;
+      if (std::all_of(s.consumers.begin(), s.consumers.end(), [&](const std::string& c) { return chain.count(c) > 0; }))
+        reductions.push_back(s.name);
     }
     if (reductions.size() != 1) continue;
-    Halide::Func r(env.at(reductions[0]));
-    if (auto facts = tile_facts(o, r, target)) ds.tiles.push_back({o, r, *facts});
+    if (auto facts = tile_facts(view, o.name(), reductions[0], target)) {
+      const Halide::Func via = facts->weights_via.empty() ? Halide::Func() : Halide::Func(ds.env.at(facts->weights_via));
+      ds.tiles.push_back({o, Halide::Func(ds.env.at(reductions[0])), via, *facts});
+    }
   }
   return ds;
+}
+
+DefaultStructure default_structure(const std::vector<Halide::Func>& outputs, const Halide::Target& target) {
+  return default_structure(build_pipeline_view(outputs), outputs, target);
 }
 
 }  // namespace ts

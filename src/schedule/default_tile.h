@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/pipeline_view.h"
 #include "schedule/default_schedule.h"
 
 namespace ts {
@@ -64,7 +65,8 @@ int64_t stage_work(const std::vector<int64_t>& ext, const std::vector<Halide::In
 // `work` in all (1 = no grouping).
 int64_t default_task_grain(int64_t tasks, int64_t work);
 
-// What the rule knows of an output o elementwise in one reduction r over the same domain.
+// What the rule knows of an output o elementwise in one reduction r over the same domain, read
+// from the pipeline's view (analysis/pipeline_view.h).
 struct TileFacts {
   std::vector<int64_t> ext;       // extents of o's (and r's) pure loops, innermost first
   int native = 0;                 // native vector lanes of o's type
@@ -81,6 +83,10 @@ struct TileFacts {
   int64_t input_bytes = 0;        // bytes of the input the columns read apart (a conv's activations), 0 = unknown
   int64_t largest_operand_bytes = 0;  // bytes of r's largest input (by estimates), 0 = unknown
   int64_t block_weight_bytes = 0; // bytes of one output block's weights (a plain tile's: one B panel's) when they are contiguous per block (the weights' outermost dimension), else 0
+  std::string weights;            // the input every column of a tile shares (read through copies, not indexed by the reuse loop: a conv's weights), "" = none
+  std::string weights_via;        // the Func r calls for them (the input's wrapper or the outermost copy), "" = none
+  int weight_dims = 0;            // dimensions of the weights (3: a panel-packed B)
+  bool operator==(const TileFacts&) const = default;
 };
 
 // One outer loop of the tile (outside its register tile), as the rule names it.
@@ -113,19 +119,10 @@ struct TilePlan {
   bool operator==(const TilePlan&) const = default;
 };
 
-// The facts of output o over reduction r, or nullopt when rule 5 does not apply (domains differ,
-// no vector loop).
-std::optional<TileFacts> tile_facts(const Halide::Func& o, const Halide::Func& r, const Halide::Target& target);
-
-// The input parameter every column of reduction r's tile shares (the weights: loaded by r's update
-// through renames, not indexed by the reuse loop `u_var`), or nullopt. `first`, when given, gets
-// the Func r calls for them (the outermost rename).
-std::optional<Halide::Internal::Parameter> tile_weights(const Halide::Internal::Function& r, const std::string& u_var,
-                                                        std::optional<Halide::Internal::Function>* first = nullptr);
-
-// The input parameter the columns of reduction r's tile read apart (loaded through renames,
-// indexed by the reuse loop `u_var`: a conv's activations), or nullopt.
-std::optional<Halide::Internal::Parameter> tile_input(const Halide::Internal::Function& r, const std::string& u_var);
+// The facts of output stage `o` over reduction stage `r` of the view, or nullopt when rule 5 does
+// not apply (domains differ or are not estimated, no vector loop).
+std::optional<TileFacts> tile_facts(const PipelineView& view, const std::string& o, const std::string& r,
+                                    const Halide::Target& target);
 
 // The tile for `facts` under `knobs` (out-of-range knobs are clamped to what the facts allow).
 TilePlan plan_tile(const TileFacts& facts, const DefaultKnobs& knobs);
@@ -139,18 +136,22 @@ int row_group_of(const TilePlan& p);
 // are contiguous per block (TileFacts::block_weight_bytes), else 0: a parallel task's slice.
 inline int64_t task_slice_bytes(const TileFacts& f, const TilePlan& p) { return f.block_weight_bytes * p.Vt; }
 
-// The pipeline as the rule sees it: every Func, which are computed at root, and the tiled
-// (output, reduction) pairs with their facts.
+// The pipeline as the rule sees it, read from its view: which Funcs are computed at root, and the
+// tiled (output, reduction) pairs with their facts; every Func by name, to name their loops.
 struct DefaultStructure {
   struct Tiled {
-    Halide::Func o, r;  // the output and its reduction
-    TileFacts facts;    // see TileFacts
+    Halide::Func o, r;        // the output and its reduction
+    Halide::Func weights_via;  // TileFacts::weights_via (undefined when there are no weights)
+    TileFacts facts;          // see TileFacts
   };
   std::map<std::string, Halide::Internal::Function> env;  // every Func reached from the outputs
   std::set<std::string> root;           // Funcs computed at root unless tiled (rule 2)
   std::set<std::string> output_names;   // the outputs
   std::vector<Tiled> tiles;             // rule 5's outputs, in output order
 };
+DefaultStructure default_structure(const PipelineView& view, const std::vector<Halide::Func>& outputs,
+                                   const Halide::Target& target);
+// The same, building the view of `outputs`.
 DefaultStructure default_structure(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
 
 }  // namespace ts

@@ -90,4 +90,8 @@ std::optional<std::string> restructure(const Schedule& s, const std::vector<Hali
   return std::nullopt;
 }
 
+void call_staged_copies(const std::vector<Halide::Func>& outputs) {
+  Halide::Internal::wrap_func_calls(pipeline_funcs(outputs));  // rewrites the Functions' definitions in place
+}
+
 }  // namespace ts

@@ -38,4 +38,9 @@ struct Restructured {
 // nullopt.
 std::optional<std::string> restructure(const Schedule& s, const std::vector<Halide::Func>& outputs, Restructured& done);
 
+// Makes every consumer of a staging copy call the copy in its definitions, as Halide does when it
+// lowers the pipeline, so that a view of the pipeline (analysis/pipeline_view.h) has the copies as
+// stages. For a restructured copy of a pipeline (copy_pipeline) that is only read afterwards.
+void call_staged_copies(const std::vector<Halide::Func>& outputs);
+
 }  // namespace ts

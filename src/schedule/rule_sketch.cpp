@@ -120,11 +120,14 @@ DefaultKnobs DefaultKnobs::from_json(const std::string& text) {
   return from_params(params);
 }
 
-RuleSketch::RuleSketch(const std::vector<Halide::Func>& outputs, const Halide::Target& target)
-    : outputs_(outputs), target_(target), winograd_(winograd_facts(outputs)) {
+RuleSketch::RuleSketch(PipelineView view, const std::vector<Halide::Func>& outputs, const Halide::Target& target)
+    : view_(std::move(view)), outputs_(outputs), target_(target), winograd_(winograd_facts(outputs)) {
   if (winograd_) return;  // the Winograd schedule replaces rule 5 (default_schedule.cpp)
-  for (const auto& t : default_structure(outputs, target).tiles) tiles_.push_back(t.facts);
+  for (const auto& t : default_structure(view_, outputs, target).tiles) tiles_.push_back(t.facts);
 }
+
+RuleSketch::RuleSketch(const std::vector<Halide::Func>& outputs, const Halide::Target& target)
+    : RuleSketch(build_pipeline_view(outputs), outputs, target) {}
 
 WinogradTile RuleSketch::winograd_plan(const DefaultKnobs& k) const {
   return plan_winograd_tile(*winograd_, k, host_cores());
@@ -241,7 +244,7 @@ Schedule RuleSketch::schedule(const DefaultKnobs& k) const {
     std::lock_guard<std::mutex> lock(built_mutex_);
     if (auto it = built_.find(c); it != built_.end()) return it->second;
   }
-  Schedule s = default_schedule(outputs_, target_, c);
+  Schedule s = default_schedule(view_, outputs_, target_, c);
   std::lock_guard<std::mutex> lock(built_mutex_);
   if (built_.size() >= kBuiltEntries) built_.clear();
   built_.emplace(c, s);

@@ -23,8 +23,10 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "analysis/pipeline_view.h"
 #include "schedule/default_schedule.h"
 #include "schedule/default_tile.h"
 #include "schedule/schedule.h"
@@ -37,7 +39,10 @@ std::vector<std::string> default_knob_names();
 
 class RuleSketch {
  public:
-  // Reads the pipeline computing `outputs` (kept, unscheduled: schedule() reads it again).
+  // Reads the pipeline computing `outputs` through its view (both kept, unscheduled: schedule()
+  // reads them again).
+  RuleSketch(PipelineView view, const std::vector<Halide::Func>& outputs, const Halide::Target& target);
+  // The same, building the view of `outputs`.
   RuleSketch(const std::vector<Halide::Func>& outputs, const Halide::Target& target);
 
   // No tiled output: every knob set is the default itself.
@@ -70,6 +75,7 @@ class RuleSketch {
   WinogradTile winograd_plan(const DefaultKnobs& k) const;       // a Winograd workload's tile under k
   DefaultKnobs canonical_winograd(const DefaultKnobs& k) const;  // canonical() of a Winograd workload
 
+  PipelineView view_;                          // the pipeline as the rule reads it
   std::vector<Halide::Func> outputs_;          // the pipeline's outputs
   Halide::Target target_;                      // the target the rule plans for
   std::vector<TileFacts> tiles_;               // the tiled outputs' facts

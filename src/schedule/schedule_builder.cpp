@@ -65,9 +65,9 @@ StageRef& StageRef::unroll(const Halide::VarOrRVar& loop, int factor, Halide::Ta
 
 StageRef& StageRef::parallel(const Halide::VarOrRVar& loop) { return step({StepKind::Parallel, {loop.name()}, 0, Tail::Auto}); }
 
-StageRef& StageRef::prefetch(const Halide::Internal::Parameter& buffer, const Halide::VarOrRVar& at,
-                             const Halide::VarOrRVar& from, int offset, Halide::PrefetchBoundStrategy bound) {
-  entry().prefetches.push_back({buffer.name(), at.name(), from.name(), offset, bound_of(bound)});
+StageRef& StageRef::prefetch(const std::string& buffer, const Halide::VarOrRVar& at, const Halide::VarOrRVar& from,
+                             int offset, Halide::PrefetchBoundStrategy bound) {
+  entry().prefetches.push_back({buffer, at.name(), from.name(), offset, bound_of(bound)});
   return *this;
 }
 

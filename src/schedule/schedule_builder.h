@@ -46,8 +46,9 @@ class StageRef {
   StageRef& unroll(const Halide::VarOrRVar& loop);
   StageRef& unroll(const Halide::VarOrRVar& loop, int factor, Halide::TailStrategy tail = Halide::TailStrategy::Auto);
   StageRef& parallel(const Halide::VarOrRVar& loop);
-  StageRef& prefetch(const Halide::Internal::Parameter& buffer, const Halide::VarOrRVar& at, const Halide::VarOrRVar& from,
-                     int offset = 1, Halide::PrefetchBoundStrategy bound = Halide::PrefetchBoundStrategy::GuardWithIf);
+  // Prefetches of the input named `buffer`.
+  StageRef& prefetch(const std::string& buffer, const Halide::VarOrRVar& at, const Halide::VarOrRVar& from, int offset = 1,
+                     Halide::PrefetchBoundStrategy bound = Halide::PrefetchBoundStrategy::GuardWithIf);
 
   const std::string& func() const { return func_; }  // the Func's base name
   int definition() const { return definition_; }     // 0 = pure, k = update k-1

@@ -85,7 +85,8 @@ ScheduleSpace::ScheduleSpace(PipelineView view, SpaceOptions opts) : view_(std::
 
 ScheduleSpace::ScheduleSpace(const std::vector<Halide::Func>& outputs, const Halide::Target& target, SpaceOptions opts)
     : ScheduleSpace(build_pipeline_view(outputs), opts) {
-  rule_sketch_ = std::make_shared<const RuleSketch>(outputs, target);
+  outputs_ = outputs;
+  rule_sketch_ = std::make_shared<const RuleSketch>(view_, outputs, target);
 }
 
 std::optional<Schedule> ScheduleSpace::rule_schedule() const {

@@ -148,6 +148,8 @@ class ScheduleSpace {
 
   const PipelineView& view() const { return view_; }
   const SpaceOptions& options() const { return opts_; }
+  // The unscheduled Funcs the space was built from (empty for a space built from a view).
+  const std::vector<Halide::Func>& outputs() const { return outputs_; }
   // Funcs in decision order (reverse realization order: outputs first), Halide names.
   const std::vector<std::string>& decisions() const { return order_; }
   // The Schedule name of decision i's Func (without Halide's "$N" suffix).
@@ -217,6 +219,7 @@ class ScheduleSpace {
   const DefSpace& def_space(size_t i, int def, const Placement_& p) const;
 
   PipelineView view_;
+  std::vector<Halide::Func> outputs_;            // see outputs()
   SpaceOptions opts_;
   std::vector<std::string> order_;               // decision order (Halide names)
   std::vector<std::string> names_;               // base names, same order

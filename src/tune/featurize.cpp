@@ -6,7 +6,6 @@
 #include <memory>
 #include <optional>
 
-#include "analysis/pipeline_view.h"
 #include "features/features.h"
 #include "graph/error.h"
 #include "graph/workload_onnx.h"
@@ -28,7 +27,7 @@ struct Featurizer {
   explicit Featurizer(Workload workload) : w(std::move(workload)), lw(lower_workload(w)) {
     SpaceOptions sopts;
     sopts.vector_bytes = native_vector_bytes(Halide::get_host_target());
-    space = std::make_unique<ScheduleSpace>(build_pipeline_view(lw.outputs), space_options_for(w, sopts));
+    space = std::make_unique<ScheduleSpace>(lw.outputs, host_code_target(), space_options_for(w, sopts));
     fx = std::make_unique<FeatureExtractor>(*space);
   }
 

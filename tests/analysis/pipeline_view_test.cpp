@@ -441,5 +441,56 @@ TEST(PipelineView, LoweredConvWorkload) {
   EXPECT_GT(pad->definitions[0].ops.f_select, 0);
 }
 
+
+// What the default rule reads of a tile's operands: a panel index (x / 32) even where the loop
+// ranges fold it, an input's constant extent and stride constraints, the load a copy is made of
+// (a transpose of an input), and stage renaming.
+TEST(PipelineView, PanelIndicesConstraintsCopiesAndRenames) {
+  ImageParam b(Halide::Float(32), 3, "b");  // [N / 32][K][32] panels
+  b.dim(0).set_estimate(0, 32).set_extent(32);
+  b.dim(1).set_estimate(0, 64).set_extent(64).set_stride(32);
+  b.dim(2).set_estimate(0, 2).set_extent(2).set_stride(32 * 64);
+  Var x("x"), y("y");
+  RDom r(0, 64, "r");
+  Func bt("bt"), acc("acc"), out("out");
+  bt(x, y) = b(y % 32, x, y / 32);  // a transposed, unpacked view: a copy of b at another index
+  acc(x, y) = 0.0f;
+  acc(x, y) += b(x % 32, r, x / 32) * bt(r, y);
+  out(x, y) = acc(x, y);
+  out.set_estimate(x, 0, 32).set_estimate(y, 0, 4);
+  acc.set_estimate(x, 0, 32).set_estimate(y, 0, 4);
+  bt.set_estimate(x, 0, 64).set_estimate(y, 0, 4);
+  PipelineView v = build_pipeline_view({out});
+  const Stage* a = v.stage(acc.name());
+  ASSERT_NE(a, nullptr);
+  const Edge* e = v.edge("b", acc.name());
+  ASSERT_NE(e, nullptr);
+  const Access* update = nullptr;
+  for (const Access& ac : e->accesses)
+    if (ac.definition == 1) update = &ac;
+  ASSERT_NE(update, nullptr);
+  const Definition& d = a->definitions.at(1);
+  // x ranges over 0..31: with the ranges, x / 32 is 0; the panel index is still seen.
+  EXPECT_EQ(update->dims.at(2).div_loop, loop_index(d, "x"));
+  EXPECT_EQ(update->dims.at(2).divisor, 32);
+  EXPECT_EQ(update->dims.at(1).div_loop, -1);
+  const InputTensor* in = v.input("b");
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->extent_constraints, (std::vector<int64_t>{32, 64, 2}));
+  EXPECT_EQ(in->stride_constraints, (std::vector<int64_t>{1, 32, 2048}));  // Halide constrains dimension 0 dense by default
+  EXPECT_EQ(v.stage(bt.name())->copy_of, "b");
+  EXPECT_FALSE(v.stage(bt.name())->is_rename);
+  EXPECT_EQ(v.stage(out.name())->copy_of, acc.name());
+  EXPECT_TRUE(v.stage(out.name())->is_rename);
+
+  v.rename_stages({{acc.name(), "sum"}});
+  EXPECT_NE(v.stage("sum"), nullptr);
+  EXPECT_EQ(v.stage(out.name())->rename_of, "sum");
+  EXPECT_EQ(v.stage(out.name())->producers, std::vector<std::string>{"sum"});
+  EXPECT_NE(v.edge("b", "sum"), nullptr);
+  EXPECT_NE(v.edge("sum", out.name()), nullptr);
+  EXPECT_EQ(v.input("b")->consumers, (std::vector<std::string>{bt.name(), "sum"}));
+}
+
 }  // namespace
 }  // namespace ts

@@ -17,6 +17,9 @@
 #include "graph/workload.h"
 #include "measure/workload_compiler.h"
 #include "support/small_workloads.h"
+#include "analysis/pipeline_view.h"
+#include "schedule/schedule_builder.h"
+#include "support/onnx_builder.h"
 #include "schedule/default_schedule.h"
 #include "schedule/default_tile.h"
 #include "schedule/loop_nest.h"
@@ -373,11 +376,14 @@ TEST(Features, EveryDefaultScheduleOfZooNetworksHasFeatures) {
       LoweredWorkload lw = lower_workload(w);
       SpaceOptions so;
       so.vector_bytes = native_vector_bytes(Halide::get_host_target());
-      ScheduleSpace space(build_pipeline_view(lw.outputs), so);
+      ScheduleSpace space(lw.outputs, host_code_target(), so);
       FeatureExtractor fx(space);
       const Schedule s = default_schedule(lw.outputs, host_code_target());
       ScheduleFeatures f;
       ASSERT_NO_THROW(f = fx.extract(s)) << file << " " << w.name << "\n" << s.to_json(1);
+      // The Funcs rfactor makes have rows of their own.
+      for (const StageSchedule& ss : s.stages)
+        if (!ss.rfactor.empty()) EXPECT_NO_THROW(row_of(f, rfactor_func_name(ss.func), 1)) << w.name;
       for (size_t i = 0; i < f.flat.size(); i++)
         ASSERT_TRUE(std::isfinite(f.flat[i])) << file << " " << w.name << " " << flat_feature_names()[i];
       for (const auto& r : f.stages) {
@@ -417,6 +423,55 @@ TEST(Features, EveryDefaultScheduleOfZooNetworksHasFeatures) {
   if (!intel_host()) EXPECT_GT(prefetching, 0);
   EXPECT_GT(task_prefetching, 0);
   EXPECT_GT(rfactored, 0) << "efficientnet's lane sums";
+}
+
+
+// The Funcs a schedule makes have rows of their own: the K-blocked matmul's staged block of B
+// (computed inside each block of K, vectorized) and an rfactor'd reduction's intermediate, under
+// the names the schedule gives them; the rfactor'd update's row keeps counting its directive.
+TEST(Features, FuncsASchedulesMakesHaveRowsOfTheirOwn) {
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {64, 1024}).initializer("w", test::rand_f32({1024, 1024}, 5)).node("MatMul", {"x", "w"}, {"y"}).output("y");
+  const Workload w = partition_graph(test::import_model(b.save("features_staged.onnx"))).workloads.at(0);
+  LoweredWorkload lw = lower_workload(w);
+  const ScheduleSpace space(lw.outputs, host_code_target());
+  const FeatureExtractor fx(space);
+  DefaultKnobs stream;
+  stream.stream = 1;
+  const Schedule staged = default_schedule(lw.outputs, host_code_target(), stream);
+  const StageSchedule* source = nullptr;
+  for (const StageSchedule& ss : staged.stages)
+    if (!ss.staged_for.empty()) source = &ss;
+  ASSERT_NE(source, nullptr) << "the rule stages no block of B:\n" << staged.to_json(1);
+  const ScheduleFeatures f = fx.extract(staged);
+  const std::string copy = staged_copy_name(source->func, source->staged_for.at(0));
+  const StageFeatures& row = row_of(f, copy, 0);
+  EXPECT_TRUE(row.decided);
+  EXPECT_EQ(value(row.values, "a_compute_at"), 1.f) << "computed inside each block of K";
+  EXPECT_GT(value(row.values, "a_vector_lanes"), 0.f);
+  EXPECT_GT(value(row.values, "a_executions"), lg(1)) << "once per block";
+  for (const float v : row.values) EXPECT_TRUE(std::isfinite(v));
+  // The same schedule over the space's view alone: no row for the copy, the count stays.
+  const ScheduleSpace view_only(build_pipeline_view(lw.outputs));
+  const ScheduleFeatures counted = FeatureExtractor(view_only).extract(staged);
+  EXPECT_TRUE(std::none_of(counted.stages.begin(), counted.stages.end(), [&](const StageFeatures& r) { return r.stage == copy; }));
+
+  // rfactor: acc's update factored over r$x into acc_intm.
+  const std::vector<Halide::Func> pipeline = test::scaled_matmul_pipeline();
+  const ScheduleSpace hand(pipeline, host_code_target());
+  ScheduleBuilder sb;
+  sb.func("out").compute_root();
+  sb.func("acc").compute_root();
+  FuncRef partial = sb.func("acc").update(0).rfactor(Halide::RVar("r$x"), Halide::Var("u"));
+  partial.compute_root();
+  sb.inline_the_rest(pipeline);
+  ASSERT_EQ(sb.schedule.validate(pipeline), std::nullopt);
+  const ScheduleFeatures rf = FeatureExtractor(hand).extract(sb.schedule);
+  const StageFeatures& intm = row_of(rf, rfactor_func_name("acc"), 1);
+  EXPECT_TRUE(intm.decided);
+  EXPECT_EQ(value(intm.values, "a_root"), 1.f);
+  EXPECT_GT(value(intm.values, "a_points"), 0.f);
+  EXPECT_EQ(value(row_of(rf, "acc", 1).values, "a_rfactor"), 1.f);
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ Schedule tiled_schedule(const Dot& d) {
   FuncRef out = sb.func("out"), acc = sb.func("acc");
   out.compute_root().split(d.x, xo, xi, 8, Halide::TailStrategy::GuardWithIf).vectorize(xi).parallel(d.y);
   acc.compute_at(out, xo).vectorize(d.x);
-  acc.update(0).split(r, ro, ri, 4).reorder(d.x, ri, ro, d.y).vectorize(d.x).prefetch(d.a.parameter(), ro, ro, 1,
+  acc.update(0).split(r, ro, ri, 4).reorder(d.x, ri, ro, d.y).vectorize(d.x).prefetch(d.a.name(), ro, ro, 1,
                                                                                       Halide::PrefetchBoundStrategy::NonFaulting);
   sb.func("w").in(acc).compute_at(acc, ro, 1).vectorize(d.x, 8, Halide::TailStrategy::GuardWithIf);
   return sb.schedule;
