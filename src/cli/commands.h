@@ -24,6 +24,7 @@ void add_costmodel_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
 void add_report_command(CLI::App& app);
+void add_dataset_command(CLI::App& app);
 // Registers the action of a subcommand.
 void on_command(CLI::App* sub, std::function<int()> action);
 int run_selected_command(CLI::App& app);

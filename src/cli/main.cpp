@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   ts::add_tune_command(app);
   ts::add_features_command(app);
   ts::add_costmodel_command(app);
+  ts::add_dataset_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

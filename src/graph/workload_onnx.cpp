@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "graph/error.h"
+#include "graph/onnx_export.h"
 #include "graph/onnx_import.h"
 
 namespace ts {
@@ -18,46 +19,6 @@ namespace {
 constexpr const char* kLayoutsKey = "tensorsched.layouts";          // "name:axis:block;..." of blocked tensors
 constexpr const char* kConstantInputsKey = "tensorsched.constant_inputs";  // "in1,in2"
 constexpr const char* kKeyHashKey = "tensorsched.key_hash";         // Workload::key_hash()
-
-void set_value_info(const TensorInfo& t, onnx::ValueInfoProto* v) {
-  v->set_name(t.name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(dtype_to_onnx(t.dtype));
-  auto* shape = tt->mutable_shape();
-  for (int64_t d : t.shape) shape->add_dim()->set_dim_value(d);
-}
-
-void set_attribute(const std::string& name, const Attribute& a, onnx::AttributeProto* p) {
-  using A = onnx::AttributeProto;
-  p->set_name(name);
-  std::visit(
-      [&](const auto& v) {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, int64_t>) {
-          p->set_type(A::INT);
-          p->set_i(v);
-        } else if constexpr (std::is_same_v<T, double>) {
-          p->set_type(A::FLOAT);
-          p->set_f(static_cast<float>(v));  // read from a float: exact
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          p->set_type(A::STRING);
-          p->set_s(v);
-        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
-          p->set_type(A::INTS);
-          for (int64_t x : v) p->add_ints(x);
-        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-          p->set_type(A::FLOATS);
-          for (double x : v) p->add_floats(static_cast<float>(x));
-        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-          p->set_type(A::STRINGS);
-          for (const auto& x : v) p->add_strings(x);
-        } else {
-          p->set_type(A::TENSOR);
-          tensor_to_proto(v, p->mutable_t());
-        }
-      },
-      a.value);
-}
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -102,45 +63,13 @@ std::map<std::string, TensorInfo> declared_tensors(const onnx::GraphProto& g, co
 }  // namespace
 
 std::string workload_subgraph(const Workload& w) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.set_producer_name("tensorsched");
-  m.add_opset_import()->set_version(w.graph.opset);
-  onnx::GraphProto* g = m.mutable_graph();
-  g->set_name(w.name);
-  const std::set<std::string> io = [&] {
-    std::set<std::string> s(w.graph.inputs.begin(), w.graph.inputs.end());
-    s.insert(w.graph.outputs.begin(), w.graph.outputs.end());
-    return s;
-  }();
   std::string layouts;
-  for (const auto& [name, t] : w.graph.tensors) {
-    if (t.value) {
-      onnx::TensorProto* init = g->add_initializer();
-      tensor_to_proto(*t.value, init);
-      init->set_name(name);
-    } else if (!io.count(name)) set_value_info(t, g->add_value_info());
+  for (const auto& [name, t] : w.graph.tensors)
     if (t.layout.blocked()) layouts += fmt::format("{}:{}:{};", name, t.layout.axis, t.layout.block);
-  }
-  for (const auto& name : w.graph.inputs) set_value_info(w.graph.tensor(name), g->add_input());
-  for (const auto& name : w.graph.outputs) set_value_info(w.graph.tensor(name), g->add_output());
-  for (const Node& n : w.graph.nodes) {
-    onnx::NodeProto* p = g->add_node();
-    p->set_name(n.name);
-    p->set_op_type(n.op);
-    for (const auto& i : n.inputs) p->add_input(i);
-    for (const auto& o : n.outputs) p->add_output(o);
-    for (const auto& [name, a] : n.attrs) set_attribute(name, a, p->add_attribute());
-  }
-  auto meta = [&](const char* key, const std::string& value) {
-    auto* e = m.add_metadata_props();
-    e->set_key(key);
-    e->set_value(value);
-  };
-  meta(kLayoutsKey, layouts);
-  meta(kConstantInputsKey, fmt::format("{}", fmt::join(w.constant_inputs, ",")));
-  meta(kKeyHashKey, w.key_hash());
-  return m.SerializeAsString();
+  return graph_to_onnx(w.graph, w.name,
+                       {{kLayoutsKey, layouts},
+                        {kConstantInputsKey, fmt::format("{}", fmt::join(w.constant_inputs, ","))},
+                        {kKeyHashKey, w.key_hash()}});
 }
 
 Workload workload_from_subgraph(const std::string& bytes, const std::string& where) {

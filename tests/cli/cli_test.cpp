@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fmt/format.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -465,6 +467,33 @@ TEST(Cli, VersionAndCacheCommands) {
   EXPECT_NE(clear.out.find("removed 1 build folder(s)"), std::string::npos) << clear.out;
   EXPECT_FALSE(std::filesystem::exists(cache + "/0.0.1-stale"));
   EXPECT_EQ(run_cli("run " + model + " --iters 0 --json --cache-dir " + cache).out.find(R"("compiled":0)") != std::string::npos, true);
+}
+
+
+// `dataset networks` writes the set's files, the same bytes for the same seed, each a model the
+// importer accepts; `run` runs one.
+TEST(Cli, DatasetNetworksWritesTheSameNetworksForTheSameSeed) {
+  const auto a = test::temp_dir() / "networks_a", b = test::temp_dir() / "networks_b";
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
+  Result r = run_cli("dataset networks --count 3 --seed 5 --max-ops 12 --out " + a.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("3 networks (seed 5)"), std::string::npos) << r.out;
+  ASSERT_EQ(run_cli("dataset networks --count 3 --seed 5 --max-ops 12 --out " + b.string()).code, 0);
+  for (int i = 0; i < 3; i++) {
+    const std::string name = fmt::format("random_5_{:05d}.onnx", i);
+    auto bytes = [](const std::filesystem::path& p) {
+      std::ifstream in(p, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    ASSERT_TRUE(std::filesystem::exists(a / name)) << r.out;
+    EXPECT_EQ(bytes(a / name), bytes(b / name)) << name;
+    EXPECT_EQ(run_cli("info " + (a / name).string()).code, 0) << name;
+  }
+  Result run = run_cli("run " + (a / "random_5_00000.onnx").string() + " --iters 1");
+  EXPECT_EQ(run.code, 0) << run.out;
+  EXPECT_NE(run_cli("dataset networks --count 1 --min-ops 9 --max-ops 3 --out " + a.string()).out.find("min_ops"),
+            std::string::npos);
 }
 
 }  // namespace
