@@ -92,14 +92,15 @@ def check_model(path, threads, iters, peak_1t, tmp):
             rows.append(row)
             continue
         j = json.loads(out.strip().splitlines()[-1])
-        row["ms"] = round(j["latency_ms"]["median"] if isinstance(j["latency_ms"], dict) else j["latency_ms"], 3)
+        ms = j["latency_ms"]["median"] if isinstance(j["latency_ms"], dict) else j["latency_ms"]
+        row["ms"] = float(f"{ms:.4g}")
         if ort_ok:
             why = compare(got, ort_out)
             row["correct"] = "yes" if not why else "WRONG"
             row["note"] = why
             ort = bench_util.ort_timing(path, t, iters)
-            row["ort_ms"] = round(ort["median_ms"], 3)
-            row["ratio"] = round(ort["median_ms"] / max(row["ms"], 1e-6), 3)
+            row["ort_ms"] = float(f"{ort['median_ms']:.4g}")
+            row["ratio"] = float(f"{ort['median_ms'] / max(ms, 1e-6):.4g}")
         else:
             row["correct"] = "ort-refuses"
             row["note"] = error_line(err)
