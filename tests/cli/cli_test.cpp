@@ -1,5 +1,6 @@
 // The `tensorsched` command on bad input: a one-line error naming the problem and a non-zero
 // exit code, never a crash.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,8 +10,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fmt/format.h>
-
 #include <fstream>
 #include <set>
 #include <sstream>
