@@ -129,6 +129,13 @@ std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
 }
 
 using Pool = std::vector<std::string>;
+
+// A node's input among the tensors of `pool` that satisfy `ok` (Net::pick_tensor), "" for none.
+std::string pick_where(Net& n, const Pool& pool, const std::function<bool(const Shape&)>& ok) {
+  const Pool xs = where(n, pool, ok);
+  return xs.empty() ? "" : n.pick_tensor(xs);
+}
+
 using OpMaker = std::function<bool(Net&, const Pool&)>;
 
 // ---- unary elementwise ----
@@ -191,9 +198,8 @@ Attribute pads_attr(const std::vector<Window>& ws) {
 bool is_spatial(const Shape& s) { return s.size() == 3 || s.size() == 4; }
 
 bool make_conv(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, is_spatial);
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, is_spatial);
+  if (x.empty()) return false;
   const Shape& s = n.shape(x);
   const int64_t C = s[1];
   std::vector<int64_t> divisors;
@@ -233,9 +239,8 @@ bool make_conv(Net& n, const Pool& pool) {
 }
 
 bool make_conv_transpose(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, is_spatial);
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, is_spatial);
+  if (x.empty()) return false;
   const Shape& s = n.shape(x);
   const int64_t C = s[1];
   const bool depthwise = C > 1 && n.chance(0.2);
@@ -281,9 +286,8 @@ bool make_conv_transpose(Net& n, const Pool& pool) {
 
 OpMaker pool(const std::string& op) {
   return [op](Net& n, const Pool& p) {
-    const Pool xs = where(n, p, is_spatial);
-    if (xs.empty()) return false;
-    const std::string x = n.pick_tensor(xs);
+    const std::string x = pick_where(n, p, is_spatial);
+    if (x.empty()) return false;
     const Shape& s = n.shape(x);
     std::vector<Window> ws;
     Shape out = {s[0], s[1]};
@@ -310,9 +314,8 @@ OpMaker pool(const std::string& op) {
 
 OpMaker global_pool(const std::string& op) {
   return [op](Net& n, const Pool& p) {
-    const Pool xs = where(n, p, is_spatial);
-    if (xs.empty()) return false;
-    const std::string x = n.pick_tensor(xs);
+    const std::string x = pick_where(n, p, is_spatial);
+    if (x.empty()) return false;
     Shape out = n.shape(x);
     for (size_t k = 2; k < out.size(); k++) out[k] = 1;
     n.node(op, {x}, {n.output(out)});
@@ -323,9 +326,8 @@ OpMaker global_pool(const std::string& op) {
 // ---- matrix products and normalizations ----
 
 bool make_gemm(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return s.size() == 2; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return s.size() == 2; });
+  if (x.empty()) return false;
   const Shape& s = n.shape(x);
   const bool trans_a = n.chance(0.2), trans_b = n.chance(0.5);
   const int64_t M = trans_a ? s[1] : s[0], K = trans_a ? s[0] : s[1];
@@ -346,9 +348,8 @@ bool make_gemm(Net& n, const Pool& pool) {
 
 // MatMul by a weight matrix: [..., K] x [K, N].
 bool make_matmul_weight(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return s.size() >= 2; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return s.size() >= 2; });
+  if (x.empty()) return false;
   Shape out = n.shape(x);
   const int64_t K = out.back(), rows = num_elements(out) / K;
   int64_t N = n.log_uniform(1, 512);
@@ -384,9 +385,8 @@ bool make_matmul(Net& n, const Pool& pool) {
 }
 
 bool make_batch_norm(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return s.size() >= 2; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return s.size() >= 2; });
+  if (x.empty()) return false;
   const int64_t C = n.shape(x)[1];
   n.node("BatchNormalization",
          {x, n.values({C}, 0.5, 1.5), n.values({C}, -0.5, 0.5), n.values({C}, -0.5, 0.5), n.values({C}, 0.5, 2.0)},
@@ -396,18 +396,16 @@ bool make_batch_norm(Net& n, const Pool& pool) {
 
 bool make_instance_norm(Net& n, const Pool& pool) {
   // Over at least 2 values per channel, or the variance is 0 and the output its bias alone.
-  const Pool xs = where(n, pool, [](const Shape& s) { return s.size() >= 3 && num_elements(s) / (s[0] * s[1]) >= 2; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return s.size() >= 3 && num_elements(s) / (s[0] * s[1]) >= 2; });
+  if (x.empty()) return false;
   const int64_t C = n.shape(x)[1];
   n.node("InstanceNormalization", {x, n.values({C}, 0.5, 1.5), n.values({C}, -0.5, 0.5)}, {n.output(n.shape(x))});
   return true;
 }
 
 bool make_layer_norm(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return s.size() >= 2 && s.back() >= 2; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return s.size() >= 2 && s.back() >= 2; });
+  if (x.empty()) return false;
   const Shape& s = n.shape(x);
   const int64_t axis = n.chance(0.7) ? static_cast<int64_t>(s.size()) - 1 : n.uniform(1, static_cast<int64_t>(s.size()) - 1);
   const Shape normalized(s.begin() + axis, s.end());
@@ -431,9 +429,8 @@ bool make_prelu(Net& n, const Pool& pool) {
 // ---- layout-changing ops ----
 
 bool make_transpose(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return s.size() >= 2; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return s.size() >= 2; });
+  if (x.empty()) return false;
   const Shape& s = n.shape(x);
   Ints perm(s.size());
   std::iota(perm.begin(), perm.end(), 0);
@@ -470,9 +467,8 @@ bool make_flatten(Net& n, const Pool& pool) {
 }
 
 bool make_squeeze(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return s.size() >= 2 && std::count(s.begin(), s.end(), 1) > 0; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return s.size() >= 2 && std::count(s.begin(), s.end(), 1) > 0; });
+  if (x.empty()) return false;
   const Shape& s = n.shape(x);
   Ints axes;
   Shape out;
@@ -485,9 +481,8 @@ bool make_squeeze(Net& n, const Pool& pool) {
 }
 
 bool make_unsqueeze(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [&](const Shape& s) { return static_cast<int>(s.size()) < n.o.max_rank; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [&](const Shape& s) { return static_cast<int>(s.size()) < n.o.max_rank; });
+  if (x.empty()) return false;
   Shape out = n.shape(x);
   const int64_t axis = n.uniform(0, static_cast<int64_t>(out.size()));
   out.insert(out.begin() + axis, 1);
@@ -496,9 +491,8 @@ bool make_unsqueeze(Net& n, const Pool& pool) {
 }
 
 bool make_slice(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return *std::max_element(s.begin(), s.end()) >= 2; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return *std::max_element(s.begin(), s.end()) >= 2; });
+  if (x.empty()) return false;
   Shape out = n.shape(x);
   Ints starts, ends, axes, steps;
   for (size_t k = 0; k < out.size(); k++) {
@@ -581,9 +575,8 @@ OpMaker reduce(const std::string& op) {
 }
 
 bool make_split(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return *std::max_element(s.begin(), s.end()) >= 2; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return *std::max_element(s.begin(), s.end()) >= 2; });
+  if (x.empty()) return false;
   const Shape& s = n.shape(x);
   Ints axes;
   for (size_t k = 0; k < s.size(); k++)
@@ -603,9 +596,8 @@ bool make_split(Net& n, const Pool& pool) {
 }
 
 bool make_resize(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return s.size() == 4; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return s.size() == 4; });
+  if (x.empty()) return false;
   const Shape& s = n.shape(x);
   const std::string mode = n.pick(std::vector<std::string>{"nearest", "nearest", "linear"});
   const double scale = n.pick(std::vector<double>{0.5, 2.0, 2.0, 3.0});
@@ -625,9 +617,8 @@ bool make_resize(Net& n, const Pool& pool) {
 }
 
 bool make_depth_to_space(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return s.size() == 4 && s[1] % 4 == 0; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return s.size() == 4 && s[1] % 4 == 0; });
+  if (x.empty()) return false;
   const Shape& s = n.shape(x);
   const int64_t b = s[1] % 9 == 0 && n.chance(0.3) ? 3 : 2;
   if (s[1] % (b * b) != 0) return false;
@@ -637,9 +628,8 @@ bool make_depth_to_space(Net& n, const Pool& pool) {
 }
 
 bool make_space_to_depth(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return s.size() == 4 && s[2] % 2 == 0 && s[3] % 2 == 0; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return s.size() == 4 && s[2] % 2 == 0 && s[3] % 2 == 0; });
+  if (x.empty()) return false;
   const Shape& s = n.shape(x);
   n.node("SpaceToDepth", {x}, {n.output({s[0], s[1] * 4, s[2] / 2, s[3] / 2})}, {{"blocksize", attr(int64_t{2})}});
   return true;
@@ -659,9 +649,8 @@ bool make_gather(Net& n, const Pool& pool) {
 }
 
 bool make_expand(Net& n, const Pool& pool) {
-  const Pool xs = where(n, pool, [](const Shape& s) { return std::count(s.begin(), s.end(), 1) > 0; });
-  if (xs.empty()) return false;
-  const std::string x = n.pick_tensor(xs);
+  const std::string x = pick_where(n, pool, [](const Shape& s) { return std::count(s.begin(), s.end(), 1) > 0; });
+  if (x.empty()) return false;
   Shape out = n.shape(x);
   for (auto& d : out)
     if (d == 1 && n.chance(0.6)) d = n.uniform(2, 6);
