@@ -628,6 +628,7 @@ void run_default_passes(Graph& g) {
   fold_constants(g);
   remove_identity_ops(g);
   fold_batchnorm_into_conv(g);
+  drop_padding_taps(g);
   pretranspose_gemm_weights(g);
   patches_to_matmul(g);
   fuse_layer_norm(g);

@@ -305,6 +305,46 @@ TEST(Passes, PatchConvsBecomeMatMuls) {
   }
 }
 
+// Convs whose kernels have taps that read only padding: cut to the taps that read the input,
+// with the same output shape and values; a conv whose every tap reads stays as it is.
+TEST(Passes, ConvTapsThatReadOnlyPaddingAreDropped) {
+  struct Case {
+    Shape x, w;
+    std::vector<int64_t> strides, dilations, pads;
+    std::string auto_pad;
+    Shape kernel_after;
+  };
+  const std::vector<Case> cases = {
+      {{1, 4, 14, 14}, {6, 4, 3, 3}, {1, 1}, {24, 24}, {24, 24, 24, 24}, "", {1, 1}},  // dilation past the map
+      {{1, 3, 12, 14}, {5, 3, 3, 3}, {1, 1}, {12, 6}, {12, 6, 12, 6}, "", {1, 3}},     // past it on one axis
+      {{1, 2, 31, 1}, {4, 2, 7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}, "", {7, 1}},         // a 1-wide map
+      {{1, 2, 9}, {3, 2, 5}, {3}, {4}, {}, "SAME_UPPER", {3}},                         // auto_pad resolved
+      {{1, 2, 1}, {3, 2, 7}, {3}, {1}, {3, 6}, "", {4}},                             // stride skips taps 1, 2
+      {{1, 3, 6, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", {3, 3}},          // every tap reads
+  };
+  for (size_t k = 0; k < cases.size(); k++) {
+    const Case& c = cases[k];
+    std::map<std::string, test::AttrValue> attrs = {{"strides", c.strides}, {"dilations", c.dilations}};
+    if (c.auto_pad.empty()) attrs["pads"] = c.pads;
+    else attrs["auto_pad"] = c.auto_pad;
+    OnnxBuilder b(13);
+    b.input("x", DType::Float32, c.x)
+        .initializer("w", test::rand_f32(c.w, 1))
+        .initializer("bias", test::rand_f32({c.w[0]}, 2))
+        .node("Conv", {"x", "w", "bias"}, {"y"}, attrs)
+        .output("y");
+    Graph before = import_raw(b.save(fmt::format("taps{}.onnx", k)));
+    Graph after = before;
+    const bool cut = c.kernel_after != Shape(c.w.begin() + 2, c.w.end());
+    EXPECT_EQ(drop_padding_taps(after), cut ? 1 : 0) << k;
+    EXPECT_EQ(drop_padding_taps(after), 0) << k;
+    const Shape& w = after.tensor(after.nodes[0].inputs[1]).shape;
+    EXPECT_EQ(Shape(w.begin() + 2, w.end()), c.kernel_after) << k;
+    EXPECT_EQ(after.tensor("y").shape, before.tensor("y").shape) << k;
+    expect_same_results(before, after, 3, fmt::format("case {}", k));
+  }
+}
+
 TEST(Passes, RemovesDropoutAndDeadNodes) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {4})
