@@ -82,6 +82,7 @@ bool blocked_consumer(const Graph& g, const Node& n, const std::string& t, const
   if (is_fusable_elementwise(n.op)) return n.outputs.size() == 1 && g.tensor(n.outputs[0]).shape == g.tensor(t).shape;
   if (channels_last_transpose(g, n, /*from_last=*/false)) return true;
   if (n.op == "Identity") return true;  // a conversion step (graph outputs)
+  if (n.op == "Slice" && n.attr_int(kUnpadAttr, 0) == 1) return true;  // one that drops padded channels
   return pads_spatial_only(g, n) && n.inputs[0] == t;
 }
 
@@ -419,6 +420,60 @@ std::set<std::string> half_block_tensors(const Graph& g, int64_t block) {
   return halved;
 }
 
+// Convs the rule leaves plain that run slowly so (group 1, narrow rows and a long reduction, of at
+// least kMinConvertedConvFlops) write a blocked twin instead, with zero filters up to whole
+// blocks where their channels do not block, and a Slice of the real channels (a conversion step,
+// marked kUnpadAttr) writes the plain tensor their readers read (layout_plan.h). Returns the
+// twins with their blocks.
+std::map<std::string, int64_t> block_slow_plain_convs(Graph& g, int64_t block, const std::map<std::string, int64_t>& blocked) {
+  std::map<std::string, int64_t> twins;
+  std::map<size_t, Node> conversions;  // by the conv they follow
+  for (size_t k = 0; k < g.nodes.size(); k++) {
+    Node& a = g.nodes[k];
+    if (a.op != "Conv" || a.outputs.size() != 1 || a.inputs.size() < 2 || a.attr_int("group", 1) != 1) continue;
+    const std::string y = a.outputs[0];
+    const TensorInfo& w = g.tensor(a.inputs[1]);
+    const bool bias = a.inputs.size() > 2 && !a.inputs[2].empty();
+    const Shape shape = g.tensor(y).shape;
+    if (blocked.count(y) || !w.value || w.dtype != DType::Float32 || shape.size() < 3 || shape.size() > 5 ||
+        g.tensor(y).dtype != DType::Float32 || (bias && !g.tensor(a.inputs[2]).value))
+      continue;
+    const int64_t reduction = num_elements(w.shape) / std::max<int64_t>(w.shape[0], 1);
+    if (!narrow_rows(g, a, block) || reduction < kMinReductionToConvert || node_flops(g, a) < kMinConvertedConvFlops) continue;
+    // A whole vector per block unless half a vector pads far fewer channels (5 -> 8, not 16).
+    const int64_t c = shape[1], full = (c + block - 1) / block * block, half = block >= 8 ? (c + block / 2 - 1) / (block / 2) * (block / 2) : full;
+    const int64_t wide = full == half || (full - c) * kMaxChannelPadding <= c ? full : half;
+    if (wide != c) {
+      a.inputs[1] = pad_constant_axis(g, a.inputs[1], 0, wide);
+      if (bias) a.inputs[2] = pad_constant_axis(g, a.inputs[2], 0, wide);
+    }
+    const std::string twin = y + "::blocked";
+    Shape twin_shape = shape;
+    twin_shape[1] = wide;
+    g.tensors[twin] = TensorInfo{twin, DType::Float32, twin_shape, std::nullopt, {}};
+    a.outputs[0] = twin;
+    Node convert{twin + "::convert", wide == c ? "Identity" : "Slice", {twin}, {y}, {}};
+    if (wide != c) {
+      convert.attrs[kUnpadAttr] = Attribute{int64_t{1}};
+      for (const auto& [part, value] : std::vector<std::pair<std::string, int64_t>>{{"starts", 0}, {"ends", c}, {"axes", 1}}) {
+        const std::string t = twin + "::" + part;
+        g.tensors[t] = TensorInfo{t, DType::Int64, {1}, Tensor::from_i64({value}, {1}), {}};
+        convert.inputs.push_back(t);
+      }
+    }
+    twins[twin] = channel_block(wide, block);
+    conversions.emplace(k, std::move(convert));
+  }
+  if (conversions.empty()) return twins;  // g.nodes untouched: references to them stay valid
+  std::vector<Node> nodes;
+  for (size_t k = 0; k < g.nodes.size(); k++) {
+    nodes.push_back(std::move(g.nodes[k]));
+    if (conversions.count(k)) nodes.push_back(std::move(conversions.at(k)));
+  }
+  g.nodes = std::move(nodes);
+  return twins;
+}
+
 // Packs by output-channel block the weights of convs writing blocked outputs, where every reader
 // of the weight is such a conv with the same block. Returns how many it packed.
 int pack_conv_weights(Graph& g, const std::map<std::string, int64_t>& blocked) {
@@ -498,6 +553,9 @@ LayoutPlanStats plan_layouts(Graph& g, int64_t block) {
     if (blocked.count(t.twin)) stats.io_conversions++;
     else drop_io_twin(g, t);
   }
+  const std::map<std::string, int64_t> slow = block_slow_plain_convs(g, block, blocked);
+  blocked.insert(slow.begin(), slow.end());
+  stats.slow_plain_convs = static_cast<int>(slow.size());
   for (const auto& [name, b] : blocked) g.tensor(name).layout = Layout{1, b};
   stats.blocked_activations = static_cast<int>(blocked.size());
 

@@ -41,6 +41,15 @@
 // Clip, ...) lead to group-1 Convs, whose weights get zero input channels: the tensors between
 // are then blocked like any other (plain, such a conv ran far below the blocked kernel's rate).
 //
+// Convs that run slowly plain: a Conv (group 1, constant weight) whose output the rule leaves
+// plain (channels that do not block, a reader that reads plain only: Reshape, a graph output)
+// and whose rows are narrow with a reduction of at least kMinReductionToConvert and
+// kMinConvertedConvFlops writes a blocked twin instead, its channels padded with zero filters to
+// whole blocks (half blocks where those pad far fewer), and a conversion step writes the plain
+// tensor: an Identity, or a Slice of the real channels (marked kUnpadAttr, the only Slice that
+// reads a blocked tensor). Plain, such a conv vectorizes along rows of 1-3 outputs: a 5x1 conv
+// over 246 channels of a 21 x 5 map ran at 3.4 GFLOP/s with 73 channels, 72 with 80 blocked.
+//
 // Matmul panels: the constant B of a MatMul or Gemm of more than 4 rows whose N is a multiple of
 // the panel width (two vectors: a register tile's columns) is stored transposed, [N, K], with N
 // blocked by the panel ({axis 0, panel}), i.e. [N / panel][K][panel]: a tile of panel columns
@@ -60,6 +69,7 @@ struct LayoutPlanStats {
   int widened_groups = 0;       // grouped convs widened to whole channel blocks (see above)
   int padded_channels = 0;      // conv outputs padded to whole channel blocks (see above)
   int io_conversions = 0;       // graph inputs / outputs converted to / from blocked twins (see above)
+  int slow_plain_convs = 0;     // convs that write a blocked twin rather than run plain (see above)
 };
 
 inline constexpr int64_t kMaxGroupWidening = 4;   // most groups merged into one (multiplies x this)
@@ -74,6 +84,8 @@ inline constexpr int64_t kMaxChannelPadding = 8;  // channels padded: at most 1 
 // (measured: docs/benchmarks.md, "The default rule").
 inline constexpr int64_t kMinReductionToConvert = 64;
 inline constexpr double kMinConvFlopsPerConvertedValue = 48;
+inline constexpr int64_t kMinConvertedConvFlops = int64_t{1} << 20;  // a conversion step costs a launch
+inline constexpr const char* kUnpadAttr = "ts_unpad";  // Slice attribute: 1 = drops a blocked twin's padded channels
 inline constexpr const char* kTransposedBAttr = "ts_transposed_b";  // MatMul attribute: 1 = B is stored [N, K]
 
 // Sets TensorInfo::layout of g's tensors by the rule above (block >= 2: the vector lanes of a

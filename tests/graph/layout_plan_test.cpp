@@ -267,6 +267,45 @@ TEST(LayoutPlan, PadsConvChannelsToWholeBlocksBetweenConvs) {
   EXPECT_EQ(expect_compiled_matches_plain(plain, g, 10).size(), 3u);
 }
 
+// Convs with narrow rows and long reductions that the rule would leave plain (37 channels, which
+// do not block; 32 read by a Flatten) write blocked twins, converted back by a Slice of the
+// real channels and an Identity; a short conv stays plain. The compiled model computes the same.
+TEST(LayoutPlan, ConvsThatRunSlowlyPlainWriteBlockedTwins) {
+  Graph plain = [] {
+    OnnxBuilder m(13);
+    m.input("x", DType::Float32, {1, 96, 12, 5})
+        .initializer("w_a", test::rand_f32({37, 96, 3, 3}, 41))
+        .initializer("b_a", test::rand_f32({37}, 42))
+        .initializer("w_b", test::rand_f32({32, 96, 3, 3}, 43))
+        .initializer("w_c", test::rand_f32({37, 2, 1, 1}, 44))
+        .node("Conv", {"x", "w_a", "b_a"}, {"a"}, {{"pads", V{1, 1, 1, 1}}, {"strides", V{1, 2}}})
+        .node("Relu", {"a"}, {"y"})
+        .node("Conv", {"x", "w_b"}, {"b"}, {{"pads", V{1, 1, 1, 1}}, {"strides", V{1, 2}}})
+        .node("Flatten", {"b"}, {"z"})
+        .node("Slice", {"x", "starts", "ends", "axes"}, {"x2"})
+        .node("Conv", {"x2", "w_c"}, {"c"})
+        .output("y")
+        .output("z")
+        .output("c");
+    m.initializer("starts", Tensor::from_i64({0}, {1})).initializer("ends", Tensor::from_i64({2}, {1}))
+        .initializer("axes", Tensor::from_i64({1}, {1}));
+    return test::import_model(m.save("slow_plain.onnx"));
+  }();
+  Graph g = plain;
+  EXPECT_EQ(plan_layouts(g, 16).slow_plain_convs, 2);
+  EXPECT_EQ(g.tensor("a::blocked").shape, (Shape{1, 40, 12, 3}));  // half blocks: 3 zero filters, not 11
+  EXPECT_EQ(g.tensor("a::blocked").layout, (Layout{1, 8}));
+  EXPECT_EQ(g.tensor("b::blocked").layout, (Layout{1, 16}));
+  EXPECT_FALSE(g.tensor("a").layout.blocked());
+  EXPECT_FALSE(g.tensors.count("c::blocked"));  // a reduction of 2: plain runs it well
+  std::map<std::string, std::string> op_of;
+  for (const Node& n : g.nodes) op_of[n.outputs[0]] = n.op;
+  EXPECT_EQ(op_of["a"], "Slice");
+  EXPECT_EQ(op_of["b"], "Identity");
+  EXPECT_EQ(plan_layouts(g, 16).slow_plain_convs, 0);  // idempotent
+  EXPECT_EQ(expect_compiled_matches_plain(plain, g, 11).size(), 3u);
+}
+
 // A ConvNeXt block after a stem conv: depthwise 7x7 conv, permute to channels-last, LayerNorm,
 // MLP, permute back, layer scale and residual add. The permutes read and write channel blocks as
 // dense vectors, so the whole channels-first part is blocked and the compiled model runs the
