@@ -359,18 +359,22 @@ std::map<size_t, Node> convert_outputs_at_convs(Graph& g, int64_t block, std::ve
   return conversions;
 }
 
+// g's nodes after `first`, each followed by its entry in `after` (keyed by node index).
+void splice_after(Graph& g, std::vector<Node> first, std::map<size_t, Node> after) {
+  for (size_t k = 0; k < g.nodes.size(); k++) {
+    first.push_back(std::move(g.nodes[k]));
+    if (after.count(k)) first.push_back(std::move(after.at(k)));
+  }
+  g.nodes = std::move(first);
+}
+
 // Both conversions, spliced into g's nodes; returns the twins (renamed back by the caller where
 // the rule leaves them plain).
 std::vector<IoTwin> convert_graph_io_at_convs(Graph& g, int64_t block) {
   std::vector<IoTwin> twins;
   std::vector<Node> nodes = convert_inputs_at_convs(g, block, twins);
   std::map<size_t, Node> after = convert_outputs_at_convs(g, block, twins);
-  if (twins.empty()) return twins;
-  for (size_t k = 0; k < g.nodes.size(); k++) {
-    nodes.push_back(std::move(g.nodes[k]));
-    if (after.count(k)) nodes.push_back(std::move(after.at(k)));
-  }
-  g.nodes = std::move(nodes);
+  if (!twins.empty()) splice_after(g, std::move(nodes), std::move(after));
   return twins;
 }
 
@@ -464,13 +468,7 @@ std::map<std::string, int64_t> block_slow_plain_convs(Graph& g, int64_t block, c
     twins[twin] = channel_block(wide, block);
     conversions.emplace(k, std::move(convert));
   }
-  if (conversions.empty()) return twins;  // g.nodes untouched: references to them stay valid
-  std::vector<Node> nodes;
-  for (size_t k = 0; k < g.nodes.size(); k++) {
-    nodes.push_back(std::move(g.nodes[k]));
-    if (conversions.count(k)) nodes.push_back(std::move(conversions.at(k)));
-  }
-  g.nodes = std::move(nodes);
+  if (!conversions.empty()) splice_after(g, {}, std::move(conversions));  // else g.nodes stay as they are
   return twins;
 }
 
