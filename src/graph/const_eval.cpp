@@ -337,6 +337,33 @@ std::optional<std::vector<Tensor>> eval_constant_node(const Node& n, int opset,
     return R{{out}};
   }
 
+  if (op == "ScatterND") {
+    // Exporters build masks by slice assignment (`mask[:, a:b] = v`) on constants.
+    const Tensor &data = *in[0], &ind = *in[1], &upd = *in[2];
+    const std::string red = n.attr_string("reduction", "none");
+    if ((red != "none" && red != "add" && red != "mul") || data.size() > kMaxFoldElements || ind.shape.empty())
+      return std::nullopt;
+    const int64_t k = ind.shape.back(), r = static_cast<int64_t>(data.shape.size());
+    if (k < 1 || k > r) throw Error(fmt::format("{}: index tuples of {} entries for data rank {}", n.describe(), k, r));
+    const int64_t inner = num_elements(Shape(data.shape.begin() + k, data.shape.end()));
+    const auto st = strides_of(data.shape);
+    Tensor out = data;
+    for (int64_t row = 0; row < ind.size() / k; row++) {
+      int64_t off = 0;
+      for (int64_t j = 0; j < k; j++) {
+        int64_t v = ind.get_i64(row * k + j);
+        if (v < 0) v += data.shape[j];
+        if (v < 0 || v >= data.shape[j]) throw Error(fmt::format("{}: index out of range", n.describe()));
+        off += v * st[j];
+      }
+      for (int64_t e = 0; e < inner; e++) {
+        const double u = upd.get_f64(row * inner + e), d = out.get_f64(off + e);
+        out.set_f64(off + e, red == "add" ? d + u : red == "mul" ? d * u : u);
+      }
+    }
+    return R{{out}};
+  }
+
   using VF = std::vector<double>;
   using VI = std::vector<int64_t>;
   DType t0 = in.empty() ? DType::Float32 : in[0]->dtype;

@@ -1,10 +1,12 @@
 // Data-movement ops: Reshape/Flatten/Squeeze/Unsqueeze, Transpose, Concat, Split, Slice,
-// Expand, Tile, Pad, Gather, GatherElements, GatherND. Output shapes come from shape inference
+// Expand, Tile, Pad, Gather, GatherElements, GatherND, ScatterND, ScatterElements. Output shapes come from shape inference
 // (c.out_info), so most ops only need the index mapping from output to input element; every
 // input index is kept inside the input's shape.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 
 #include "graph/const_eval.h"
 #include "lower/lower.h"
@@ -280,6 +282,149 @@ std::vector<LTensor> lower_gather_nd(const LowerContext& c) {
   }));
 }
 
+
+// How a scatter folds an update into the element it lands on (the `reduction` attribute).
+using Combine = std::function<Expr(Expr, Expr)>;
+Combine scatter_combine(const LowerContext& c) {
+  const std::string red = c.node.attr_string("reduction", "none");
+  if (red == "none") return [](Expr, Expr u) { return u; };
+  if (red == "add") return [](Expr d, Expr u) { return d + u; };
+  if (red == "mul") return [](Expr d, Expr u) { return d * u; };
+  if (red == "max") return [](Expr d, Expr u) { return Halide::max(d, u); };
+  if (red == "min") return [](Expr d, Expr u) { return Halide::min(d, u); };
+  c.unsupported(fmt::format("reduction '{}'", red));
+}
+
+// Which update lands on each data element, when the indices are constant: `owner` holds, per
+// position of `owner_shape`, the update that writes it (its `slot` coordinate, or -1 for none).
+// Two updates on one element leave no single owner for a reducing scatter: nullopt, and the
+// caller scatters by an update stage instead. (With reduction none the last one wins, as in ONNX
+// Runtime.)
+std::optional<Tensor> scatter_owner_table(const LowerContext& c, const Shape& owner_shape, int64_t updates,
+                                          const std::function<int64_t(int64_t, std::vector<int64_t>&)>& target_of) {
+  Tensor owner(DType::Int32, owner_shape);
+  const int64_t n = owner.size();
+  for (int64_t e = 0; e < n; e++) owner.set_f64(e, -1);
+  const bool reduces = c.node.attr_string("reduction", "none") != "none";
+  std::vector<int64_t> target;
+  for (int64_t u = 0; u < updates; u++) {
+    const int64_t value = target_of(u, target);
+    int64_t flat = 0;
+    for (size_t d = 0; d < owner_shape.size(); d++) flat = flat * owner_shape[d] + target[d];
+    if (reduces && owner.get_i64(flat) >= 0) return std::nullopt;
+    owner.set_f64(flat, static_cast<double>(value));
+  }
+  return owner;
+}
+
+// A constant index read from `k` at flat position e, negative values counted from the end.
+int64_t constant_index(const LowerContext& c, const Tensor& k, int64_t e, int64_t dim) {
+  int64_t v = k.get_i64(e);
+  if (v < -dim || v >= dim) c.fail(fmt::format("index {} is out of range for an axis of size {}", v, dim));
+  return v < 0 ? v + dim : v;
+}
+
+// ScatterND: output = data, then output[indices[j..., :], rest...] = updates[j..., rest...] (or
+// combined with it). Constant indices (`x[:, idx] = y` in an exporter) become a pure stage that
+// reads, per element, its owner from a table built here; others an update stage over the index
+// rows, the trailing data axes left as pure (vectorizable) loops.
+std::vector<LTensor> lower_scatter_nd(const LowerContext& c) {
+  const LTensor &x = c.in(0), &ind = c.in(1), &upd = c.in(2);
+  const int r = x.rank(), q = ind.rank();
+  const int k = q >= 1 ? static_cast<int>(ind.shape[q - 1]) : 0;
+  if (q < 1 || k < 1 || k > r) c.fail(fmt::format("index tuples of {} entries for data rank {}", k, r));
+  const Combine combine = scatter_combine(c);
+  const Shape rows(ind.shape.begin(), ind.shape.end() - 1);
+  const Shape owner_shape(x.shape.begin(), x.shape.begin() + k);
+  std::optional<Tensor> owner;
+  if (const Tensor* kt = c.constant(1))
+    owner = scatter_owner_table(c, owner_shape, num_elements(rows), [&](int64_t row, std::vector<int64_t>& t) {
+      t.resize(k);
+      for (int j = 0; j < k; j++) t[j] = constant_index(c, *kt, row * k + j, x.shape[j]);
+      return row;
+    });
+  if (owner) {
+    const LTensor table = constant_tensor(c.name("_owner"), *owner);
+    return one(c.output([&](const Idx& i) {
+      const Expr own = table.at(Idx(i.begin(), i.begin() + k));
+      Expr row = Halide::clamp(own, 0, static_cast<int>(std::max<int64_t>(num_elements(rows), 1)) - 1);
+      Idx src(rows.size());
+      for (int d = static_cast<int>(rows.size()) - 1; d >= 0; d--) {
+        src[d] = row % static_cast<int>(rows[d]);
+        row = row / static_cast<int>(rows[d]);
+      }
+      src.insert(src.end(), i.begin() + k, i.end());
+      const Expr v = x.at(i);
+      return Halide::select(own >= 0, combine(v, upd.at(src)), v);
+    }));
+  }
+  LTensor out = define_tensor(c.name(), x.shape, x.dtype, [&](const Idx& i) { return x.at(i); });
+  const std::vector<Halide::Var> args = out.func.args();
+  Halide::Region extents;
+  for (int64_t e : rows) extents.emplace_back(0, static_cast<int>(e));
+  if (extents.empty()) extents.emplace_back(0, 1);
+  Halide::RDom rd(extents, c.name("_r"));
+  Idx row, at;
+  for (size_t d = 0; d < rows.size(); d++) row.push_back(rd[static_cast<int>(d)]);
+  Idx target(r), src = row;
+  at = row;
+  at.push_back(Expr(0));
+  for (int j = 0; j < k; j++) {
+    at.back() = j;
+    target[j] = normalize_index(c, ind.at(at), x.shape[j]);
+  }
+  for (int d = k; d < r; d++) src.push_back(target[d] = args[r - 1 - d]);
+  const std::vector<Expr> lhs(target.rbegin(), target.rend());
+  out.func(lhs) = combine(out.func(lhs), upd.at(src));
+  return one(out);
+}
+
+// ScatterElements (and its older name Scatter): output = data, then, for every update position
+// j, output[j with axis replaced by indices[j]] = updates[j] (or combined). As ScatterND: an
+// owner table for constant indices (holding the update's coordinate on the axis), else an
+// update stage over every update.
+std::vector<LTensor> lower_scatter_elements(const LowerContext& c) {
+  const LTensor &x = c.in(0), &ind = c.in(1), &upd = c.in(2);
+  const int r = x.rank();
+  const int axis = static_cast<int>(normalize_axis(c.node.attr_int("axis", 0), r, c.node));
+  if (ind.rank() != r || upd.shape != ind.shape) c.fail("indices and updates must have data's rank and one shape");
+  const Combine combine = scatter_combine(c);
+  std::optional<Tensor> owner;
+  if (const Tensor* kt = c.constant(1))
+    owner = scatter_owner_table(c, x.shape, num_elements(ind.shape), [&](int64_t e, std::vector<int64_t>& t) {
+      t.resize(r);
+      int64_t rest = e;
+      for (int d = r - 1; d >= 0; d--) {
+        t[d] = rest % ind.shape[d];
+        rest /= ind.shape[d];
+      }
+      const int64_t own = t[axis];
+      t[axis] = constant_index(c, *kt, e, x.shape[axis]);
+      return own;
+    });
+  if (owner) {
+    const LTensor table = constant_tensor(c.name("_owner"), *owner);
+    return one(c.output([&](const Idx& i) {
+      const Expr own = table.at(i);
+      Idx src(r);
+      for (int d = 0; d < r; d++)
+        src[d] = Halide::clamp(d == axis ? own : i[d], 0, static_cast<int>(upd.shape[d]) - 1);
+      const Expr v = x.at(i);
+      return Halide::select(own >= 0, combine(v, upd.at(src)), v);
+    }));
+  }
+  LTensor out = define_tensor(c.name(), x.shape, x.dtype, [&](const Idx& i) { return x.at(i); });
+  Halide::Region extents;
+  for (int64_t e : ind.shape) extents.emplace_back(0, static_cast<int>(e));
+  Halide::RDom rd(extents, c.name("_r"));
+  Idx j(r);
+  for (int d = 0; d < r; d++) j[d] = rd[d];
+  Idx target = j;
+  target[axis] = normalize_index(c, ind.at(j), x.shape[axis]);
+  const std::vector<Expr> lhs(target.rbegin(), target.rend());
+  out.func(lhs) = combine(out.func(lhs), upd.at(j));
+  return one(out);
+}
 }  // namespace
 
 void register_shape_ops(std::map<std::string, LowerFn>& r) {
@@ -300,6 +445,9 @@ void register_shape_ops(std::map<std::string, LowerFn>& r) {
   r["Gather"] = lower_gather;
   r["GatherElements"] = lower_gather_elements;
   r["GatherND"] = lower_gather_nd;
+  r["ScatterND"] = lower_scatter_nd;
+  r["ScatterElements"] = lower_scatter_elements;
+  r["Scatter"] = lower_scatter_elements;
 }
 
 }  // namespace ts

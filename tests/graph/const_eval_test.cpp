@@ -54,6 +54,19 @@ TEST(ConstEval, IntegerDivisionTruncates) {
   EXPECT_EQ(r[0].to_i64_vector(), (std::vector<int64_t>{3, -3}));
 }
 
+TEST(ConstEval, ScatterNDOfASliceAssignment) {
+  Node n;
+  n.op = "ScatterND";
+  // mask[1:, 0] = 7 on a 3x2 mask of zeros, negative index included.
+  auto r = eval(n, {Tensor::from_i64({0, 0, 0, 0, 0, 0}, {3, 2}), Tensor::from_i64({1, 0, -1, 0}, {2, 2}),
+                    Tensor::from_i64({7, 7}, {2})});
+  EXPECT_EQ(r[0].to_i64_vector(), (std::vector<int64_t>{0, 0, 7, 0, 7, 0}));
+  n.attrs["reduction"].value = std::string("add");
+  r = eval(n, {Tensor::from_i64({1, 2, 3, 4, 5, 6}, {3, 2}), Tensor::from_i64({2, 2}, {2, 1}),
+               Tensor::from_i64({10, 20, 30, 40}, {2, 2})});
+  EXPECT_EQ(r[0].to_i64_vector(), (std::vector<int64_t>{1, 2, 3, 4, 45, 66}));
+}
+
 TEST(ConstEval, RefusesRuntimeInputs) {
   Node n;
   n.op = "Add";

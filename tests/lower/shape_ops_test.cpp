@@ -69,5 +69,51 @@ TEST(LowerShapeOps, SplitExpandTile) {
   test::expect_close(out[1], test::make_f32({2, 3}, {1, 2, 3, 1, 2, 3}), 0, 0);
 }
 
+// Constant indices scatter through an owner table, indices given at run time (or a reducing
+// scatter with two updates on one element) through an update stage: both agree with ONNX.
+TEST(LowerShapeOps, ScatterNDConstantAndRuntimeIndices) {
+  Tensor x = iota({4, 3});
+  Tensor u = test::make_f32({2, 3}, {100, 101, 102, 200, 201, 202});
+  const Tensor rows = Tensor::from_i64({2, -4}, {2, 1});
+  OnnxBuilder m(16);
+  m.input("x", DType::Float32, x.shape)
+      .input("u", DType::Float32, u.shape)
+      .input("k", DType::Int64, rows.shape)
+      .initializer("rows", rows)
+      .node("ScatterND", {"x", "rows", "u"}, {"set"})
+      .node("ScatterND", {"x", "rows", "u"}, {"add"}, {{"reduction", std::string("add")}})
+      .node("ScatterND", {"x", "k", "u"}, {"dyn"}, {{"reduction", std::string("mul")}})
+      .output("set")
+      .output("add")
+      .output("dyn");
+  auto out = test::run_model(m.save("scatter_nd.onnx"), {{"x", x}, {"u", u}, {"k", rows}});
+  test::expect_close(out[0], test::make_f32({4, 3}, {200, 201, 202, 3, 4, 5, 100, 101, 102, 9, 10, 11}), 0, 0);
+  test::expect_close(out[1], test::make_f32({4, 3}, {200, 202, 204, 3, 4, 5, 106, 108, 110, 9, 10, 11}), 0, 0);
+  test::expect_close(out[2], test::make_f32({4, 3}, {0, 201, 404, 3, 4, 5, 600, 707, 816, 9, 10, 11}), 0, 0);
+}
+
+TEST(LowerShapeOps, ScatterElementsConstantDuplicateAndRuntimeIndices) {
+  Tensor x = iota({2, 3});
+  Tensor u = test::make_f32({2, 2}, {10, 20, 30, 40});
+  const Tensor distinct = Tensor::from_i64({2, 0, 1, -1}, {2, 2});
+  const Tensor repeated = Tensor::from_i64({1, 1, -1, 0}, {2, 2});
+  OnnxBuilder m(16);
+  m.input("x", DType::Float32, x.shape)
+      .input("u", DType::Float32, u.shape)
+      .input("k", DType::Int64, distinct.shape)
+      .initializer("distinct", distinct)
+      .initializer("repeated", repeated)
+      .node("ScatterElements", {"x", "distinct", "u"}, {"set"}, {{"axis", int64_t{1}}})
+      .node("ScatterElements", {"x", "repeated", "u"}, {"add"}, {{"axis", int64_t{-1}}, {"reduction", std::string("add")}})
+      .node("ScatterElements", {"x", "k", "u"}, {"dyn"}, {{"axis", int64_t{1}}})
+      .output("set")
+      .output("add")
+      .output("dyn");
+  auto out = test::run_model(m.save("scatter_elements.onnx"), {{"x", x}, {"u", u}, {"k", distinct}});
+  test::expect_close(out[0], test::make_f32({2, 3}, {20, 1, 10, 3, 30, 40}), 0, 0);
+  test::expect_close(out[1], test::make_f32({2, 3}, {0, 31, 2, 43, 4, 35}), 0, 0);
+  test::expect_close(out[2], test::make_f32({2, 3}, {20, 1, 10, 3, 30, 40}), 0, 0);
+}
+
 }  // namespace
 }  // namespace ts
