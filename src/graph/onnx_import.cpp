@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "graph/const_eval.h"
+#include "graph/einsum_equation.h"
 #include "graph/file_io.h"
 #include "graph/model_check.h"
 
@@ -108,7 +109,8 @@ class Importer {
       // ONNX's message, not lowered from a declared output shape it cannot have.
       infer_shapes(/*strict=*/round == 0);
       if (round == 0) check_model_types(model_, path_, opset_);
-      if (!fold_once()) break;
+      const bool folded = fold_once();
+      if (!complete_einsum_shapes() && !folded) break;
     }
     return build_graph();
   }
@@ -259,6 +261,7 @@ class Importer {
     try {
       // Start from a clean slate so stale value_info of folded nodes cannot linger.
       model_.mutable_graph()->clear_value_info();
+      for (const auto& [name, v] : completed_shapes_) *model_.mutable_graph()->add_value_info() = v;
       onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), o);
     } catch (const std::exception& e) {
       std::string why = e.what();
@@ -300,6 +303,42 @@ class Importer {
     for (const auto& v : g.value_info()) m[v.name()] = &v;
     for (const auto& v : g.output()) m[v.name()] = &v;
     return m;
+  }
+
+  // ONNX infers only the rank of an Einsum's output: once its operands' shapes are known, the
+  // dims come from the equation, declared as value_info in every later inference round. True
+  // when an output shape was completed.
+  bool complete_einsum_shapes() {
+    auto infos = value_infos();
+    bool completed = false;
+    for (int i = 0; i < model_.graph().node_size(); i++) {
+      const auto& p = model_.graph().node(i);
+      if (p.op_type() != "Einsum" || p.output_size() != 1 || completed_shapes_.count(p.output(0))) continue;
+      std::vector<Shape> shapes;
+      for (const auto& name : p.input()) {
+        std::optional<Shape> s;
+        if (const Tensor* t = constant(name)) s = t->shape;
+        else if (infos.count(name)) s = static_shape(*infos[name]);
+        if (!s) break;
+        shapes.push_back(*s);
+      }
+      if (static_cast<int>(shapes.size()) != p.input_size()) continue;
+      const Node n = convert_node(p, i);
+      const Shape out = parse_einsum(n.attr_string("equation", ""), shapes, fmt::format("{}: {}", path_, n.describe()))
+                            .output_shape();
+      onnx::ValueInfoProto v;
+      if (infos.count(p.output(0))) v = *infos[p.output(0)];
+      else if (infos.count(p.input(0))) *v.mutable_type() = infos[p.input(0)]->type();
+      v.set_name(p.output(0));
+      auto* dims = v.mutable_type()->mutable_tensor_type()->mutable_shape();
+      dims->clear_dim();
+      for (int64_t d : out) dims->add_dim()->set_dim_value(d);
+      completed_shapes_[p.output(0)] = v;
+      for (auto& o : *model_.mutable_graph()->mutable_output())
+        if (o.name() == p.output(0)) *o.mutable_type() = v.type();  // outputs are not re-inferred
+      completed = true;
+    }
+    return completed;
   }
 
   // Folds every node whose result is known at compile time; true when something changed.
@@ -427,6 +466,7 @@ class Importer {
   onnx::ModelProto model_;
   int opset_ = 0;
   std::map<std::string, Tensor> consts_;  // parsed initializers and folded values
+  std::map<std::string, onnx::ValueInfoProto> completed_shapes_;  // Einsum outputs typed from their equations
 };
 
 }  // namespace

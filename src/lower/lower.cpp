@@ -190,6 +190,8 @@ const std::map<std::string, LowerFn>& op_registry() {
     register_shape_ops(r);
     register_resize_ops(r);
     register_generate_ops(r);
+    register_quantize_ops(r);
+    register_einsum_ops(r);
     return r;
   }();
   return registry;

@@ -133,5 +133,7 @@ void register_reduce_ops(std::map<std::string, LowerFn>& r);
 void register_shape_ops(std::map<std::string, LowerFn>& r);
 void register_resize_ops(std::map<std::string, LowerFn>& r);
 void register_generate_ops(std::map<std::string, LowerFn>& r);
+void register_quantize_ops(std::map<std::string, LowerFn>& r);
+void register_einsum_ops(std::map<std::string, LowerFn>& r);
 
 }  // namespace ts
