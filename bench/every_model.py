@@ -4,6 +4,7 @@
 
   bench/every_model.py --random 200 --seed 1            # random networks (tensorsched dataset networks)
   bench/every_model.py --torchvision                    # every torchvision model that exports to ONNX
+  bench/every_model.py --torchvision --only 'resnet18|vit_b_16'   # some of them
   bench/every_model.py --models DIR                     # every DIR/*.onnx
 
 Per model and thread count: correct (every output within 1e-3 x max|ORT| + 1e-5 of ORT's, NaN
@@ -119,13 +120,16 @@ def random_models(count, seed, max_ops, out_dir):
     return sorted(glob.glob(os.path.join(out_dir, f"random_{seed}_*.onnx")))
 
 
-def torchvision_models(out_dir):
-    """Every torchvision model (torchvision.models.list_models) exported at its usual input size;
-    a model that does not export is reported by the exporter's message."""
+def torchvision_models(out_dir, only):
+    """Every torchvision model (torchvision.models.list_models) whose name matches `only` (a regex,
+    None: all), exported at its usual input size; a model that does not export is reported by the
+    exporter's message."""
     import torch
     import torchvision
     paths = []
     for name in torchvision.models.list_models():
+        if only and not re.fullmatch(only, name):
+            continue
         size = 299 if "inception" in name else 520 if "segmentation" in name or name.startswith(("fcn", "deeplab", "lraspp")) else 224
         shape = (1, 3, 16, 112, 112) if name in ("r3d_18", "mc3_18", "r2plus1d_18", "s3d", "mvit_v1_b", "mvit_v2_s") else (1, 3, size, size)
         path = os.path.join(out_dir, name + ".onnx")
@@ -144,6 +148,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-ops", type=int, default=200)
     ap.add_argument("--torchvision", action="store_true")
+    ap.add_argument("--only", help="with --torchvision: only the models whose name matches this regex")
     ap.add_argument("--models", help="a folder of ONNX models")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--iters", type=int, default=10)
@@ -158,7 +163,7 @@ def main():
             paths += random_models(a.random, a.seed, a.max_ops, os.path.join(tmp, "random"))
         if a.torchvision:
             os.makedirs(os.path.join(tmp, "tv"))
-            paths += torchvision_models(os.path.join(tmp, "tv"))
+            paths += torchvision_models(os.path.join(tmp, "tv"), a.only)
         if a.models:
             paths += sorted(glob.glob(os.path.join(a.models, "*.onnx")))
         for i, p in enumerate(paths):

@@ -252,7 +252,7 @@ int tune_command(const TuneArgs& a) {
                              s.scheduler_seconds, 100.0 * s.scheduler_seconds / std::max(s.seconds, 1e-9));
   if (s.e2e_tuned_s > 0)
     std::cout << fmt::format("end to end (median of {} runs, same process): default {} ms, tuned {} ms, speedup {:.3f}x\n",
-                             a.e2e_iters, ms(s.e2e_default_s), ms(s.e2e_tuned_s), ratio);
+                             s.e2e_iters, ms(s.e2e_default_s), ms(s.e2e_tuned_s), ratio);
   return exit_code;
 }
 

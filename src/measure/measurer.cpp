@@ -2,6 +2,7 @@
 #include "measure/time_stats.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -85,6 +86,7 @@ int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, con
     double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     if (rc) return halide_failed(rc, fmt::format("timed run {}", i + 1));
     report["times"].push_back(seconds);
+    if (i == 0 && opts.loser_s > 0 && seconds > opts.loser_s) break;
   }
   if (fault == InjectedFault::WrongValues && !call.outputs.empty() && call.outputs[0].size() > 0)
     call.outputs[0].set_f64(0, call.outputs[0].get_f64(0) + 1);
@@ -235,8 +237,12 @@ const MeasureResult& Measurer::reference() { return impl_->reference; }
 
 const Schedule& Measurer::default_schedule() const { return impl_->default_schedule; }
 
-std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& batch) {
+std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& batch, double limit_s) {
   Impl& m = *impl_;
+  const auto batch_t0 = Clock::now();
+  MeasureOptions compile_opts = opts_;
+  const bool limited_compile = limit_s > 0 && (opts_.compile_timeout_s <= 0 || limit_s < opts_.compile_timeout_s);
+  if (limited_compile) compile_opts.compile_timeout_s = limit_s;
   std::vector<MeasureResult> results(batch.size());
   std::map<std::string, size_t> first_of_hash;  // a schedule repeated in the batch is measured once
   std::vector<size_t> to_compile;
@@ -268,12 +274,20 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
     if (!fs::exists(m.cache.object_path(w_, hash)) && hash != m.default_hash)
       for (const auto& f : m.cache.entry_files(w_, hash)) created.push_back(f);
   }
-  std::vector<CompileOutcome> compiled = m.compile(jobs, opts_);
+  const auto compile_t0 = Clock::now();
+  std::vector<CompileOutcome> compiled = m.compile(jobs, compile_opts);
+  const double compile_s = std::chrono::duration<double>(Clock::now() - compile_t0).count();
+  const auto run_t0 = Clock::now();
 
   // Runs one at a time: concurrent runs would disturb each other's timings.
   for (size_t k = 0; k < to_compile.size(); k++) {
     MeasureResult& r = results[to_compile[k]];
-    if (!compiled[k].error.empty()) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - batch_t0).count();
+    if (limit_s > 0 && (elapsed >= limit_s || (limited_compile && !compiled[k].error.empty() &&
+                                               compiled[k].seconds >= 0.95 * limit_s))) {
+      r.cut = true;  // a compile stopped by the limit says nothing about the schedule
+      r.error_message = fmt::format("{}: not measured: the batch's {:.1f} s ran out", m.what, limit_s);
+    } else if (!compiled[k].error.empty()) {
       r.error_kind = "compile_error";
       r.error_message = compiled[k].error;
     } else {
@@ -283,6 +297,8 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
     }
     r.compile_seconds = compiled[k].seconds;
   }
+  spdlog::debug("{}: batch of {}: {} compiled in {:.2f} s, run in {:.2f} s", m.what, batch.size(), jobs.size(),
+                compile_s, std::chrono::duration<double>(Clock::now() - run_t0).count());
   for (size_t i = 0; i < batch.size(); i++) results[i] = results[first_of_hash.at(results[i].schedule_hash)];
 
   if (!opts_.keep_code)
@@ -300,6 +316,8 @@ Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, i
   out.candidate.schedule_hash = s.hash();
   out.default_result.threads = out.candidate.threads = effective_threads(opts_.threads);
   const std::string& hash = out.candidate.schedule_hash;
+  MeasureOptions every_repeat = opts_;  // a confirmation pair times every repeat of both
+  every_repeat.loser_s = 0;
   const std::vector<std::string> code = m.cache.entry_files(w_, hash);
   const bool created = !fs::exists(code[0]) && hash != m.default_hash;
   CompileOutcome compiled = m.compile({{&w_, schedule_fn(s), hash, s.layouts}}, opts_)[0];
@@ -312,8 +330,8 @@ Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, i
     for (int k = 0; k < 2; k++) {
       const bool candidate = (k == 0) == (r % 2 == 1);  // default first in even rounds
       MeasureResult& into = candidate ? out.candidate : out.default_result;
-      MeasureResult x = candidate ? m.run(w_, hash, s.layouts, opts_, InjectedFault::None, nullptr)
-                                  : m.run(w_, m.default_hash, {}, opts_, InjectedFault::None, nullptr);
+      MeasureResult x = candidate ? m.run(w_, hash, s.layouts, every_repeat, InjectedFault::None, nullptr)
+                                  : m.run(w_, m.default_hash, {}, every_repeat, InjectedFault::None, nullptr);
       if (!x.valid()) {
         x.schedule_hash = into.schedule_hash;
         into = x;

@@ -11,7 +11,9 @@
 //  3. Compiled candidates are run one at a time (timings must not disturb each other), each in a
 //     fresh forked worker: warm-up runs, then `repeats` timed runs of the whole workload (before
 //     each, unless MeasureOptions::cold_weights is off, its weights are evicted from the caches,
-//     untimed: measure/cache_flush.h). A signal
+//     untimed: measure/cache_flush.h); a first timed run slower than MeasureOptions::loser_s
+//     ends the repeats there (a sure loser needs no statistics, and its repeats would eat a
+//     tuning budget). A signal
 //     is `crash`, exceeding the run timeout is `timeout`, a non-zero Halide return code is
 //     `runtime_error` (with Halide's message), outputs differing from the reference beyond
 //     rtol/atol are `wrong_answer`.
@@ -36,6 +38,7 @@ struct MeasureOptions {
   bool cold_weights = true;          // evict the workload's weights (constant inputs) from the caches before every run, as in a network
   double compile_timeout_s = 120;    // per candidate compile
   double run_timeout_s = 20;         // per candidate: warm-up + repeats + check
+  double loser_s = 0;                // a first timed run slower than this ends the repeats: a sure loser is timed once (0 = off)
   int compile_jobs = 0;              // parallel compile workers; 0 = hardware threads
   int threads = 0;                   // Halide threads while running; 0 = Halide's default
   double rtol = 1e-3;                // output check: |a - b| <= atol + rtol * |ref|
@@ -56,7 +59,8 @@ struct MeasureResult {
   int threads = 0;                   // Halide threads it ran with (MeasureOptions::threads resolved)
   std::string error_kind;            // "" or one of kRecordErrorKinds (records_db.h)
   std::string error_message;         // why, when error_kind is set
-  bool valid() const { return error_kind.empty(); }
+  bool cut = false;                  // not measured: its batch's time limit came first (not a record)
+  bool valid() const { return error_kind.empty() && !cut; }
 };
 
 class Measurer {
@@ -71,14 +75,18 @@ class Measurer {
   const MeasureOptions& options() const { return opts_; }
   // Run timeout of later candidates (e.g. a multiple of the reference's time).
   void set_run_timeout(double seconds) { opts_.run_timeout_s = seconds; }
+  // Later candidates whose first timed run exceeds `seconds` are timed once (0 = every repeat).
+  void set_loser_time(double seconds) { opts_.loser_s = seconds; }
   // Halide threads of later runs (0 = Halide's default): a schedule's rank can change with them.
   void set_threads(int threads) { opts_.threads = threads; }
   // The default schedule measured like a candidate (by the constructor).
   const MeasureResult& reference();
   // The default rule's schedule of the workload, whose code the reference runs.
   const Schedule& default_schedule() const;
-  // Measures a batch; results in the batch's order.
-  std::vector<MeasureResult> measure_batch(const std::vector<Schedule>& batch);
+  // Measures a batch; results in the batch's order. With `limit_s` > 0 the batch ends within
+  // about that many seconds: compiles stop at it, runs do not start past it; what that leaves
+  // unmeasured comes back `cut`.
+  std::vector<MeasureResult> measure_batch(const std::vector<Schedule>& batch, double limit_s = 0);
 
   // A winner re-measured against the default before it is reported or used: `rounds` rounds,
   // each running the default and `s` (compiled once) in fresh workers, alternating which goes

@@ -1,5 +1,6 @@
-// The sequential task scheduler: one task at a time, heaviest first (count x default time), each
-// given its whole share before the next. A time share is the time left x the task's weight /
+// The sequential task scheduler: one task at a time, cliffs first (is_cliff: far below peak,
+// where tuning pays most), then heaviest first (count x default time), each given its whole share
+// before the next. A time share is the time left x the task's weight /
 // the weight of the tasks not yet tuned, so time an earlier task did not use (or overran) passes
 // on. A trial share is the budget per task less the task's trials recorded by earlier runs.
 #include <algorithm>
@@ -18,8 +19,10 @@ class SequentialScheduler : public TaskScheduler {
   std::optional<Slot> next(std::vector<Task>& tasks, const BudgetLeft& left) override {
     if (!ordered_) {
       for (size_t i = 0; i < tasks.size(); i++) order_.push_back(i);
-      std::stable_sort(order_.begin(), order_.end(),
-                       [&](size_t a, size_t b) { return weight(tasks[a]) > weight(tasks[b]); });
+      std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
+        const bool ca = is_cliff(tasks[a], o_.peak_flops), cb = is_cliff(tasks[b], o_.peak_flops);
+        return ca != cb ? ca : weight(tasks[a]) > weight(tasks[b]);
+      });
       ordered_ = true;
     }
     for (; pos_ < order_.size(); pos_++) {
@@ -52,7 +55,7 @@ class SequentialScheduler : public TaskScheduler {
  private:
   static double weight(const Task& t) { return t.count * t.default_s; }
   SchedulerOptions o_;
-  std::vector<size_t> order_;  // task indices, heaviest first
+  std::vector<size_t> order_;  // task indices, cliffs first, then heaviest first
   size_t pos_ = 0;             // the task being tuned
   bool ordered_ = false;
 };

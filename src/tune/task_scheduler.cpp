@@ -41,6 +41,11 @@ double normalized_throughput(const Task& t, double best_s, double peak_flops) {
   return t.flops / best_s / peak_flops;
 }
 
+bool is_cliff(const Task& t, double peak_flops) {
+  return t.flops >= kCliffMinFlops && peak_flops > 0 &&
+         normalized_throughput(t, t.default_s, peak_flops) < kCliffPeakFraction;
+}
+
 bool stopped_improving(const Task& t, int patience) {
   if (patience <= 0 || t.curve.size() <= static_cast<size_t>(patience)) return false;
   const double before = t.curve[t.curve.size() - 1 - static_cast<size_t>(patience)].best_s;

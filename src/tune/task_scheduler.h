@@ -73,6 +73,12 @@ Slot default_slot(size_t task, const SchedulerOptions& o, const BudgetLeft& left
 // A task's throughput normalized by the peak (its best, else its default): the y of its curve.
 double normalized_throughput(const Task& t, double best_s, double peak_flops);
 
+// A cliff: a task of at least kCliffMinFlops whose default runs below kCliffPeakFraction of the
+// peak, where tuning pays most (the sequential scheduler tunes cliffs first).
+inline constexpr double kCliffMinFlops = 20e6;
+inline constexpr double kCliffPeakFraction = 0.25;
+bool is_cliff(const Task& t, double peak_flops);
+
 // Whether a task improved its best by more than 0.5% over its last `patience` slots.
 bool stopped_improving(const Task& t, int patience);
 

@@ -167,7 +167,15 @@ struct TaskRun {
   std::mt19937_64 rng;
   bool taught = false;  // the policy has seen the database's records of the task
   double batch_s = 0;   // the last batch's duration (a batch that would end past its slot is not started)
+  double candidate_s = 0;  // the last batch's seconds per candidate (compile share + runs)
 };
+
+// Seconds one more candidate of `t` is expected to take: the last batch's rate, or before any,
+// a compile and the default's warm-up and repeats.
+double candidate_estimate(const Task& t, const TaskRun& run, const TuneOptions& opts) {
+  if (run.candidate_s > 0) return run.candidate_s;
+  return 1.0 + (opts.measure.warmup + opts.measure.repeats) * t.default_s;
+}
 
 // The machine's peak FLOP/s as the schedulers normalize curves with: float32 lanes x 2 (FMA) x 2
 // (pipes) x 3 GHz x cores. An estimate: only dynatune's prior (throughput below peak) reads it.
@@ -213,7 +221,7 @@ void teach(SearchPolicy& policy, const SearchTask& st, const RecordsDB& db) {
 // policy, until the slot's trials or seconds are spent, the policy has nothing new (the task is
 // then exhausted and finished) or the run is stopped. Returns how many schedules it measured.
 int run_slot(Task& t, TaskRun& run, const Slot& slot, SearchPolicy& policy, RecordsDB& db, size_t batch,
-             const TuneOptions& opts, const std::function<void()>& report) {
+             const TuneOptions& opts, Clock::time_point deadline, const std::function<void()>& report) {
   if (!run.taught) {
     teach(policy, run.search, db);
     run.taught = true;
@@ -225,6 +233,18 @@ int run_slot(Task& t, TaskRun& run, const Slot& slot, SearchPolicy& policy, Reco
     if (slot.trials <= 0 && seconds_since(slot_t0) + run.batch_s >= slot.seconds && measured > 0) break;
     size_t n = batch;
     if (slot.trials > 0) n = std::min<size_t>(n, static_cast<size_t>(slot.trials - measured));
+    if (slot.trials <= 0) {
+      // A time budget holds only the candidates that fit before its deadline.
+      const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+      const double each = candidate_estimate(t, run, opts);
+      const size_t fit = left > 0 ? static_cast<size_t>(left / each) : 0;
+      if (fit == 0) {
+        spdlog::info("tune: {} ({}): a candidate takes about {:.1f} s and {:.1f} s of the budget are left: its slot ends",
+                     t.w->name, t.w->key_hash(), each, std::max(0.0, left));
+        break;
+      }
+      n = std::min(n, fit);
+    }
     const auto batch_t0 = Clock::now();
     std::vector<Schedule> proposals = policy.propose(run.search, n, run.rng);
     if (proposals.empty()) {  // the policy has nothing new for this task
@@ -232,8 +252,20 @@ int run_slot(Task& t, TaskRun& run, const Slot& slot, SearchPolicy& policy, Reco
       t.finished = true;
       break;
     }
-    std::vector<MeasureResult> results = t.measurer->measure_batch(proposals);
+    const double limit_s =
+        slot.trials > 0 ? 0.0 : std::max(1e-3, std::chrono::duration<double>(deadline - Clock::now()).count());
+    std::vector<MeasureResult> results = t.measurer->measure_batch(proposals, limit_s);
     if (opts.stop && opts.stop->load()) break;  // its workers were interrupted too: not measurements
+    // Candidates the budget's end cut off are not measurements: neither recorded nor observed.
+    const size_t proposed = proposals.size();
+    for (size_t k = proposals.size(); k-- > 0;)
+      if (results[k].cut) {
+        proposals.erase(proposals.begin() + static_cast<std::ptrdiff_t>(k));
+        results.erase(results.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    if (proposals.size() < proposed)
+      spdlog::info("tune: {} ({}): the budget ended during a batch: {} of its {} candidates not measured", t.w->name,
+                   t.w->key_hash(), proposed - proposals.size(), proposed);
     std::vector<Record> records;
     for (size_t k = 0; k < proposals.size(); k++)
       records.push_back(make_record(*t.w, proposals[k], results[k], policy.name(), t.features.get()));
@@ -245,7 +277,9 @@ int run_slot(Task& t, TaskRun& run, const Slot& slot, SearchPolicy& policy, Reco
     t.trials += static_cast<int>(proposals.size());
     t.summary.measured_now += static_cast<int>(proposals.size());
     run.batch_s = seconds_since(batch_t0);
+    run.candidate_s = run.batch_s / static_cast<double>(std::max<size_t>(1, proposals.size()));
     report();
+    if (proposals.size() < proposed) break;
   }
   return measured;
 }
@@ -380,8 +414,12 @@ std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const std::st
       t.default_s = ref.median;
       db.add_if_absent(make_record(*t.w, t.measurer->default_schedule(), ref, "default", t.features.get()));
       // Candidates much slower than the default are not worth their run time.
-      t.measurer->set_run_timeout(
-          std::max(2.0, opts.slow_factor * ref.median * (opts.measure.repeats + opts.measure.warmup) + 1.0));
+      // A candidate's first timed run past loser_factor x the default ends its repeats; the run
+      // timeout stops one past slow_factor x in its warm-up and that run.
+      t.measurer->set_loser_time(opts.loser_factor * ref.median);
+      t.measurer->set_run_timeout(std::max(
+          2.0, ref.median * std::max(opts.loser_factor * (opts.measure.repeats + opts.measure.warmup), 2 * opts.slow_factor) +
+                   1.0));
       auto best = db.best(t.w->exact_key, 1);
       t.best_s = best.empty() ? t.default_s : std::min(t.default_s, best[0].median);
       for (const auto& r : db.records(t.w->exact_key)) t.trials += r.policy == policy;
@@ -460,7 +498,9 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
   so.slot_seconds = opts.slot_seconds;
   if (opts.trials <= 0 && so.slot_seconds <= 0)
     so.slot_seconds = std::max(2.0, (opts.seconds - seconds_since(t0) - e2e_reserve) / (10.0 * std::max<size_t>(1, active)));
-  so.peak_flops = estimated_peak_flops();
+  // The peak of the cores the candidates run on.
+  so.peak_flops = estimated_peak_flops() * effective_threads(opts.measure.threads) /
+                  std::max(1u, std::thread::hardware_concurrency());
   so.seed = opts.seed;
   std::unique_ptr<TaskScheduler> scheduler = make_task_scheduler(opts.scheduler, so);
 
@@ -496,7 +536,10 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
     };
     report();
     const auto slot_t0 = Clock::now();
-    const int measured = run_slot(t, runs[slot->task], *slot, policy, db, batch, opts, report);
+    const auto deadline = opts.trials > 0 ? Clock::time_point::max()
+                                          : Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                               std::chrono::duration<double>(left.seconds));
+    const int measured = run_slot(t, runs[slot->task], *slot, policy, db, batch, opts, deadline, report);
     sum.measured_now += measured;
     trials_left -= measured;
     t.summary.slots++;
@@ -520,9 +563,21 @@ TuneSummary tune_model(const Graph& g, RecordsDB& db, SearchPolicy& policy, cons
                                     [](const std::string& line) { spdlog::info("tune in the network: {}", line); });
     sum.stopped = stopped();
   }
-  if (opts.e2e_iters > 0 && !sum.stopped)
+  if (opts.e2e_iters > 0 && !sum.stopped) {
+    int iters = opts.e2e_iters;
+    if (opts.trials <= 0) {
+      // Both versions alternate: as many runs as the budget still holds (at least 3 of each).
+      const double left = opts.seconds - seconds_since(t0) - 1.0, per_iter = 2.0 * 1.5 * initial_latency;
+      if (per_iter > 0 && iters * per_iter > left) {
+        iters = std::max(3, static_cast<int>(left / per_iter));
+        spdlog::info("tune: end to end: {} runs of each version fit the {:.1f} s left of the budget (not {})", iters,
+                     std::max(0.0, left), opts.e2e_iters);
+      }
+    }
     std::tie(sum.e2e_default_s, sum.e2e_tuned_s) =
-        end_to_end(g, part, db, opts.measure.cache_root, effective_threads(opts.e2e_threads), opts.e2e_iters);
+        end_to_end(g, part, db, opts.measure.cache_root, effective_threads(opts.e2e_threads), iters);
+    sum.e2e_iters = iters;
+  }
   return sum;
 }
 

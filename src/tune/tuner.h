@@ -45,6 +45,7 @@ struct TuneOptions {
   uint64_t seed = 0;              // seeds each task's proposal generator (with its key)
   int batch = 0;                  // schedules per measured batch (0 = compile jobs, at least 2)
   double slow_factor = 20;        // a candidate's runs are stopped past this multiple of the default's time
+  double loser_factor = 3;        // a candidate whose first timed run exceeds this multiple of the default's is timed once
   MeasureOptions measure;         // repeats, timeouts, jobs, threads, cache, test faults
   int e2e_iters = 20;             // end-to-end runs of each model version for the summary (0 = skip)
   int e2e_threads = 0;            // Halide threads for them (0 = default)
@@ -78,6 +79,7 @@ struct TuneSummary {
   double seconds = 0;             // wall time of the tuning loop
   double e2e_default_s = 0;       // median model latency with default schedules (0 when skipped)
   double e2e_tuned_s = 0;         // with the best record per workload
+  int e2e_iters = 0;              // runs of each version behind those medians (a time budget may cut them)
   int tuned_workloads = 0;        // workloads whose best record is not the default
   bool stopped = false;           // TuneOptions::stop ended the run early (nothing after it was recorded)
   std::string scheduler;          // the task scheduler's name

@@ -109,6 +109,34 @@ TEST(Measurer, RemeasuresACandidateAgainstTheDefaultInRounds) {
   EXPECT_TRUE(bad.candidate.times.empty());
 }
 
+// A first timed run past the loser time ends a candidate's repeats (confirmation pairs still
+// time all of theirs); a batch given a time limit it cannot meet comes back cut, not as errors.
+TEST(Measurer, SureLosersAreTimedOnceAndALimitedBatchIsCut) {
+  const Workload w = test::matmul_relu_workload();
+  MeasureOptions opts = test_options();
+  opts.repeats = 3;
+  Measurer m(w, opts);
+  m.set_loser_time(1e-9);  // every candidate is a sure loser
+  const Schedule good = test::matmul_relu_schedule(w, 8, true);
+  auto once = m.measure_batch({good});
+  ASSERT_TRUE(once[0].valid()) << once[0].error_message;
+  EXPECT_EQ(once[0].times.size(), 1u);
+  EXPECT_EQ(once[0].median, once[0].times[0]);
+  Measurer::Remeasurement r = m.remeasure_against_default(good, 2);
+  ASSERT_TRUE(r.candidate.valid()) << r.candidate.error_message;
+  EXPECT_EQ(r.candidate.times.size(), 6u);
+  EXPECT_EQ(r.default_result.times.size(), 6u);
+
+  auto cut = m.measure_batch({test::matmul_relu_schedule(w, 4, false), test::matmul_relu_schedule(w, 16, false)}, 0.01);
+  ASSERT_EQ(cut.size(), 2u);
+  for (const auto& c : cut) {
+    EXPECT_TRUE(c.cut);
+    EXPECT_FALSE(c.valid());
+    EXPECT_TRUE(c.error_kind.empty()) << c.error_kind;  // not a fault of the schedule
+    EXPECT_TRUE(c.times.empty());
+  }
+}
+
 TEST(Measurer, FaultsBecomeErrorsAndTuningContinues) {
   const Workload w = test::matmul_relu_workload();
   MeasureOptions opts = test_options();

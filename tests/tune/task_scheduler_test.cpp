@@ -71,6 +71,30 @@ TEST(SequentialScheduler, GivesEachTaskItsWholeShareHeaviestFirst) {
   EXPECT_FALSE(s->next(f.tasks, {1.0, 0}));
 }
 
+// A conv of >= 20 MFLOP at 2% of the peak comes before a heavier one at 60%; a small workload
+// below peak (under 20 MFLOP) is no cliff and keeps its place by weight.
+TEST(SequentialScheduler, TunesCliffsFirst) {
+  Fixture f;
+  const double peak = 100e9;
+  f.add(1, 600e6, 10e-3);  // 60% of peak, weight 10 ms
+  f.add(1, 100e6, 50e-3);  // 2%: a cliff, weight 50 ms
+  f.add(1, 40e6, 2e-3);    // 20%: a cliff, weight 2 ms
+  f.add(1, 1e6, 20e-3);    // 0.05%, but 1 MFLOP
+  f.wire();
+  EXPECT_TRUE(is_cliff(f.tasks[1], peak));
+  EXPECT_FALSE(is_cliff(f.tasks[0], peak));
+  EXPECT_FALSE(is_cliff(f.tasks[3], peak));
+  SchedulerOptions o;
+  o.peak_flops = peak;
+  auto s = make_sequential_scheduler(o);
+  std::vector<size_t> order;
+  while (auto slot = s->next(f.tasks, {100.0, 0})) {
+    order.push_back(slot->task);
+    f.run(*s, *slot, 1, f.tasks[slot->task].default_s);
+  }
+  EXPECT_EQ(order, (std::vector<size_t>{1, 2, 3, 0}));
+}
+
 TEST(SequentialScheduler, TrialSharesCountEarlierRuns) {
   Fixture f;
   f.add(1, 1e6, 1e-3);

@@ -310,6 +310,34 @@ TEST(Tuner, RerunResumesWithoutMeasuringTwice) {
 }
 
 // A policy with nothing new to propose ends its task early, and the summary says why.
+// A time budget holds when candidates are slow: a 43 GFLOP conv whose random candidates take
+// seconds to compile and up to seconds a run. Batches that cannot fit are cut (not recorded),
+// sure losers are timed once, and the end-to-end comparison runs what the budget still holds.
+TEST(Tuner, ATimeBudgetHoldsWhenCandidatesAreSlow) {
+  const auto dir = test::temp_dir();
+  test::OnnxBuilder m(13);
+  m.input("x", DType::Float32, {1, 128, 384, 384})
+      .initializer("w", test::rand_f32({128, 128, 3, 3}, 7))
+      .node("Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Relu", {"c"}, {"y"})
+      .output("y");
+  Graph g = test::import_model(m.save("slow_conv.onnx"));
+  RecordsDB db((dir / "records.db").string());
+  TuneOptions o;
+  o.measure.cache_root = (dir / "cache").string();
+  o.measure.threads = 1;
+  o.seconds = 20;
+  RandomSearch policy;
+  const auto t0 = std::chrono::steady_clock::now();
+  TuneSummary s = tune_model(g, db, policy, o);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LE(wall, 1.1 * o.seconds) << "measured " << s.measured_now << " schedules";
+  EXPECT_GT(s.e2e_iters, 0);
+  // Every record is a measurement or an error of the schedule: nothing cut was recorded.
+  for (const auto& w : db.workloads())
+    for (const Record& r : db.records(w.exact_key)) EXPECT_TRUE(!r.valid() || !r.times.empty()) << r.policy;
+}
+
 TEST(Tuner, AnExhaustedSpaceIsReportedNotSilent) {
   const auto dir = test::temp_dir();
   Graph g = test::import_model(test::save_matmul_relu_model());
