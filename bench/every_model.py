@@ -131,11 +131,16 @@ def torchvision_models(out_dir, only):
         if only and not re.fullmatch(only, name):
             continue
         size = 299 if "inception" in name else 520 if "segmentation" in name or name.startswith(("fcn", "deeplab", "lraspp")) else 224
-        shape = (1, 3, 16, 112, 112) if name in ("r3d_18", "mc3_18", "r2plus1d_18", "s3d", "mvit_v1_b", "mvit_v2_s") else (1, 3, size, size)
+        shape = (1, 3, 16, 224, 224) if name.startswith("mvit") else \
+            (1, 3, 16, 112, 112) if name in ("r3d_18", "mc3_18", "r2plus1d_18", "s3d") else (1, 3, size, size)
+        example = (torch.rand(shape), torch.rand(shape)) if name.startswith("raft") else torch.rand(shape)  # two frames
         path = os.path.join(out_dir, name + ".onnx")
         try:
-            model = torchvision.models.get_model(name, weights=None).eval()
-            torch.onnx.export(model, torch.rand(shape), path, opset_version=17, do_constant_folding=True)
+            try:  # segmentation and detection models fetch a pretrained backbone unless told not to
+                model = torchvision.models.get_model(name, weights=None, weights_backbone=None).eval()
+            except TypeError:
+                model = torchvision.models.get_model(name, weights=None).eval()
+            torch.onnx.export(model, example, path, opset_version=17, do_constant_folding=True)
             paths.append(path)
         except Exception as e:  # noqa: BLE001 - the exporter's own reason is the finding
             print(f"{name}: does not export: {str(e).splitlines()[0][:160]}", flush=True)

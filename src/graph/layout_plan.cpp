@@ -424,8 +424,9 @@ std::set<std::string> half_block_tensors(const Graph& g, int64_t block) {
   return halved;
 }
 
-// Convs the rule leaves plain that run slowly so (group 1, narrow rows and a long reduction, of at
-// least kMinConvertedConvFlops) write a blocked twin instead, with zero filters up to whole
+// Convs the rule leaves plain that run slowly so (group 1, a long reduction, narrow rows or an
+// activation read with kMinConvFlopsPerConvertedValue per output value, of at least
+// kMinConvertedConvFlops) write a blocked twin instead, with zero filters up to whole
 // blocks where their channels do not block, and a Slice of the real channels (a conversion step,
 // marked kUnpadAttr) writes the plain tensor their readers read (layout_plan.h). Returns the
 // twins with their blocks.
@@ -443,7 +444,15 @@ std::map<std::string, int64_t> block_slow_plain_convs(Graph& g, int64_t block, c
         g.tensor(y).dtype != DType::Float32 || (bias && !g.tensor(a.inputs[2]).value))
       continue;
     const int64_t reduction = num_elements(w.shape) / std::max<int64_t>(w.shape[0], 1);
-    if (!narrow_rows(g, a, block) || reduction < kMinReductionToConvert || node_flops(g, a) < kMinConvertedConvFlops) continue;
+    // As at a graph output (convert_outputs_at_convs): rows too narrow for vectors, or an
+    // activation read (blocked, most likely) by a conv writing plain, which gathers its input
+    // per vector (a 3x3 conv of 64 -> 128 channels over 80 x 80 feeding a Reshape: 36 GFLOP/s
+    // plain, 277 blocked; a 2x2 one whose output outgrows its input: 4).
+    const bool reads_activation = std::find(g.inputs.begin(), g.inputs.end(), a.inputs[0]) == g.inputs.end();
+    const double per_value = static_cast<double>(node_flops(g, a)) / static_cast<double>(num_elements(shape));
+    if (!(narrow_rows(g, a, block) || (reads_activation && per_value >= kMinConvFlopsPerConvertedValue)) ||
+        reduction < kMinReductionToConvert || node_flops(g, a) < kMinConvertedConvFlops)
+      continue;
     // A whole vector per block unless half a vector pads far fewer channels (5 -> 8, not 16).
     const int64_t c = shape[1], full = (c + block - 1) / block * block, half = block >= 8 ? (c + block / 2 - 1) / (block / 2) * (block / 2) : full;
     const int64_t wide = full == half || (full - c) * kMaxChannelPadding <= c ? full : half;

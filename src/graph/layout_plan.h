@@ -43,12 +43,15 @@
 //
 // Convs that run slowly plain: a Conv (group 1, constant weight) whose output the rule leaves
 // plain (channels that do not block, a reader that reads plain only: Reshape, a graph output)
-// and whose rows are narrow with a reduction of at least kMinReductionToConvert and
-// kMinConvertedConvFlops writes a blocked twin instead, its channels padded with zero filters to
+// with a reduction of at least kMinReductionToConvert and kMinConvertedConvFlops, whose rows are
+// narrow or which reads an activation with kMinConvFlopsPerConvertedValue FLOPs per output value
+// (as convert_outputs_at_convs decides at a graph output), writes a blocked twin instead, its channels padded with zero filters to
 // whole blocks (half blocks where those pad far fewer), and a conversion step writes the plain
 // tensor: an Identity, or a Slice of the real channels (marked kUnpadAttr, the only Slice that
 // reads a blocked tensor). Plain, such a conv vectorizes along rows of 1-3 outputs: a 5x1 conv
-// over 246 channels of a 21 x 5 map ran at 3.4 GFLOP/s with 73 channels, 72 with 80 blocked.
+// over 246 channels of a 21 x 5 map ran at 3.4 GFLOP/s with 73 channels, 72 with 80 blocked;
+// with wide rows, plain, it gathers its blocked input per vector (a 3x3 conv of 64 -> 128
+// channels over 80 x 80 read by a Reshape: 36 GFLOP/s plain, 277 blocked).
 //
 // Matmul panels: the constant B of a MatMul or Gemm of more than 4 rows whose N is a multiple of
 // the panel width (two vectors: a register tile's columns) is stored transposed, [N, K], with N

@@ -479,9 +479,6 @@ int flatten_matmul_rows(Graph& g) {
   return done;
 }
 
-namespace {
-
-// A Transpose node of `from` to `to` by `perm`; `to` is added to g.
 Node transpose_node(Graph& g, const std::string& from, const std::string& to, std::vector<int64_t> perm) {
   const TensorInfo& in = g.tensor(from);
   Shape s;
@@ -495,6 +492,8 @@ Node transpose_node(Graph& g, const std::string& from, const std::string& to, st
   t.attrs["perm"] = Attribute{std::move(perm)};
   return t;
 }
+
+namespace {
 
 // Whether conv n cuts its input in disjoint patches that patches_to_matmul rewrites (passes.h).
 constexpr int64_t kMaxPatchChannels = 4;  // an image's channels: more would block (graph/layout_plan.h)
@@ -628,6 +627,7 @@ void run_default_passes(Graph& g) {
   fold_constants(g);
   remove_identity_ops(g);
   fold_batchnorm_into_conv(g);
+  transposed_convs_to_phases(g);
   drop_padding_taps(g);
   pretranspose_gemm_weights(g);
   patches_to_matmul(g);

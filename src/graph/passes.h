@@ -17,6 +17,13 @@ int fold_batchnorm_into_conv(Graph& g);
 // A tap cut to one needs no dilation. Such taps otherwise ran every MAC on zeros (a 3x3 conv of
 // dilation 24 over a 14 x 14 map computes 9 taps of which 1 reads the map). Returns the convs cut.
 int drop_padding_taps(Graph& g);
+// A strided ConvTranspose (one group, no dilation, constant weights and bias, pads that only cut)
+// becomes one Conv per output phase (graph/conv_transpose_phases.cpp): a stride-1 Conv of Cout x
+// S output channels (S = the product of the strides) whose ceil(K / s) taps per axis are the
+// kernel's taps of that phase, flipped; Reshape, Transpose and Reshape interleave the phases (one
+// copy step) and a Slice drops the pads. Lowered directly it was a correlation over the input
+// stuffed with zeros, S times the multiply-adds, most of them on zeros. Returns the rewrites.
+int transposed_convs_to_phases(Graph& g);
 // Gemm with transB = 1 and a constant B over more than 4 rows of A: B is transposed once here
 // and transB cleared, so the product reads B's rows along the output columns (dense vectors)
 // instead of gathering a column per vector. Returns the Gemms rewritten.
@@ -65,6 +72,8 @@ bool is_graph_output(const Graph& g, const std::string& name);
 // A Reshape node of `from` to `to` (shape `s`); its shape constant and `to`'s info are added to
 // g (the caller inserts the node).
 Node reshape_node(Graph& g, const std::string& from, const std::string& to, const Shape& s);
+// A Transpose node of `from` to `to` by `perm`; `to`'s info is added to g.
+Node transpose_node(Graph& g, const std::string& from, const std::string& to, std::vector<int64_t> perm);
 // Removes nodes whose outputs nothing reads; returns nodes removed.
 int remove_dead_nodes(Graph& g);
 

@@ -306,6 +306,36 @@ TEST(LayoutPlan, ConvsThatRunSlowlyPlainWriteBlockedTwins) {
   EXPECT_EQ(expect_compiled_matches_plain(plain, g, 11).size(), 3u);
 }
 
+// With rows of several vectors too: a conv reading an activation for a plain-only reader (the
+// phase conv of a ConvTranspose, read by its interleaving Reshape) writes a blocked twin; the
+// same conv with a reduction of 8 stays plain.
+TEST(LayoutPlan, WideConvsReadingActivationsWriteBlockedTwins) {
+  Graph plain = [] {
+    OnnxBuilder m(13);
+    m.input("x", DType::Float32, {1, 16, 6, 40})
+        .initializer("w_d", test::rand_f32({24, 16, 3, 3}, 51))
+        .initializer("w_e", test::rand_f32({24, 8, 1, 1}, 52))
+        .initializer("shape", Tensor::from_i64({1, 24, 240}, {3}))
+        .node("Relu", {"x"}, {"r"})
+        .node("Conv", {"r", "w_d"}, {"d"}, {{"pads", V{1, 1, 1, 1}}})
+        .node("Reshape", {"d", "shape"}, {"y"})
+        .node("Slice", {"r", "starts", "ends", "axes"}, {"r8"})
+        .node("Conv", {"r8", "w_e"}, {"e"})
+        .node("Reshape", {"e", "shape"}, {"z"})
+        .output("y")
+        .output("z");
+    m.initializer("starts", Tensor::from_i64({0}, {1})).initializer("ends", Tensor::from_i64({8}, {1}))
+        .initializer("axes", Tensor::from_i64({1}, {1}));
+    return test::import_model(m.save("wide_plain.onnx"));
+  }();
+  Graph g = plain;
+  EXPECT_EQ(plan_layouts(g, 16).slow_plain_convs, 1);
+  EXPECT_EQ(g.tensor("d::blocked").shape, (Shape{1, 24, 6, 40}));  // 24 channels: blocks of 8
+  EXPECT_EQ(g.tensor("d::blocked").layout, (Layout{1, 8}));
+  EXPECT_FALSE(g.tensors.count("e::blocked"));
+  EXPECT_EQ(expect_compiled_matches_plain(plain, g, 12).size(), 2u);
+}
+
 // A ConvNeXt block after a stem conv: depthwise 7x7 conv, permute to channels-last, LayerNorm,
 // MLP, permute back, layer scale and residual add. The permutes read and write channel blocks as
 // dense vectors, so the whole channels-first part is blocked and the compiled model runs the

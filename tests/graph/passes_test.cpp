@@ -345,6 +345,50 @@ TEST(Passes, ConvTapsThatReadOnlyPaddingAreDropped) {
   }
 }
 
+// Strided ConvTransposes become phase convs with the same outputs: strides that divide the
+// kernel and that do not (missing taps), output padding, pads cut by a Slice, output_shape and
+// SAME padding, 1-D and 3-D; a stride-1 one, a grouped one and a dilated one stay.
+TEST(Passes, StridedConvTransposesBecomePhaseConvs) {
+  struct Case {
+    Shape x, w;
+    std::map<std::string, test::AttrValue> attrs;
+    bool rewritten;
+  };
+  using V = std::vector<int64_t>;
+  const std::vector<Case> cases = {
+      {{1, 4, 5, 6}, {4, 3, 4, 4}, {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}}, true},            // U-Net's 4x4 / 2
+      {{1, 3, 5, 4}, {3, 5, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}, {"output_padding", V{1, 1}}}, true},
+      {{1, 2, 4, 3}, {2, 3, 3, 2}, {{"strides", V{3, 2}}}, true},                                    // K < s on one axis
+      {{1, 2, 4, 4}, {2, 2, 3, 3}, {{"strides", V{2, 2}}, {"output_shape", V{9, 8}}}, true},
+      {{1, 2, 3, 3}, {2, 2, 3, 3}, {{"strides", V{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}, true},
+      {{1, 2, 7}, {2, 4, 5}, {{"strides", V{2}}, {"pads", V{2, 1}}}, true},                           // 1-D
+      {{1, 2, 3, 3, 4}, {2, 2, 2, 3, 3}, {{"strides", V{2, 2, 1}}, {"pads", V{0, 1, 1, 0, 1, 1}}}, true},  // 3-D
+      {{1, 2, 5, 5}, {2, 3, 3, 3}, {{"strides", V{1, 1}}}, false},
+      {{1, 4, 5, 5}, {4, 1, 3, 3}, {{"strides", V{2, 2}}, {"group", int64_t{4}}}, false},
+      {{1, 2, 5, 5}, {2, 3, 3, 3}, {{"strides", V{2, 2}}, {"dilations", V{2, 2}}}, false},
+  };
+  for (size_t k = 0; k < cases.size(); k++) {
+    const Case& c = cases[k];
+    const int64_t cout = c.w[1] * (c.attrs.count("group") ? 4 : 1);  // weight [Cin, Cout / group, k...]
+    OnnxBuilder b(13);
+    b.input("x", DType::Float32, c.x)
+        .initializer("w", test::rand_f32(c.w, 3))
+        .initializer("bias", test::rand_f32({cout}, 4))
+        .node("ConvTranspose", {"x", "w", "bias"}, {"y"}, c.attrs)
+        .output("y");
+    Graph before = import_raw(b.save(fmt::format("phases{}.onnx", k)));
+    Graph after = before;
+    EXPECT_EQ(transposed_convs_to_phases(after), c.rewritten ? 1 : 0) << k;
+    EXPECT_EQ(transposed_convs_to_phases(after), 0) << k;
+    if (c.rewritten) {
+      EXPECT_EQ(after.nodes[0].op, "Conv") << k;
+      EXPECT_EQ(std::count_if(after.nodes.begin(), after.nodes.end(), [](const Node& n) { return n.op == "ConvTranspose"; }), 0);
+    }
+    EXPECT_EQ(after.tensor("y").shape, before.tensor("y").shape) << k;
+    expect_same_results(before, after, 3, fmt::format("case {}", k));
+  }
+}
+
 TEST(Passes, RemovesDropoutAndDeadNodes) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {4})
