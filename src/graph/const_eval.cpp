@@ -379,6 +379,16 @@ std::optional<std::vector<Tensor>> eval_constant_node(const Node& n, int opset,
                  if (v[1] == 0) throw Error(fmt::format("{}: integer division by zero", n.describe()));
                  return v[0] / v[1];
                });
+  if (op == "Mod") {
+    // fmod = 0 (integers only): the remainder takes the divisor's sign, as Python's %; fmod = 1: C's.
+    const bool c_style = n.attr_int("fmod", 0) != 0;
+    return map(t0, [c_style](const VF& v) { const double r = std::fmod(v[0], v[1]); return c_style || r == 0 || (r < 0) == (v[1] < 0) ? r : r + v[1]; },
+               [&, c_style](const VI& v) {
+                 if (v[1] == 0) throw Error(fmt::format("{}: integer modulo by zero", n.describe()));
+                 const int64_t r = v[0] % v[1];
+                 return c_style || r == 0 || (r < 0) == (v[1] < 0) ? r : r + v[1];
+               });
+  }
   if (op == "Equal") return map(DType::Bool, [](const VF& v) { return double(v[0] == v[1]); }, [](const VI& v) { return int64_t(v[0] == v[1]); });
   if (op == "Less") return map(DType::Bool, [](const VF& v) { return double(v[0] < v[1]); }, [](const VI& v) { return int64_t(v[0] < v[1]); });
   if (op == "Greater") return map(DType::Bool, [](const VF& v) { return double(v[0] > v[1]); }, [](const VI& v) { return int64_t(v[0] > v[1]); });

@@ -50,17 +50,26 @@ int fold_constants(Graph& g) {
   return folded;
 }
 
+bool dropout_is_identity(const Graph& g, const Node& n) {
+  auto constant = [&](size_t i) -> const Tensor* {
+    return i < n.inputs.size() && !n.inputs[i].empty() && g.tensor(n.inputs[i]).value ? &*g.tensor(n.inputs[i]).value : nullptr;
+  };
+  if (n.inputs.size() <= 2 || n.inputs[2].empty()) return true;  // no training_mode: inference
+  const Tensor* training = constant(2);
+  if (training && training->get_i64(0) == 0) return true;
+  // Training with a ratio of 0 drops nothing and scales by 1 (Swin's attention dropout as
+  // torchvision exports it).
+  const Tensor* ratio = constant(1);
+  return training && ratio && ratio->size() == 1 && ratio->get_f64(0) == 0;
+}
+
 int remove_identity_ops(Graph& g) {
   int removed = 0;
   std::vector<Node> kept;
   for (auto& n : g.nodes) {
     bool dropout_plain = n.op == "Dropout" && (n.outputs.size() < 2 || n.outputs[1].empty() ||
                                                (g.consumers(n.outputs[1]).empty() && !is_graph_output(g, n.outputs[1])));
-    // Dropout in training mode (opset 12+: input 2 true) is not an identity.
-    if (n.op == "Dropout" && n.inputs.size() > 2 && !n.inputs[2].empty()) {
-      const auto& t = g.tensor(n.inputs[2]);
-      if (!t.value || t.value->get_i64(0) != 0) dropout_plain = false;
-    }
+    if (n.op == "Dropout" && !dropout_is_identity(g, n)) dropout_plain = false;
     // Keep the op when its output is a graph output that is also read under another name: the
     // runtime then copies. Renaming graph outputs to inputs is fine otherwise.
     if ((n.op == "Identity" || dropout_plain) && !is_graph_output(g, n.outputs[0])) {

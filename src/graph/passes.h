@@ -6,7 +6,10 @@ namespace ts {
 
 // Folds every node whose inputs are all constant (see const_eval.h); returns nodes removed.
 int fold_constants(Graph& g);
-// Removes Identity and inference-mode Dropout by rewiring their consumers; returns nodes removed.
+// Whether Dropout n computes the identity: inference mode, or training with a ratio of 0.
+bool dropout_is_identity(const Graph& g, const Node& n);
+// Removes Identity and Dropout that is the identity by rewiring their consumers; returns nodes
+// removed.
 int remove_identity_ops(Graph& g);
 // Folds BatchNormalization into the Conv that feeds it when the Conv has no other consumer and
 // both have constant parameters; other BatchNormalizations stay as their own op. Returns folds.

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "graph/passes.h"
 #include "lower/lower.h"
 #include "lower/math.h"
 
@@ -142,12 +143,9 @@ std::vector<LTensor> lower_cast(const LowerContext& c) {
   })};
 }
 
-// Dropout in inference mode: the identity, and an all-true mask when it is asked for.
+// Dropout in inference mode (or of ratio 0): the identity, and an all-true mask when asked for.
 std::vector<LTensor> lower_dropout(const LowerContext& c) {
-  if (c.has_input(2)) {
-    const Tensor* t = c.constant(2);
-    if (!t || t->get_i64(0) != 0) c.unsupported("training mode");
-  }
+  if (!dropout_is_identity(c.graph, c.node)) c.unsupported("training mode with a ratio other than 0");
   const LTensor& x = c.in(0);
   std::vector<LTensor> outs{c.output([&](const Idx& i) { return x.at(i); })};
   if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty())

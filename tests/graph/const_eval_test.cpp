@@ -67,6 +67,17 @@ TEST(ConstEval, ScatterNDOfASliceAssignment) {
   EXPECT_EQ(r[0].to_i64_vector(), (std::vector<int64_t>{1, 2, 3, 4, 45, 66}));
 }
 
+// Swin's window padding: (window - H % window) % window on shape values.
+TEST(ConstEval, ModTakesTheDivisorsSignUnlessFmod) {
+  Node n;
+  n.op = "Mod";
+  auto r = eval(n, {Tensor::from_i64({7, -7, 7, -7, 56}, {5}), Tensor::from_i64({3, 3, -3, -3, 7}, {5})});
+  EXPECT_EQ(r[0].to_i64_vector(), (std::vector<int64_t>{1, 2, -2, -1, 0}));
+  n.attrs["fmod"].value = int64_t{1};
+  r = eval(n, {Tensor::from_i64({7, -7, 7, -7}, {4}), Tensor::from_i64({3, 3, -3, -3}, {4})});
+  EXPECT_EQ(r[0].to_i64_vector(), (std::vector<int64_t>{1, -1, 1, -1}));
+}
+
 TEST(ConstEval, RefusesRuntimeInputs) {
   Node n;
   n.op = "Add";

@@ -389,6 +389,28 @@ TEST(Passes, StridedConvTransposesBecomePhaseConvs) {
   }
 }
 
+// Training-mode Dropout of ratio 0 drops nothing (Swin as torchvision exports it); of 0.5 it stays.
+TEST(Passes, TrainingDropoutOfRatioZeroIsTheIdentity) {
+  OnnxBuilder b(13);
+  Tensor yes(DType::Bool, {});
+  yes.bytes[0] = 1;
+  b.input("x", DType::Float32, {4})
+      .initializer("zero", test::make_f32({}, {0.0f}))
+      .initializer("half", test::make_f32({}, {0.5f}))
+      .initializer("train", yes)
+      .node("Dropout", {"x", "zero", "train"}, {"d"})
+      .node("Relu", {"d"}, {"y"})
+      .node("Dropout", {"x", "half", "train"}, {"z"})
+      .output("y")
+      .output("z");
+  Graph g = import_raw(b.save("training_dropout.onnx"));
+  EXPECT_EQ(remove_identity_ops(g), 1);
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[0].op, "Relu");
+  EXPECT_EQ(g.nodes[0].inputs[0], "x");
+  EXPECT_EQ(g.nodes[1].op, "Dropout");
+}
+
 TEST(Passes, RemovesDropoutAndDeadNodes) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {4})
