@@ -111,6 +111,7 @@ Tensor phase_weights(const Tensor& w, const std::vector<PhaseAxis>& axes) {
 
 int transposed_convs_to_phases(Graph& g) {
   int done = 0;
+  if (g.opset < 5) return 0;  // Reshape's shape became an input in opset 5
   std::vector<Node> out;
   for (Node& n : g.nodes) {
     const auto axes = phase_axes(g, n);
@@ -180,6 +181,10 @@ int transposed_convs_to_phases(Graph& g) {
       slice.op = "Slice";
       slice.inputs = {p + "_full"};
       for (const auto& [part, v] : std::vector<std::pair<std::string, std::vector<int64_t>>>{{"starts", starts}, {"ends", ends}, {"axes", slice_axes}}) {
+        if (g.opset < 10) {  // before opset 10, Slice's bounds are attributes
+          slice.attrs[part] = Attribute{v};
+          continue;
+        }
         constant(p + "_" + part, Tensor::from_i64(v, {static_cast<int64_t>(s)}));
         slice.inputs.push_back(p + "_" + part);
       }

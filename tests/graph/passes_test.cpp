@@ -353,6 +353,7 @@ TEST(Passes, StridedConvTransposesBecomePhaseConvs) {
     Shape x, w;
     std::map<std::string, test::AttrValue> attrs;
     bool rewritten;
+    int opset = 13;
   };
   using V = std::vector<int64_t>;
   const std::vector<Case> cases = {
@@ -362,6 +363,7 @@ TEST(Passes, StridedConvTransposesBecomePhaseConvs) {
       {{1, 2, 4, 4}, {2, 2, 3, 3}, {{"strides", V{2, 2}}, {"output_shape", V{9, 8}}}, true},
       {{1, 2, 3, 3}, {2, 2, 3, 3}, {{"strides", V{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}, true},
       {{1, 2, 7}, {2, 4, 5}, {{"strides", V{2}}, {"pads", V{2, 1}}}, true},                           // 1-D
+      {{1, 3, 5, 4}, {3, 2, 3, 3}, {{"strides", V{3, 2}}, {"pads", V{1, 0, 2, 1}}}, true, 9},       // Slice by attributes
       {{1, 2, 3, 3, 4}, {2, 2, 2, 3, 3}, {{"strides", V{2, 2, 1}}, {"pads", V{0, 1, 1, 0, 1, 1}}}, true},  // 3-D
       {{1, 2, 5, 5}, {2, 3, 3, 3}, {{"strides", V{1, 1}}}, false},
       {{1, 4, 5, 5}, {4, 1, 3, 3}, {{"strides", V{2, 2}}, {"group", int64_t{4}}}, false},
@@ -370,7 +372,7 @@ TEST(Passes, StridedConvTransposesBecomePhaseConvs) {
   for (size_t k = 0; k < cases.size(); k++) {
     const Case& c = cases[k];
     const int64_t cout = c.w[1] * (c.attrs.count("group") ? 4 : 1);  // weight [Cin, Cout / group, k...]
-    OnnxBuilder b(13);
+    OnnxBuilder b(c.opset);
     b.input("x", DType::Float32, c.x)
         .initializer("w", test::rand_f32(c.w, 3))
         .initializer("bias", test::rand_f32({cout}, 4))
