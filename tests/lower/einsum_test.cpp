@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "lower/lower_test_util.h"
 
 namespace ts {
@@ -26,33 +28,31 @@ Tensor run_einsum(const std::string& equation, const std::vector<Tensor>& in) {
   return test::run_model(m.save("einsum.onnx"), feeds).at(0);
 }
 
-TEST(LowerEinsum, BatchedMatMulWithExplicitOutput) {
-  const Tensor a = ramp({2, 3, 4}, 0.5f), b = ramp({2, 4, 5}, 0.25f);
-  Tensor want(DType::Float32, {2, 3, 5});
-  for (int64_t n = 0; n < 2; n++)
-    for (int64_t i = 0; i < 3; i++)
-      for (int64_t k = 0; k < 5; k++) {
+// Reference: a [Na, I, J] x b [Nb, J, K] per batch, a batch of 1 broadcast.
+Tensor batched_matmul(const Tensor& a, const Tensor& b) {
+  const int64_t batches = std::max(a.shape[0], b.shape[0]), I = a.shape[1], J = a.shape[2], K = b.shape[2];
+  Tensor want(DType::Float32, {batches, I, K});
+  for (int64_t n = 0; n < batches; n++)
+    for (int64_t i = 0; i < I; i++)
+      for (int64_t k = 0; k < K; k++) {
         float s = 0;
-        for (int64_t j = 0; j < 4; j++)
-          s += a.data<float>()[test::flat(a.shape, {n, i, j})] * b.data<float>()[test::flat(b.shape, {n, j, k})];
+        for (int64_t j = 0; j < J; j++)
+          s += a.data<float>()[test::flat(a.shape, {a.shape[0] == 1 ? 0 : n, i, j})] *
+               b.data<float>()[test::flat(b.shape, {b.shape[0] == 1 ? 0 : n, j, k})];
         want.data<float>()[test::flat(want.shape, {n, i, k})] = s;
       }
-  test::expect_close(run_einsum("bij, bjk -> bik", {a, b}), want);
+  return want;
+}
+
+TEST(LowerEinsum, BatchedMatMulWithExplicitOutput) {
+  const Tensor a = ramp({2, 3, 4}, 0.5f), b = ramp({2, 4, 5}, 0.25f);
+  test::expect_close(run_einsum("bij, bjk -> bik", {a, b}), batched_matmul(a, b));
 }
 
 TEST(LowerEinsum, ImplicitOutputEllipsisBroadcastAndDiagonal) {
   // "...ij,...jk": implicit output ...ik, the first operand's batch axis of 1 broadcast.
   const Tensor a = ramp({1, 2, 3}, 1.0f), b = ramp({4, 3, 2}, 1.0f);
-  Tensor want(DType::Float32, {4, 2, 2});
-  for (int64_t n = 0; n < 4; n++)
-    for (int64_t i = 0; i < 2; i++)
-      for (int64_t k = 0; k < 2; k++) {
-        float s = 0;
-        for (int64_t j = 0; j < 3; j++)
-          s += a.data<float>()[test::flat(a.shape, {0, i, j})] * b.data<float>()[test::flat(b.shape, {n, j, k})];
-        want.data<float>()[test::flat(want.shape, {n, i, k})] = s;
-      }
-  test::expect_close(run_einsum("...ij,...jk", {a, b}), want);
+  test::expect_close(run_einsum("...ij,...jk", {a, b}), batched_matmul(a, b));
   // The trace (a label twice, summed away), a transpose and an outer product.
   const Tensor sq = ramp({3, 3}, 1.0f);
   const float* q = sq.data<float>();
