@@ -1,4 +1,5 @@
-// drop_padding_taps (passes.h): a conv's kernel cut to the taps that read its input.
+// drop_padding_taps (passes.h): a conv's kernel cut to the taps that read its input, and
+// conv_tap_read_fraction, the share of its multiply-adds that read the input.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "graph/passes.h"
+#include "graph/winograd.h"
 
 namespace ts {
 
@@ -36,6 +38,10 @@ std::optional<std::vector<ConvAxis>> conv_axes(const Graph& g, const Node& n) {
   const Shape& w = g.tensor(n.inputs[1]).shape;
   if (x.size() < 3 || w.size() != x.size()) return std::nullopt;
   const size_t s = x.size() - 2;
+  // Winograd weights ([Cout, (KD,) 6, 6, Cin]) stand for a 3 x 3 ((KD x) 3 x 3) kernel.
+  Shape taps(w.begin() + 2, w.end());
+  if (is_winograd_conv(n)) taps = s == 3 ? Shape{w[1], 3, 3} : Shape{3, 3};
+  if (taps.size() != s) return std::nullopt;
   const auto strides = n.attr_ints("strides", std::vector<int64_t>(s, 1));
   const auto dilations = n.attr_ints("dilations", std::vector<int64_t>(s, 1));
   const auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
@@ -44,7 +50,7 @@ std::optional<std::vector<ConvAxis>> conv_axes(const Graph& g, const Node& n) {
   std::vector<ConvAxis> axes(s);
   for (size_t i = 0; i < s; i++) {
     ConvAxis& a = axes[i];
-    a = {x[2 + i], w[2 + i], strides[i], dilations[i], pads[i], pads[s + i]};
+    a = {x[2 + i], taps[i], strides[i], dilations[i], pads[i], pads[s + i]};
     if (a.in < 1 || a.taps < 1 || a.stride < 1 || a.dilation < 1 || a.pad_begin < 0 || a.pad_end < 0) return std::nullopt;
     if (auto_pad == "VALID") {
       a.pad_begin = a.pad_end = 0;
@@ -91,12 +97,32 @@ Tensor cut_weights(const Tensor& w, const std::vector<std::pair<int64_t, int64_t
   return out;
 }
 
+// The (output position, tap) pairs of axis a whose tap reads input inside [0, in).
+int64_t taps_read(const ConvAxis& a) {
+  int64_t reads = 0;
+  for (int64_t o = 0; o < a.out(); o++)
+    for (int64_t k = 0; k < a.taps; k++) {
+      const int64_t i = o * a.stride + k * a.dilation - a.pad_begin;
+      reads += i >= 0 && i < a.in;
+    }
+  return reads;
+}
+
 }  // namespace
+
+double conv_tap_read_fraction(const Graph& g, const Node& n) {
+  if (n.op != "Conv" || n.inputs.size() < 2) return 1.0;
+  const auto axes = conv_axes(g, n);
+  if (!axes) return 1.0;
+  double fraction = 1.0;
+  for (const ConvAxis& a : *axes) fraction *= static_cast<double>(taps_read(a)) / static_cast<double>(a.out() * a.taps);
+  return fraction;
+}
 
 int drop_padding_taps(Graph& g) {
   int done = 0;
   for (Node& n : g.nodes) {
-    if (n.op != "Conv" || n.inputs.size() < 2 || !g.is_constant(n.inputs[1])) continue;
+    if (n.op != "Conv" || n.inputs.size() < 2 || !g.is_constant(n.inputs[1]) || is_winograd_conv(n)) continue;
     const auto axes = conv_axes(g, n);
     if (!axes) continue;
     std::vector<std::pair<int64_t, int64_t>> keep;

@@ -1,11 +1,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
+#include "graph/passes.h"
 #include "graph/winograd.h"
 #include "graph/workload.h"
 
@@ -249,7 +251,9 @@ int64_t node_flops(const Graph& g, const Node& n) {
     // The 3x3 (KD x 3 x 3) conv it computes: w is [Cout, 6, 6, Cin] ([Cout, KD, 6, 6, Cin]).
     if (is_winograd_conv(n)) per = w.back() * 9 * (w.size() == 5 ? w[1] : 1);
     if (n.op == "ConvTranspose") return 2 * num_elements(shape(n.inputs[0])) * num_elements(w) / shape(n.inputs[0])[1];
-    return 2 * out * per;
+    // Taps on padding are not work (the lowering skips what it can): a throughput over the
+    // peak FLOP rate would otherwise read as possible.
+    return static_cast<int64_t>(std::llround(2.0 * static_cast<double>(out * per) * conv_tap_read_fraction(g, n)));
   }
   if (n.op == "Gemm") {
     Shape a = shape(n.inputs[0]);

@@ -20,6 +20,9 @@ int fold_batchnorm_into_conv(Graph& g);
 // A tap cut to one needs no dilation. Such taps otherwise ran every MAC on zeros (a 3x3 conv of
 // dilation 24 over a 14 x 14 map computes 9 taps of which 1 reads the map). Returns the convs cut.
 int drop_padding_taps(Graph& g);
+// The share of Conv n's (output position, kernel tap) pairs whose tap reads the input rather than
+// its padding: the multiply-adds that do work. 1 for other ops and for convs it cannot read.
+double conv_tap_read_fraction(const Graph& g, const Node& n);
 // A strided ConvTranspose (one group, no dilation, constant weights and bias, pads that only cut)
 // becomes one Conv per output phase (graph/conv_transpose_phases.cpp): a stride-1 Conv of Cout x
 // S output channels (S = the product of the strides) whose ceil(K / s) taps per axis are the

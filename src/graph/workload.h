@@ -51,7 +51,7 @@ Workload whole_graph_workload(const Graph& g);
 // The workload of p whose key_hash() is `key_hash`, nullptr when none is.
 const Workload* find_workload(const Partition& p, const std::string& key_hash);
 
-// Arithmetic operations of one node (multiply-adds count 2).
+// Arithmetic operations of one node (multiply-adds count 2; a conv tap on padding is not one).
 int64_t node_flops(const Graph& g, const Node& n);
 
 std::string fnv1a_hex(const std::string& s);

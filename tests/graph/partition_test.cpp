@@ -45,7 +45,8 @@ TEST(Partition, FusesElementwiseChainsIntoAnchors) {
   // The residual input and the weights are inputs of the fused workload, in first-use order.
   EXPECT_EQ(p.steps[1].inputs, (std::vector<std::string>{"r1", "w2", "x"}));
   EXPECT_EQ(p.steps[1].outputs, (std::vector<std::string>{"r2"}));
-  EXPECT_EQ(p.workloads[p.steps[0].workload].flops, 2 * 8 * 6 * 6 * 8 * 9 + 8 * 6 * 6);
+  // 8 x 8 channels of a 3 x 3 conv over 6 x 6, pads 1: 16 of 18 taps read per axis; then the Relu.
+  EXPECT_EQ(p.workloads[p.steps[0].workload].flops, 2 * 8 * 8 * 16 * 16 + 8 * 6 * 6);
 }
 
 // ShuffleNetV2's block tail: one half of x passes, the other is transformed, then the halves are

@@ -306,7 +306,8 @@ TEST(Passes, PatchConvsBecomeMatMuls) {
 }
 
 // Convs whose kernels have taps that read only padding: cut to the taps that read the input,
-// with the same output shape and values; a conv whose every tap reads stays as it is.
+// with the same output shape, values and FLOPs (taps that read); a conv whose every tap reads
+// for some output stays as it is.
 TEST(Passes, ConvTapsThatReadOnlyPaddingAreDropped) {
   struct Case {
     Shape x, w;
@@ -341,6 +342,10 @@ TEST(Passes, ConvTapsThatReadOnlyPaddingAreDropped) {
     const Shape& w = after.tensor(after.nodes[0].inputs[1]).shape;
     EXPECT_EQ(Shape(w.begin() + 2, w.end()), c.kernel_after) << k;
     EXPECT_EQ(after.tensor("y").shape, before.tensor("y").shape) << k;
+    // The work is the taps that read the input, before the cut and after it.
+    EXPECT_NEAR(node_flops(after, after.nodes[0]), node_flops(before, before.nodes[0]), 1) << k;
+    if (k == 0) EXPECT_EQ(node_flops(before, before.nodes[0]), 2 * 6 * 14 * 14 * 4) << "1 tap of 9 reads";
+    if (k + 1 == cases.size()) EXPECT_EQ(node_flops(before, before.nodes[0]), 2 * 4 * 3 * 16 * 16) << "taps read: 16 of 18 per axis";
     expect_same_results(before, after, 3, fmt::format("case {}", k));
   }
 }
