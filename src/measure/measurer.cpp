@@ -7,14 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
 #include "graph/error.h"
-#include "measure/cache_flush.h"
+#include "measure/local_builder.h"
+#include "measure/local_runner.h"
 #include "measure/spinning_pool.h"
-#include "measure/worker_pool.h"
 #include "measure/workload_code.h"
 #include "measure/workload_compiler.h"
 #include "schedule/default_schedule.h"
@@ -23,93 +21,7 @@ namespace fs = std::filesystem;
 
 namespace ts {
 
-namespace {
-
 using Clock = std::chrono::steady_clock;
-
-// What one run worker does with the workload's outputs after the timed runs.
-struct RunCheck {
-  const std::vector<Tensor>* reference = nullptr;  // compare with these; null: send the outputs back
-  double rtol = 0;                                  // tolerance of the comparison
-  double atol = 0;
-};
-
-// The run worker (a forked child): loads the runtime and the code, warm-up and timed runs, the
-// output check. Reports one JSON line {"times", "error_kind", "error_message"}, followed (when
-// sending outputs back) by the raw bytes of every output in order. Returns its exit code.
-int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, const std::string& schedule_hash,
-                  const std::vector<InputLayout>& layouts, const std::map<std::string, Tensor>& inputs,
-                  const MeasureOptions& opts, InjectedFault fault, const RunCheck& check) {
-  load_halide_runtime(cache.ensure_runtime());
-  if (opts.threads > 0) set_halide_threads(opts.threads);
-  WorkloadCode code(cache, w, schedule_hash);
-  WorkloadCall call(w, inputs, layouts);  // packing is load-time work: not timed
-
-  nlohmann::json report = {{"times", nlohmann::json::array()}, {"error_kind", ""}, {"error_message", ""}};
-  auto send = [&](const std::string& payload) { return write_all(message_fd, report.dump() + "\n" + payload) ? 0 : 1; };
-  // The weights' buffers (packed ones as packed), evicted before every run when cold_weights.
-  std::vector<const Tensor*> weights;
-  if (opts.cold_weights)
-    for (size_t i = 0; i < w.graph.inputs.size(); i++)
-      if (std::find(w.constant_inputs.begin(), w.constant_inputs.end(), w.graph.inputs[i]) != w.constant_inputs.end())
-        weights.push_back(&call.inputs[i]);
-  auto evict_weights = [&] {
-    for (const Tensor* t : weights) evict_from_caches(t->bytes.data(), t->bytes.size());
-  };
-  int calls = 0;
-  auto invoke = [&] {
-    int rc = code.call(call.argv.data());
-    if (++calls == 1 && fault == InjectedFault::Segfault) {
-      static volatile int* volatile null_pointer = nullptr;  // volatile: the compiler cannot drop the store
-      *null_pointer = 1;
-    }
-    if (calls == 1 && fault == InjectedFault::Hang)
-      for (volatile bool forever = true; forever;) {
-      }
-    return rc;
-  };
-  auto halide_failed = [&](int rc, const std::string& which) {
-    report["error_kind"] = "runtime_error";
-    const std::string why = take_halide_error();
-    report["error_message"] = fmt::format("Halide error {} in {}{}", rc, which, why.empty() ? "" : ": " + why);
-    return send("");
-  };
-
-  for (int i = 0; i < opts.warmup; i++) {
-    evict_weights();
-    if (int rc = invoke()) return halide_failed(rc, fmt::format("warm-up run {}", i + 1));
-  }
-  for (int i = 0; i < opts.repeats; i++) {
-    evict_weights();
-    auto t0 = Clock::now();
-    int rc = invoke();
-    double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (rc) return halide_failed(rc, fmt::format("timed run {}", i + 1));
-    report["times"].push_back(seconds);
-    if (i == 0 && opts.loser_s > 0 && seconds > opts.loser_s) break;
-  }
-  if (fault == InjectedFault::WrongValues && !call.outputs.empty() && call.outputs[0].size() > 0)
-    call.outputs[0].set_f64(0, call.outputs[0].get_f64(0) + 1);
-
-  if (!check.reference) {
-    std::string bytes;
-    for (const auto& t : call.outputs) bytes.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
-    return send(bytes);
-  }
-  for (size_t k = 0; k < call.outputs.size(); k++) {
-    Comparison c = compare_tensors(call.outputs[k], (*check.reference)[k], check.rtol, check.atol);
-    if (c.ok) continue;
-    report["error_kind"] = "wrong_answer";
-    report["error_message"] = fmt::format("output {} differs from the default schedule's: {} (max abs error {:.3g}, "
-                                          "rtol {:g}, atol {:g})",
-                                          w.graph.outputs[k], c.message, c.max_abs_error, check.rtol, check.atol);
-    report["times"] = nlohmann::json::array();
-    break;
-  }
-  return send("");
-}
-
-}  // namespace
 
 void summarize_times(MeasureResult& r) {
   const TimeStats st = time_stats(r.times);
@@ -119,7 +31,8 @@ void summarize_times(MeasureResult& r) {
 }
 
 struct Measurer::Impl {
-  CodeCache cache;                          // where candidate and default code live
+  std::unique_ptr<Builder> builder;         // compiles candidates into its code cache
+  std::unique_ptr<Runner> runner;           // runs them from there
   std::map<std::string, Tensor> inputs;     // random_inputs(w.graph, input_seed): weights included
   std::vector<Tensor> reference_outputs;    // the default schedule's outputs on `inputs`
   MeasureResult reference;                  // the default schedule's measurement
@@ -130,91 +43,42 @@ struct Measurer::Impl {
   // "workload <key> (<name>)" for messages.
   std::string what;
 
-  // Compiles w with each of `jobs` (CompileBatchOptions from opts); per job "" or the
-  // compile_error message, and its compile seconds.
-  std::vector<CompileOutcome> compile(std::vector<CompileJob> jobs, const MeasureOptions& opts) const {
-    return compile_batch(jobs, cache, {opts.compile_jobs, opts.compile_timeout_s});
+  const CodeCache& cache() const { return builder->cache(); }
+  // Compiles each of `jobs` with opts' compile timeout; per job "" or the compile_error
+  // message, and its compile seconds.
+  std::vector<CompileOutcome> compile(const std::vector<CompileJob>& jobs, const MeasureOptions& opts) const {
+    return builder->build(jobs, opts.compile_timeout_s);
   }
   // Runs compiled code in a fresh worker (inputs packed by `layouts`); `outputs` (when given)
   // receives the outputs instead of checking them against the reference.
   MeasureResult run(const Workload& w, const std::string& hash, const std::vector<InputLayout>& layouts,
-                    const MeasureOptions& opts, InjectedFault fault, std::vector<Tensor>* outputs) const;
+                    const MeasureOptions& opts, InjectedFault fault, std::vector<Tensor>* outputs) const {
+    RunRequest request{&w, hash, layouts, &inputs, outputs ? nullptr : &reference_outputs, fault};
+    return runner->run(request, opts, outputs);
+  }
 };
 
-MeasureResult Measurer::Impl::run(const Workload& w, const std::string& hash, const std::vector<InputLayout>& layouts,
-                                  const MeasureOptions& opts,
-                                  InjectedFault fault, std::vector<Tensor>* outputs) const {
-  WorkerPoolOptions pool;
-  pool.timeout_s = opts.run_timeout_s;
-  pool.capture_stderr = true;  // Halide's runtime prints its error text there
-  RunCheck check{outputs ? nullptr : &reference_outputs, opts.rtol, opts.atol};
-  stop_halide_threads();  // the child must start its own (a CompiledModel in this process may have some)
-  WorkerResult r = run_workers(
-      1, [&](size_t, int fd) { return run_in_worker(fd, w, cache, hash, layouts, inputs, opts, fault, check); }, pool)[0];
+Measurer::Measurer(const Workload& w, MeasureOptions opts) : Measurer(w, std::move(opts), nullptr, nullptr) {}
 
-  MeasureResult m;
-  m.schedule_hash = hash;
-  m.threads = effective_threads(opts.threads);
-  const std::string halide_text = r.stderr_tail.empty() ? "" : ": " + message_tail(r.stderr_tail);
-  if (r.timed_out) {
-    m.error_kind = "timeout";
-    m.error_message = fmt::format("{}: run worker timed out after {:g} s ({} warm-up + {} timed runs)", what,
-                                  opts.run_timeout_s, opts.warmup, opts.repeats);
-    return m;
-  }
-  if (r.signal) {
-    m.error_kind = "crash";
-    m.error_message = fmt::format("{}: run worker {}{}", what, r.describe_end(0), halide_text);
-    return m;
-  }
-  const size_t eol = r.message.find('\n');
-  nlohmann::json report = nlohmann::json::parse(r.message.substr(0, eol), nullptr, false);
-  if (!r.exited_ok || eol == std::string::npos || report.is_discarded()) {
-    // The worker could not load or call the code (it threw): not a measurement.
-    m.error_kind = "runtime_error";
-    m.error_message = fmt::format("{}: run worker failed ({}): {}{}", what, r.describe_end(0),
-                                  message_tail(r.message, kMessageChars / 2), halide_text);
-    return m;
-  }
-  m.times = report.value("times", std::vector<double>{});
-  m.error_kind = report.value("error_kind", "");
-  m.error_message = report.value("error_message", "");
-  if (!m.error_message.empty()) m.error_message = what + ": " + m.error_message;
-  if (m.error_kind == "runtime_error") m.error_message += halide_text;
-  if (!m.valid()) m.times.clear();
-  summarize_times(m);
-
-  if (outputs && m.valid()) {
-    size_t offset = eol + 1;
-    for (const auto& name : w.graph.outputs) {
-      const auto& info = w.graph.tensor(name);
-      Tensor t(info.dtype, storage_shape(info.layout, info.shape));  // as the code stores it
-      if (r.message.size() < offset + t.bytes.size()) {
-        m.error_kind = "runtime_error";
-        m.error_message = fmt::format("{}: run worker sent {} bytes of outputs, expected at least {}", what,
-                                      r.message.size() - eol - 1, offset + t.bytes.size() - eol - 1);
-        return m;
-      }
-      std::copy_n(r.message.data() + offset, t.bytes.size(), reinterpret_cast<char*>(t.bytes.data()));
-      offset += t.bytes.size();
-      outputs->push_back(std::move(t));
-    }
-  }
-  return m;
-}
-
-Measurer::Measurer(const Workload& w, MeasureOptions opts) : w_(w), opts_(std::move(opts)), impl_(new Impl) {
+Measurer::Measurer(const Workload& w, MeasureOptions opts, std::unique_ptr<Builder> builder, std::unique_ptr<Runner> runner)
+    : w_(w), opts_(std::move(opts)), impl_(new Impl) {
   try {
     Impl& m = *impl_;
     m.what = fmt::format("workload {} ({})", w_.key_hash(), w_.name);
-    m.cache = CodeCache::open_default(host_code_target(), opts_.cache_root);
+    if (!builder || !runner) {
+      const CodeCache cache = CodeCache::open_default(host_code_target(), opts_.cache_root);
+      if (!builder) builder = std::make_unique<LocalBuilder>(cache, opts_.compile_jobs);
+      if (!runner) runner = std::make_unique<LocalRunner>(cache);
+    }
+    m.builder = std::move(builder);
+    m.runner = std::move(runner);
     m.inputs = random_inputs(w_.graph, opts_.input_seed);
     m.unscheduled = lower_workload(w_);
     m.default_schedule = ts::default_schedule(m.unscheduled.outputs, host_code_target());  // reads the Funcs only
     m.default_hash = m.default_schedule.hash();
 
     double seconds = 0;
-    if (!m.cache.has_entry(w_, m.default_hash)) {
+    if (!m.cache().has_entry(w_, m.default_hash)) {
       CompileOutcome o = m.compile({{&w_, schedule_fn(m.default_schedule), m.default_hash, {}}}, opts_)[0];
       if (!o.error.empty())
         throw Error(fmt::format("{}: the default schedule (the reference) does not compile: {}", m.what, o.error));
@@ -271,8 +135,8 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
   for (size_t i : to_compile) {
     const std::string& hash = results[i].schedule_hash;
     jobs.push_back({&w_, schedule_fn(batch[i]), hash, batch[i].layouts});
-    if (!fs::exists(m.cache.object_path(w_, hash)) && hash != m.default_hash)
-      for (const auto& f : m.cache.entry_files(w_, hash)) created.push_back(f);
+    if (!fs::exists(m.cache().object_path(w_, hash)) && hash != m.default_hash)
+      for (const auto& f : m.cache().entry_files(w_, hash)) created.push_back(f);
   }
   const auto compile_t0 = Clock::now();
   std::vector<CompileOutcome> compiled = m.compile(jobs, compile_opts);
@@ -318,7 +182,7 @@ Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, i
   const std::string& hash = out.candidate.schedule_hash;
   MeasureOptions every_repeat = opts_;  // a confirmation pair times every repeat of both
   every_repeat.loser_s = 0;
-  const std::vector<std::string> code = m.cache.entry_files(w_, hash);
+  const std::vector<std::string> code = m.cache().entry_files(w_, hash);
   const bool created = !fs::exists(code[0]) && hash != m.default_hash;
   CompileOutcome compiled = m.compile({{&w_, schedule_fn(s), hash, s.layouts}}, opts_)[0];
   if (!compiled.error.empty()) {

@@ -1,6 +1,6 @@
 #pragma once
-// Measurer: compiles and benchmarks candidate schedules of one workload in worker processes,
-// never in the caller's process, so a crash, a hang or a wrong answer in generated code becomes
+// Measurer: compiles (a Builder, measure/builder.h) and benchmarks (a Runner, measure/runner.h)
+// candidate schedules of one workload in worker processes, never in the caller's process, so a crash, a hang or a wrong answer in generated code becomes
 // a recorded error of its own kind. See docs/design.md (src/measure/).
 //
 // Protocol per batch:
@@ -21,6 +21,7 @@
 // (weights included), computed once per Measurer in a worker; its timings are reference().
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -63,10 +64,17 @@ struct MeasureResult {
   bool valid() const { return error_kind.empty() && !cut; }
 };
 
+class Builder;  // measure/builder.h
+class Runner;   // measure/runner.h
+
 class Measurer {
  public:
-  // Throws ts::Error when the workload's default schedule cannot be compiled or run (no reference).
-  Measurer(const Workload& w, MeasureOptions opts = {});
+  // Compiles with a LocalBuilder (opts.compile_jobs compilers) and runs with a LocalRunner, over
+  // the code cache of opts.cache_root. Throws ts::Error when the workload's default schedule
+  // cannot be compiled or run (no reference).
+  explicit Measurer(const Workload& w, MeasureOptions opts = {});
+  // The same with `builder` and `runner` (either null: the local one).
+  Measurer(const Workload& w, MeasureOptions opts, std::unique_ptr<Builder> builder, std::unique_ptr<Runner> runner);
   ~Measurer();
   Measurer(const Measurer&) = delete;
   Measurer& operator=(const Measurer&) = delete;

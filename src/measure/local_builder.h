@@ -1,0 +1,21 @@
+#pragma once
+// LocalBuilder: a Builder that compiles on this host, `jobs` forked compiler workers at once
+// (compile_batch), into one code cache.
+#include "measure/builder.h"
+
+namespace ts {
+
+class LocalBuilder : public Builder {
+ public:
+  // jobs: compiler processes at once (0 = hardware threads).
+  LocalBuilder(CodeCache cache, int jobs) : cache_(std::move(cache)), jobs_(jobs) {}
+  std::string name() const override { return "local"; }
+  const CodeCache& cache() const override { return cache_; }
+  std::vector<CompileOutcome> build(const std::vector<CompileJob>& jobs, double timeout_s) override;
+
+ private:
+  CodeCache cache_;  // where the code goes
+  int jobs_ = 0;     // compiler processes at once
+};
+
+}  // namespace ts
