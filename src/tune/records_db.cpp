@@ -1,4 +1,5 @@
 #include "tune/records_db.h"
+#include "tune/record_json.h"
 #include "measure/time_stats.h"
 
 #include <fmt/format.h>
@@ -326,59 +327,6 @@ Record read_record(const Stmt& s) {
           s.text(16),    s.text(17), s.text(18), s.integer(19), s.floats(20), static_cast<int>(s.integer(21))};
 }
 
-json to_json(const Record& r) {
-  const auto& w = r.workload;
-  json wj = {{"exact_key", w.exact_key}, {"class_key", w.class_key}, {"name", w.name},
-             {"flops", w.flops},         {"key_hash", w.key_hash},   {"class_hash", w.class_hash}};
-  return {{"workload", wj},           {"schedule", json::parse(r.schedule_json)},
-          {"schedule_hash", r.schedule_hash}, {"times", r.times},
-          {"median", r.median},       {"min", r.min},
-          {"noise", r.noise},         {"error_kind", r.error_kind},
-          {"error_message", r.error_message}, {"features_version", r.features_version},
-          {"machine", json::parse(r.machine)}, {"tensorsched_version", r.tensorsched_version},
-          {"policy", r.policy},       {"timestamp_us", r.timestamp_us}, {"features", r.features},
-          {"threads", r.threads}};
-}
-
-// Hashes, median, min and noise are recomputed by add(), so they are not read.
-// What an import must prove beyond add()'s checks: the schedule is one tensorsched can replay and
-// its hash is the one recorded (the hash is the schedule's checksum), the keys hash to the
-// recorded hashes, and the features have the layout of their version (one from the future is
-// refused: nothing here could read it).
-void check_imported(const Record& r) {
-  Schedule s;
-  try {
-    s = Schedule::from_json(r.schedule_json);
-  } catch (const Error& e) {
-    throw Error(fmt::format("the schedule is not a tensorsched schedule: {}", e.what()));
-  }
-  if (s.hash() != r.schedule_hash)
-    throw Error(fmt::format("schedule_hash {} is not the schedule's hash {} (altered or damaged)", r.schedule_hash,
-                            s.hash()));
-  if (r.features_version > kFeaturesVersion)
-    throw Error(fmt::format("features_version {} is newer than this build's {}", r.features_version, kFeaturesVersion));
-  if (r.features_version == kFeaturesVersion && !r.features.empty() && r.features.size() != flat_feature_names().size())
-    throw Error(fmt::format("{} features; version {} has {}", r.features.size(), r.features_version,
-                            flat_feature_names().size()));
-}
-
-Record from_json(const json& j) {
-  auto str = [](const json& o, const char* key) { return o.at(key).get<std::string>(); };
-  const json& w = j.at("workload");
-  if (w.contains("key_hash") && str(w, "key_hash") != fnv1a_hex(str(w, "exact_key")))
-    throw Error("workload key_hash is not the hash of its exact_key (altered or damaged)");
-  Record r{0, {str(w, "exact_key"), str(w, "class_key"), str(w, "name"), w.at("flops").get<int64_t>(), "", ""},
-           j.at("schedule").dump(), str(j, "schedule_hash"), j.at("times").get<std::vector<double>>(),
-           0, 0, 0, str(j, "error_kind"), str(j, "error_message"), j.at("features_version").get<int>(),
-           j.at("machine").dump(), str(j, "tensorsched_version"), str(j, "policy"),
-           j.at("timestamp_us").get<int64_t>(), j.value("features", std::vector<float>{}), j.value("threads", 0)};
-  // add() would fill these with this machine's values: an import keeps the originals.
-  if (r.timestamp_us <= 0) throw Error("timestamp_us must be positive");
-  if (r.tensorsched_version.empty()) throw Error("empty tensorsched_version");
-  check_imported(r);
-  return r;
-}
-
 // The value of the first "key<tabs>: value" line of /proc/cpuinfo, or "".
 std::string cpuinfo_value(const std::string& text, const std::string& key) {
   std::smatch m;
@@ -704,6 +652,10 @@ void RecordsDB::set_model(const std::string& model, const std::vector<ModelWorkl
 
 std::string RecordsDB::subgraph(const std::string& exact_key) const {
   std::lock_guard lock(mu_);
+  return subgraph_locked(exact_key);
+}
+
+std::string RecordsDB::subgraph_locked(const std::string& exact_key) const {
   Stmt s(db_.get(), path_, "SELECT onnx FROM subgraphs WHERE workload_key = ?1");
   s.bind(1, exact_key);
   return s.step() ? s.blob(0) : std::string();
@@ -755,7 +707,12 @@ void RecordsDB::export_jsonl(std::ostream& out, bool this_machine_only) const {
   std::lock_guard lock(mu_);
   Stmt s(db_.get(), path_, (std::string(kSelectRecords) + "WHERE ?1 = 0 OR m.machine = ?2 ORDER BY m.id").c_str());
   s.bind(1, int64_t{this_machine_only}).bind(2, this_machine_);
-  while (s.step()) out << dump(to_json(read_record(s))) << '\n';
+  std::set<std::string> with_subgraph;  // the first record of each workload carries its subgraph
+  while (s.step()) {
+    Record r = read_record(s);
+    if (with_subgraph.insert(r.workload.exact_key).second) r.workload.subgraph = subgraph_locked(r.workload.exact_key);
+    out << dump(record_to_json(r)) << '\n';
+  }
   if (!out) throw Error(fmt::format("{}: export failed: cannot write the output", path_));
 }
 
@@ -773,7 +730,7 @@ RecordsDB::ImportResult RecordsDB::import_jsonl(std::istream& in, const std::str
     Record r;
     try {
       try {
-        r = from_json(parse_bounded(line));
+        r = record_from_json(parse_bounded(line));
       } catch (const json::exception& e) {
         throw Error(fmt::format("not a tensorsched record: {}", e.what()));
       }

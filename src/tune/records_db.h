@@ -150,8 +150,9 @@ class RecordsDB {
   // Every workload with records, in order of first record.
   std::vector<WorkloadEntry> workloads() const;
 
-  // One JSON object per line per record (workload fields included), oldest first; every
-  // machine's records, or this machine's and build's only.
+  // One JSON object per line per record (workload fields included, and in the first record of
+  // each workload its subgraph, base64), oldest first; every machine's records, or this
+  // machine's and build's only.
   void export_jsonl(std::ostream& out, bool this_machine_only = false) const;
   struct ImportResult {
     size_t added = 0;    // records stored
@@ -160,9 +161,9 @@ class RecordsDB {
   };
   // Adds the records of an export_jsonl() stream, skipping those already present. Every line is
   // validated as add() does and more (the schedule replays and hashes to its schedule_hash, keys
-  // hash to their hashes, features match their version's layout, JSON nests at most 64 deep);
-  // a bad line is rejected with its reason and the others import, in one transaction. Throws
-  // ts::Error naming `source` only when the stream cannot be read.
+  // hash to their hashes, features match their version's layout, a subgraph is the workload's,
+  // JSON nests at most 64 deep); a bad line is rejected with its reason and the others import,
+  // in one transaction. Throws ts::Error naming `source` only when the stream cannot be read.
   ImportResult import_jsonl(std::istream& in, const std::string& source = "<jsonl>");
 
  private:
@@ -173,6 +174,7 @@ class RecordsDB {
   void create_or_attach();
   void check_meta();
   int64_t insert(const Record& r);
+  std::string subgraph_locked(const std::string& exact_key) const;  // subgraph(), mu_ held
   // Calls `visit` on each record matching `where` (binding `args` as ?1...), this machine's only
   // unless allow_foreign_, until it returns false. query() collects them all.
   void each(const std::string& where, std::vector<std::string> args, const std::function<bool(Record)>& visit) const;

@@ -18,6 +18,7 @@
 #include "graph/workload.h"
 #include "schedule/schedule.h"
 #include "support/onnx_builder.h"
+#include "support/small_workloads.h"
 
 namespace ts {
 namespace {
@@ -445,6 +446,41 @@ TEST(RecordsDB, ExportImportRoundTrip) {
   std::stringstream again;
   b.export_jsonl(again);
   EXPECT_EQ(again.str(), text);
+}
+
+// A workload's subgraph travels with its first exported record, so that the importing database
+// can featurize the records again; a subgraph that is another workload's is refused.
+TEST(RecordsDB, ExportCarriesEachWorkloadsSubgraphOnce) {
+  auto dir = test::temp_dir();
+  const Workload w = test::matmul_relu_workload();
+  RecordsDB a((dir / "a.db").string());
+  for (int v : {4, 8}) {
+    Record r = importable(make_record("x", "x", {1.0}), v);
+    r.workload = workload_entry(w);
+    a.add(r);
+  }
+  std::stringstream jsonl;
+  a.export_jsonl(jsonl);
+  std::vector<nlohmann::json> lines;
+  for (std::string l; std::getline(jsonl, l);) lines.push_back(nlohmann::json::parse(l));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(lines[0]["workload"].contains("subgraph"));
+  EXPECT_FALSE(lines[1]["workload"].contains("subgraph"));
+
+  RecordsDB b((dir / "b.db").string());
+  std::istringstream in(lines[0].dump() + "\n" + lines[1].dump() + "\n");
+  EXPECT_EQ(b.import_jsonl(in).added, 2u);
+  EXPECT_EQ(b.subgraph(w.exact_key), a.subgraph(w.exact_key));
+
+  nlohmann::json other = lines[0];
+  other["workload"]["exact_key"] = "conv@1";  // the subgraph is not this workload's
+  other["workload"].erase("key_hash");
+  RecordsDB c((dir / "c.db").string());
+  std::istringstream bad(other.dump() + "\n");
+  const auto res = c.import_jsonl(bad);
+  ASSERT_EQ(res.rejected.size(), 1u);
+  EXPECT_NE(res.rejected[0].second.find("not the record's"), std::string::npos) << res.rejected[0].second;
+  EXPECT_EQ(c.count(), 0);
 }
 
 // Each bad line is rejected with its number and reason; the good lines are stored.
