@@ -10,6 +10,7 @@ PACKAGES=(
   libsqlite3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libxgboost-dev
+  zlib1g-dev  # data set files (gzip JSONL)
   libopenmpi-dev openmpi-bin  # data sets and tuning over several hosts (mpirun)
   pybind11-dev python3-dev  # the Python module
   chromium  # the report test renders the HTML page headless

@@ -16,7 +16,9 @@
 
 #include "api/compile_model.h"
 #include "cli/commands.h"
+#include "dataset/dataset_file.h"
 #include "dataset/dataset_generate.h"
+#include "dataset/dataset_stats.h"
 #include "dataset/random_network.h"
 #include "graph/error.h"
 #include "graph/onnx_export.h"
@@ -179,6 +181,35 @@ int generate_command(GenerateArgs a) {
   return s.failed_workloads > 0 && s.measured_now == 0 && s.workloads == s.failed_workloads ? 1 : 0;
 }
 
+struct FileArgs {
+  std::string db;     // the records database
+  std::string file;   // the data set file (gzip JSONL)
+  std::string split;  // export: only this split ("" = every split)
+};
+
+int stats_command(const FileArgs& a) {
+  RecordsDB db(a.db, RecordsDB::Open::MustExist);
+  std::cout << a.db << ": " << format_dataset_stats(dataset_stats(db));
+  return 0;
+}
+
+int export_command(const FileArgs& a) {
+  RecordsDB db(a.db, RecordsDB::Open::MustExist);
+  const int64_t n = export_dataset(db, a.file, a.split);
+  std::cout << fmt::format("{}: {} data set records written to {} ({:.2f} MB)\n", a.db, n, a.file,
+                           static_cast<double>(std::filesystem::file_size(a.file)) / 1e6);
+  return 0;
+}
+
+int import_command(const FileArgs& a) {
+  RecordsDB db(a.db);
+  const RecordsDB::ImportResult r = import_dataset(db, a.file);
+  for (const auto& [line, why] : r.rejected) std::cout << fmt::format("  {} line {}: {}\n", a.file, line, why);
+  std::cout << fmt::format("{}: imported {} records from {} ({} already present, {} rejected; {} in total)\n", a.db,
+                           r.added, a.file, r.present, r.rejected.size(), db.count());
+  return r.rejected.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 void add_dataset_command(CLI::App& app) {
@@ -223,6 +254,21 @@ void add_dataset_command(CLI::App& app) {
   gen->add_option("--max-ops", no.max_ops, "Random networks: most operators")->check(CLI::PositiveNumber);
   gen->add_option("--min-ops", no.min_ops, "Random networks: fewest operators")->check(CLI::PositiveNumber);
   on_command(gen, [g] { return generate_command(*g); });
+
+  auto f = std::make_shared<FileArgs>();
+  auto* stats = ds->add_subcommand("stats", "Counts, time range, noise, op histogram and the default against the "
+                                            "best sampled schedule, of a database's data set records");
+  stats->add_option("--db", f->db, "Records database")->required();
+  on_command(stats, [f] { return stats_command(*f); });
+  auto* ex = ds->add_subcommand("export", "Write the data set records (with subgraphs) as gzip JSONL");
+  ex->add_option("--db", f->db, "Records database")->required();
+  ex->add_option("--out", f->file, "File to write (e.g. dataset.jsonl.gz)")->required();
+  ex->add_option("--split", f->split, "Only this split")->check(CLI::IsMember({kTrainSplit, kHeldOutSplit}));
+  on_command(ex, [f] { return export_command(*f); });
+  auto* im = ds->add_subcommand("import", "Load a data set file (gzip or plain JSONL) into a records database");
+  im->add_option("--db", f->db, "Records database (created when missing)")->required();
+  im->add_option("file", f->file, "The data set file")->required();
+  on_command(im, [f] { return import_command(*f); });
 }
 
 }  // namespace ts
