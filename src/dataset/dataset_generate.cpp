@@ -79,6 +79,7 @@ std::vector<Draw> draw_schedules(const Workload& w, const WorkloadSpaces& spaces
     return true;
   };
   std::vector<Schedule> adams;  // Adams2019's choices, drawn once for every turn it gets
+  bool adams_drawn = false;      // its beam searches ran (each forks a worker: never twice)
   const std::vector<std::string>& methods = dataset_methods();
   const int turns_of_each = (wanted + static_cast<int>(methods.size()) - 2) / static_cast<int>(methods.size() - 1);
   auto draw_one = [&](const std::string& method) -> bool {
@@ -89,7 +90,8 @@ std::vector<Draw> draw_schedules(const Workload& w, const WorkloadSpaces& spaces
       else if (method == "uniform") s = spaces.uniform->sample(rng);
       else if (method == "loop-sketch" && spaces.sketch->sketch()) s = spaces.sketch->sample(rng);
       else if (method == "adams2019-noise") {
-        if (adams.empty() && attempt == 0) {
+        if (!adams_drawn) {
+          adams_drawn = true;
           HalideAutoschedulerPolicy policy("adams2019");
           SearchTask task{&w, spaces.stratified.get(), [&](const std::string& h) { return drawn.count(h) > 0; }};
           adams = policy.propose(task, static_cast<size_t>(turns_of_each), rng);
