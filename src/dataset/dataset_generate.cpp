@@ -231,25 +231,25 @@ DatasetSummary generate_dataset(const std::vector<DatasetNetwork>& networks, Rec
         h.hashes.insert(def.hash());
       }
       measurer.set_run_timeout(std::max(2.0, ref.median * o.slow_factor * (o.measure.repeats + o.measure.warmup) + 1.0));
-      std::vector<Draw> todo;
+      std::vector<Draw> pending;
       for (Draw& d : draw_schedules(w, spaces, def.hash(), k - 1, o.seed))
-        if (!h.hashes.count(d.schedule.hash()) && !db.has(w.exact_key, d.schedule.hash())) todo.push_back(std::move(d));
+        if (!h.hashes.count(d.schedule.hash()) && !db.has(w.exact_key, d.schedule.hash())) pending.push_back(std::move(d));
       const size_t room = static_cast<size_t>(std::max(0, k - static_cast<int>(h.hashes.size())));
-      if (todo.size() > room) todo.resize(room);
-      for (size_t b = 0; b < todo.size() && !out_of_time(); b += static_cast<size_t>(o.batch)) {
-        const size_t e = std::min(todo.size(), b + static_cast<size_t>(o.batch));
+      if (pending.size() > room) pending.resize(room);
+      for (size_t b = 0; b < pending.size() && !out_of_time(); b += static_cast<size_t>(o.batch)) {
+        const size_t e = std::min(pending.size(), b + static_cast<size_t>(o.batch));
         std::vector<Schedule> batch;
-        for (size_t j = b; j < e; j++) batch.push_back(todo[j].schedule);
+        for (size_t j = b; j < e; j++) batch.push_back(pending[j].schedule);
         const double limit = o.seconds > 0 ? std::max(1.0, o.seconds - seconds_since(t0)) : 0;
         const std::vector<MeasureResult> results = measurer.measure_batch(batch, limit);
         for (size_t j = b; j < e; j++) {
           if (results[j - b].cut) continue;
-          record(w, todo[j].schedule, results[j - b], todo[j].method, fx);
-          h.hashes.insert(todo[j].schedule.hash());
+          record(w, pending[j].schedule, results[j - b], pending[j].method, fx);
+          h.hashes.insert(pending[j].schedule.hash());
         }
         report(i, tasks[i], h.hashes.size());
       }
-      if (todo.empty()) report(i, tasks[i], h.hashes.size());
+      if (pending.empty()) report(i, tasks[i], h.hashes.size());
     } catch (const std::exception& e) {
       sum.failed_workloads++;
       sum.failures.push_back(fmt::format("{}: workload {} ({}): {}", tasks[i].network, w.key_hash(), w.name, e.what()));
