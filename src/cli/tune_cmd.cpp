@@ -14,6 +14,10 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "measure/mpi_builder.h"
+#include "measure/mpi_fleet.h"
+#include "measure/mpi_measure_server.h"
+#include "measure/mpi_runner.h"
 #include "search/gbt_sa_search.h"
 #include "tune/reuse.h"
 #include "tune/tuner.h"
@@ -49,6 +53,7 @@ struct TuneArgs {
   int full_evals = 10;              // reuse: full-model evaluations after the standalone phase
   bool same_class_only = false;     // reuse: no rule variants of other classes with the same anchor
   int network_evals = 6;            // per thread count, network variants timed in the whole model
+  std::string runner = "local";     // local, or mpi: the other ranks of an mpirun build and run the candidates
 };
 
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -155,8 +160,27 @@ int reuse_command(const TuneArgs& a) {
   return s.stopped ? 130 : 0;
 }
 
+int search_command(const TuneArgs& a, MpiFleet* fleet);
+
 int tune_command(const TuneArgs& a) {
-  if (!a.reuse_from.empty()) return reuse_command(a);
+  if (a.runner == "local") return a.reuse_from.empty() ? search_command(a, nullptr) : reuse_command(a);
+  if (!a.reuse_from.empty()) throw Error("tune: --runner mpi measures a search, not --reuse-from");
+  if (!MpiWorld::launched_by_mpirun())
+    throw Error("tune --runner mpi: start it with mpirun (e.g. mpirun -np 3 --enable-recovery tensorsched tune ...)");
+  MpiWorld world;
+  const std::string identity = machine_fingerprint().dump();
+  // The other ranks build and run; only rank 0 opens the model and the database.
+  if (world.rank() != 0) return world.finish(serve_measurements(world, identity, measure_options(a)));
+  int code = 0;
+  {
+    MpiFleet fleet(world, identity);  // its end stops the runners
+    code = search_command(a, &fleet);
+  }
+  return world.finish(code);
+}
+
+// A search (with `fleet`: its candidates measured on the runner ranks).
+int search_command(const TuneArgs& a, MpiFleet* fleet) {
   if ((a.trials > 0) == (a.seconds > 0)) throw Error("tune: give exactly one budget, --trials N or --time SECONDS");
   Graph g = load_model(a.model, a.threads);
   RecordsDB db(a.db_path);
@@ -184,6 +208,10 @@ int tune_command(const TuneArgs& a) {
   o.slot_seconds = a.slot;
   o.only.insert(a.workloads.begin(), a.workloads.end());
   o.sampling = a.sampling == "uniform" ? Sampling::Uniform : a.sampling == "stratified" ? Sampling::Stratified : Sampling::Sketch;
+  if (fleet)
+    o.make_measurer = [fleet](const Workload& w, const MeasureOptions& m) {
+      return std::make_unique<Measurer>(w, m, std::make_unique<MpiBuilder>(*fleet), std::make_unique<MpiRunner>(*fleet));
+    };
   // Progress on stderr: one updating line fitted to a terminal, else a plain line per task and
   // at most every 30 s (logs of a run in the background).
   const bool tty = isatty(STDERR_FILENO);
@@ -194,6 +222,7 @@ int tune_command(const TuneArgs& a) {
     std::string trials = p.target > 0 ? fmt::format("{}/{}", p.trials, p.target) : std::to_string(p.trials);
     std::string line = fmt::format("[{}/{}] {} trials {} best {} ms (default {} ms) ETA {}", p.task, p.tasks,
                                    p.task_name, trials, ms(p.best_s), ms(p.default_s), duration(p.eta_s));
+    if (fleet) line += ", " + fleet->status();
     if (tty) {
       const size_t width = static_cast<size_t>(terminal_columns() - 1);
       if (line.size() > width) line = line.substr(0, width);
@@ -294,6 +323,10 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   sub->add_option("--e2e-iters", a->e2e_iters, "End-to-end runs of each model version in the summary (0 = skip)");
   sub->add_option("--cache-dir", a->cache_dir, "Code cache root");
+  sub->add_option("--runner", a->runner,
+                  "Where candidates are built and run: local, or mpi (under mpirun: rank 0 searches, the other "
+                  "ranks measure, each on its host)")
+      ->check(CLI::IsMember({"local", "mpi"}));
   sub->add_flag("--allow-foreign-records", a->allow_foreign,
                 "Resume from and transfer with records of other machines and builds too");
   sub->add_flag("--json", a->json, "Print the summary as JSON");

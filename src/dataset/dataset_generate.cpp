@@ -67,9 +67,10 @@ uint64_t workload_seed(uint64_t seed, const Workload& w) {
 
 // `wanted` distinct schedules other than the default (hash `default_hash`), the methods taking
 // turns (dataset_methods() after "default"); a method that cannot give a new schedule in a few
-// tries leaves its turn to the next. Deterministic in (seed, workload).
+// tries leaves its turn to the next. Deterministic in (seed, workload), but for the Adams2019
+// searches that `deadline` stops.
 std::vector<Draw> draw_schedules(const Workload& w, const WorkloadSpaces& spaces, const std::string& default_hash,
-                                 int wanted, uint64_t seed) {
+                                 int wanted, uint64_t seed, std::optional<Clock::time_point> deadline) {
   std::mt19937_64 rng(workload_seed(seed, w));
   std::set<std::string> drawn = {default_hash};
   std::vector<Draw> out;
@@ -93,7 +94,7 @@ std::vector<Draw> draw_schedules(const Workload& w, const WorkloadSpaces& spaces
         if (!adams_drawn) {
           adams_drawn = true;
           HalideAutoschedulerPolicy policy("adams2019");
-          SearchTask task{&w, spaces.stratified.get(), [&](const std::string& h) { return drawn.count(h) > 0; }};
+          SearchTask task{&w, spaces.stratified.get(), [&](const std::string& h) { return drawn.count(h) > 0; }, deadline};
           adams = policy.propose(task, static_cast<size_t>(turns_of_each), rng);
           std::reverse(adams.begin(), adams.end());
         }
@@ -199,6 +200,9 @@ DatasetSummary generate_dataset(const std::vector<DatasetNetwork>& networks, Rec
   auto out_of_time = [&] {
     return (o.stop && o.stop->load()) || (o.seconds > 0 && seconds_since(t0) >= o.seconds);
   };
+  const std::optional<Clock::time_point> deadline =
+      o.seconds > 0 ? std::optional(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds)))
+                    : std::nullopt;
   auto report = [&](size_t index, const DatasetTask& t, size_t have) {
     if (!progress) return;
     const double s = seconds_since(t0);
@@ -232,7 +236,7 @@ DatasetSummary generate_dataset(const std::vector<DatasetNetwork>& networks, Rec
       }
       measurer.set_run_timeout(std::max(2.0, ref.median * o.slow_factor * (o.measure.repeats + o.measure.warmup) + 1.0));
       std::vector<Draw> pending;
-      for (Draw& d : draw_schedules(w, spaces, def.hash(), k - 1, o.seed))
+      for (Draw& d : draw_schedules(w, spaces, def.hash(), k - 1, o.seed, deadline))
         if (!h.hashes.count(d.schedule.hash()) && !db.has(w.exact_key, d.schedule.hash())) pending.push_back(std::move(d));
       const size_t room = static_cast<size_t>(std::max(0, k - static_cast<int>(h.hashes.size())));
       if (pending.size() > room) pending.resize(room);

@@ -10,8 +10,10 @@ class LocalBuilder : public Builder {
   // jobs: compiler processes at once (0 = hardware threads).
   LocalBuilder(CodeCache cache, int jobs) : cache_(std::move(cache)), jobs_(jobs) {}
   std::string name() const override { return "local"; }
-  const CodeCache& cache() const override { return cache_; }
+  const CodeCache& cache() const { return cache_; }
   std::vector<CompileOutcome> build(const std::vector<CompileJob>& jobs, double timeout_s) override;
+  bool has(const Workload& w, const std::string& schedule_hash) const override { return cache_.has_entry(w, schedule_hash); }
+  void discard(const Workload& w, const std::string& schedule_hash) override;
 
  private:
   CodeCache cache_;  // where the code goes

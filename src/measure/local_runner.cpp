@@ -80,11 +80,7 @@ int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, con
   if (fault == InjectedFault::WrongValues && !call.outputs.empty() && call.outputs[0].size() > 0)
     call.outputs[0].set_f64(0, call.outputs[0].get_f64(0) + 1);
 
-  if (!check.reference) {
-    std::string bytes;
-    for (const auto& t : call.outputs) bytes.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
-    return send(bytes);
-  }
+  if (!check.reference) return send(concat_tensor_bytes(call.outputs));
   for (size_t k = 0; k < call.outputs.size(); k++) {
     Comparison c = compare_tensors(call.outputs[k], (*check.reference)[k], check.rtol, check.atol);
     if (c.ok) continue;
@@ -145,20 +141,14 @@ MeasureResult LocalRunner::run(const RunRequest& request, const MeasureOptions& 
   summarize_times(m);
 
   if (!request.reference && outputs && m.valid()) {
-    size_t offset = eol + 1;
-    for (const auto& name : w.graph.outputs) {
-      const auto& info = w.graph.tensor(name);
-      Tensor t(info.dtype, storage_shape(info.layout, info.shape));  // as the code stores it
-      if (r.message.size() < offset + t.bytes.size()) {
-        m.error_kind = "runtime_error";
-        m.error_message = fmt::format("{}: run worker sent {} bytes of outputs, expected at least {}", what,
-                                      r.message.size() - eol - 1, offset + t.bytes.size() - eol - 1);
-        return m;
-      }
-      std::copy_n(r.message.data() + offset, t.bytes.size(), reinterpret_cast<char*>(t.bytes.data()));
-      offset += t.bytes.size();
-      outputs->push_back(std::move(t));
+    std::string why;
+    std::optional<std::vector<Tensor>> got = outputs_from_bytes(w, std::string_view(r.message).substr(eol + 1), why);
+    if (!got) {
+      m.error_kind = "runtime_error";
+      m.error_message = fmt::format("{}: run worker sent {}", what, why);
+      return m;
     }
+    *outputs = std::move(*got);
   }
   return m;
 }

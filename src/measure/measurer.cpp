@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <optional>
 
 #include "graph/error.h"
@@ -16,8 +15,6 @@
 #include "measure/workload_code.h"
 #include "measure/workload_compiler.h"
 #include "schedule/default_schedule.h"
-
-namespace fs = std::filesystem;
 
 namespace ts {
 
@@ -43,7 +40,6 @@ struct Measurer::Impl {
   // "workload <key> (<name>)" for messages.
   std::string what;
 
-  const CodeCache& cache() const { return builder->cache(); }
   // Compiles each of `jobs` with opts' compile timeout; per job "" or the compile_error
   // message, and its compile seconds.
   std::vector<CompileOutcome> compile(const std::vector<CompileJob>& jobs, const MeasureOptions& opts) const {
@@ -78,8 +74,9 @@ Measurer::Measurer(const Workload& w, MeasureOptions opts, std::unique_ptr<Build
     m.default_hash = m.default_schedule.hash();
 
     double seconds = 0;
-    if (!m.cache().has_entry(w_, m.default_hash)) {
-      CompileOutcome o = m.compile({{&w_, schedule_fn(m.default_schedule), m.default_hash, {}}}, opts_)[0];
+    if (!m.builder->has(w_, m.default_hash)) {
+      CompileOutcome o =
+          m.compile({{&w_, schedule_fn(m.default_schedule), m.default_hash, {}, m.default_schedule.to_json()}}, opts_)[0];
       if (!o.error.empty())
         throw Error(fmt::format("{}: the default schedule (the reference) does not compile: {}", m.what, o.error));
       seconds = o.seconds;
@@ -131,12 +128,11 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
   // Code this batch creates is removed after the runs (unless keep_code); code already in the
   // cache (e.g. a tuned schedule a model uses) is left alone.
   std::vector<CompileJob> jobs;
-  std::vector<std::string> created;
+  std::vector<std::string> created;  // hashes
   for (size_t i : to_compile) {
     const std::string& hash = results[i].schedule_hash;
-    jobs.push_back({&w_, schedule_fn(batch[i]), hash, batch[i].layouts});
-    if (!fs::exists(m.cache().object_path(w_, hash)) && hash != m.default_hash)
-      for (const auto& f : m.cache().entry_files(w_, hash)) created.push_back(f);
+    jobs.push_back({&w_, schedule_fn(batch[i]), hash, batch[i].layouts, batch[i].to_json()});
+    if (hash != m.default_hash && !m.builder->has(w_, hash)) created.push_back(hash);
   }
   const auto compile_t0 = Clock::now();
   std::vector<CompileOutcome> compiled = m.compile(jobs, compile_opts);
@@ -152,7 +148,7 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
       r.cut = true;  // a compile stopped by the limit says nothing about the schedule
       r.error_message = fmt::format("{}: not measured: the batch's {:.1f} s ran out", m.what, limit_s);
     } else if (!compiled[k].error.empty()) {
-      r.error_kind = "compile_error";
+      r.error_kind = compiled[k].error_kind.empty() ? "compile_error" : compiled[k].error_kind;
       r.error_message = compiled[k].error;
     } else {
       auto fault = opts_.faults.find(r.schedule_hash);
@@ -166,10 +162,7 @@ std::vector<MeasureResult> Measurer::measure_batch(const std::vector<Schedule>& 
   for (size_t i = 0; i < batch.size(); i++) results[i] = results[first_of_hash.at(results[i].schedule_hash)];
 
   if (!opts_.keep_code)
-    for (const auto& so : created) {
-      std::error_code ec;
-      fs::remove(so, ec);
-    }
+    for (const std::string& hash : created) m.builder->discard(w_, hash);
   return results;
 }
 
@@ -182,11 +175,10 @@ Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, i
   const std::string& hash = out.candidate.schedule_hash;
   MeasureOptions every_repeat = opts_;  // a confirmation pair times every repeat of both
   every_repeat.loser_s = 0;
-  const std::vector<std::string> code = m.cache().entry_files(w_, hash);
-  const bool created = !fs::exists(code[0]) && hash != m.default_hash;
-  CompileOutcome compiled = m.compile({{&w_, schedule_fn(s), hash, s.layouts}}, opts_)[0];
+  const bool created = hash != m.default_hash && !m.builder->has(w_, hash);
+  CompileOutcome compiled = m.compile({{&w_, schedule_fn(s), hash, s.layouts, s.to_json()}}, opts_)[0];
   if (!compiled.error.empty()) {
-    out.candidate.error_kind = "compile_error";
+    out.candidate.error_kind = compiled.error_kind.empty() ? "compile_error" : compiled.error_kind;
     out.candidate.error_message = compiled.error;
     return out;
   }
@@ -207,11 +199,7 @@ Measurer::Remeasurement Measurer::remeasure_against_default(const Schedule& s, i
     if (!r->valid()) r->times.clear();
     summarize_times(*r);
   }
-  if (created && !opts_.keep_code)
-    for (const auto& f : code) {
-      std::error_code ec;
-      fs::remove(f, ec);
-    }
+  if (created && !opts_.keep_code) m.builder->discard(w_, hash);
   return out;
 }
 

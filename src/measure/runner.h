@@ -3,7 +3,7 @@
 // put in the cache) in an isolated worker: warm-up and timed runs over given inputs, the output
 // check against a reference, and the error kinds of a failure (crash, timeout, runtime_error,
 // wrong_answer; see measure/measurer.h). One implementation per file: LocalRunner (a forked
-// worker on this host).
+// worker on this host), MpiRunner (a rank of an mpirun; runner_lost when it dies).
 #include <map>
 #include <string>
 #include <vector>

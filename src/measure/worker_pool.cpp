@@ -101,6 +101,15 @@ std::string WorkerResult::describe_end(double timeout_s) const {
   return fmt::format("exit status {}", exit_code);
 }
 
+namespace {
+WorkerWaitHook g_wait_hook;  // see set_worker_wait_hook
+}  // namespace
+
+WorkerWaitHook set_worker_wait_hook(WorkerWaitHook hook) {
+  std::swap(g_wait_hook, hook);
+  return hook;
+}
+
 std::vector<WorkerResult> run_workers(size_t count, const WorkerJob& job, const WorkerPoolOptions& opts,
                                       const std::function<void(size_t, const WorkerResult&)>& on_done) {
   std::vector<WorkerResult> results(count);
@@ -159,6 +168,7 @@ std::vector<WorkerResult> run_workers(size_t count, const WorkerJob& job, const 
         wait_ms = std::min(wait_ms, std::max(1, static_cast<int>((opts.timeout_s - seconds_since(w.start)) * 1000) + 1));
     }
     poll(pfds.data(), pfds.size(), wait_ms);
+    if (g_wait_hook) g_wait_hook();
 
     for (size_t k = running.size(); k-- > 0;) {
       Running& w = running[k];

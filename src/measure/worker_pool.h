@@ -40,6 +40,12 @@ using WorkerJob = std::function<int(size_t index, int message_fd)>;
 std::vector<WorkerResult> run_workers(size_t count, const WorkerJob& job, const WorkerPoolOptions& opts,
                                       const std::function<void(size_t index, const WorkerResult&)>& on_done = {});
 
+// A function run_workers calls from its wait loop, about every 100 ms, in the parent (null: none).
+// A process that must show it is alive while its jobs run installs one: an MPI runner rank sends
+// its heartbeat so (measure/mpi_fleet.h). Returns the one it replaces.
+using WorkerWaitHook = std::function<void()>;
+WorkerWaitHook set_worker_wait_hook(WorkerWaitHook hook);
+
 // Worker text (compiler output, Halide's messages) kept in an error message.
 inline constexpr size_t kMessageChars = 2000;
 // The last `n` characters of s, marked "..." when cut.

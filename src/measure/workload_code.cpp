@@ -3,9 +3,11 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <mutex>
 #include <utility>
 
+#include "graph/layout.h"
 #include "lower/lower.h"
 #include "measure/spinning_pool.h"
 
@@ -128,6 +130,29 @@ WorkloadCall::WorkloadCall(const Workload& w, const std::map<std::string, Tensor
   for (size_t i = 0; i < inputs.size(); i++) buffers.push_back(tensor_buffer(inputs[i], w.graph.inputs[i]));
   for (size_t i = 0; i < outputs.size(); i++) buffers.push_back(tensor_buffer(outputs[i], w.graph.outputs[i]));
   for (auto& b : buffers) argv.push_back(b.raw_buffer());
+}
+
+std::string concat_tensor_bytes(const std::vector<Tensor>& tensors) {
+  std::string bytes;
+  for (const Tensor& t : tensors) bytes.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  return bytes;
+}
+
+std::optional<std::vector<Tensor>> outputs_from_bytes(const Workload& w, std::string_view bytes, std::string& why) {
+  std::vector<Tensor> out;
+  size_t offset = 0;
+  for (const auto& name : w.graph.outputs) {
+    const auto& info = w.graph.tensor(name);
+    Tensor t(info.dtype, storage_shape(info.layout, info.shape));  // as the code stores it
+    if (bytes.size() < offset + t.bytes.size()) {
+      why = fmt::format("{} bytes of outputs, expected at least {}", bytes.size(), offset + t.bytes.size());
+      return std::nullopt;
+    }
+    std::copy_n(bytes.data() + offset, t.bytes.size(), reinterpret_cast<char*>(t.bytes.data()));
+    offset += t.bytes.size();
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 }  // namespace ts

@@ -8,7 +8,9 @@
 #include <Halide.h>
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/tensor.h"
@@ -80,5 +82,11 @@ struct WorkloadCall {
   WorkloadCall(const WorkloadCall&) = delete;
   WorkloadCall& operator=(const WorkloadCall&) = delete;
 };
+
+// The bytes of `tensors` one after another (outputs sent from a worker or another host).
+std::string concat_tensor_bytes(const std::vector<Tensor>& tensors);
+// w's outputs, as its code stores them, from the front of `bytes` (concat_tensor_bytes of
+// them); nullopt with the reason in `why` when `bytes` is too short.
+std::optional<std::vector<Tensor>> outputs_from_bytes(const Workload& w, std::string_view bytes, std::string& why);
 
 }  // namespace ts

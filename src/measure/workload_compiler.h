@@ -81,6 +81,7 @@ struct CompileJob {
   ScheduleFn schedule;                 // how to schedule it
   std::string hash;                    // the schedule's hash (code cache key)
   std::vector<InputLayout> layouts;    // how its inputs are packed
+  std::string schedule_json;           // the schedule as data (Schedule::to_json), for a builder on another host
 };
 
 struct CompileBatchOptions {
@@ -90,6 +91,7 @@ struct CompileBatchOptions {
 
 struct CompileOutcome {
   std::string error;       // "" when compiled, else why (names the workload; Halide's or the linker's text)
+  std::string error_kind;  // with an error: "" (a compile_error) or "runner_lost" (the host building it is gone)
   double seconds = 0;      // wall time of its compile
 };
 

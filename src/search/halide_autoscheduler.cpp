@@ -17,14 +17,15 @@ namespace {
 
 constexpr int kDropoutPercent = 90;      // chance of keeping a state in randomized reruns
 constexpr int kMaxSeeds = 1000;          // reruns tried per task before giving up on new schedules
-constexpr double kChoiceTimeoutS = 300;  // one autoscheduler run (Adams2019's beam search on a large conv: seconds)
+constexpr double kMinChoiceS = 1;        // a run with less time left than this before the deadline is not started
 
 }  // namespace
 
-std::optional<Schedule> autoscheduler_choice(const Workload& w, const Schedule& recipe, std::string& why) {
+std::optional<Schedule> autoscheduler_choice(const Workload& w, const Schedule& recipe, std::string& why,
+                                             double timeout_s) {
   if (!recipe.autoscheduler) throw Error("autoscheduler_choice: not an autoscheduler recipe");
   WorkerPoolOptions pool;
-  pool.timeout_s = kChoiceTimeoutS;
+  pool.timeout_s = timeout_s;
   pool.capture_stderr = true;
   const WorkerResult r = run_workers(
       1,
@@ -84,12 +85,20 @@ Schedule HalideAutoschedulerPolicy::recipe(int64_t seed) const {
 std::vector<Schedule> HalideAutoschedulerPolicy::propose(const SearchTask& task, size_t n, std::mt19937_64& rng) {
   std::vector<Schedule> out;
   auto fresh = [&](const Schedule& s) { return !task.measured || !task.measured(s.hash()); };
+  auto seconds_left = [&] {
+    if (!task.deadline) return kAutoschedulerChoiceTimeoutS;
+    const double left = std::chrono::duration<double>(*task.deadline - std::chrono::steady_clock::now()).count();
+    return std::min(kAutoschedulerChoiceTimeoutS, left);
+  };
   // The choice as data when it reads as data, else the recipe. Seeds in order, so a resumed run
   // proposes what it has not measured yet (the same seed makes the same choice).
   auto add = [&](const Schedule& r) {
     if (!fresh(r)) return;  // measured as a recipe by an earlier run
+    const double timeout_s = seconds_left();
+    if (timeout_s < kMinChoiceS) return;
     std::string why;
-    std::optional<Schedule> data = autoscheduler_choice(*task.workload, r, why);
+    std::optional<Schedule> data = autoscheduler_choice(*task.workload, r, why, timeout_s);
+    if (!data && seconds_left() < kMinChoiceS) return;  // the deadline stopped it: not a choice
     if (!data) spdlog::info("{}: {}: proposed as a recipe (no features): {}", policy_, task.workload->name, why);
     Schedule s = data ? *data : r;
     if (fresh(s) && std::none_of(out.begin(), out.end(), [&](const Schedule& o) { return o.hash() == s.hash(); }))
@@ -98,7 +107,9 @@ std::vector<Schedule> HalideAutoschedulerPolicy::propose(const SearchTask& task,
   add(recipe(-1));
   if (policy_ == "li2018" || policy_ == "mullapudi2016") return out;
   // A small pipeline gives few distinct choices: stop after as many runs again as were wanted.
-  for (int64_t seed = 1, runs = 0; out.size() < n && seed <= kMaxSeeds && runs < static_cast<int64_t>(2 * n + 2); seed++, runs++)
+  for (int64_t seed = 1, runs = 0;
+       out.size() < n && seed <= kMaxSeeds && runs < static_cast<int64_t>(2 * n + 2) && seconds_left() >= kMinChoiceS;
+       seed++, runs++)
     add(recipe(seed));
   if (out.size() > n) out.resize(n);
   return out;

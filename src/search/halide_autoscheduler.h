@@ -12,7 +12,8 @@
 // origin the recipe that made it. The autoscheduler runs in a forked worker (the Adams2019
 // plugin reads its dropout settings once per process). A choice the reader cannot hold (it
 // names the directive, e.g. an rfactor) is proposed as the recipe itself, replayed at compile
-// time, without features.
+// time, without features. A task's deadline bounds the runs: none starts past it, and each is
+// stopped by it.
 #include <optional>
 #include <string>
 
@@ -23,10 +24,15 @@ namespace ts {
 // The policy names this class implements.
 const std::vector<std::string>& halide_policy_names();
 
+// Seconds one autoscheduler run may take (Adams2019's beam search on a large conv: seconds).
+inline constexpr double kAutoschedulerChoiceTimeoutS = 300;
+
 // What the autoscheduler `recipe` (Schedule::autoscheduler) chooses for workload w on this host,
 // as stage schedules whose origin is the recipe; nullopt with the reason in `why` when the
-// choice cannot be read as data or the autoscheduler fails (run in a forked worker).
-std::optional<Schedule> autoscheduler_choice(const Workload& w, const Schedule& recipe, std::string& why);
+// choice cannot be read as data or the autoscheduler fails or runs past `timeout_s` (it runs in
+// a forked worker).
+std::optional<Schedule> autoscheduler_choice(const Workload& w, const Schedule& recipe, std::string& why,
+                                             double timeout_s = kAutoschedulerChoiceTimeoutS);
 
 class HalideAutoschedulerPolicy : public SearchPolicy {
  public:

@@ -4,8 +4,10 @@
 // ScheduleSpace), `gbt-sa` (AutoTVM: a learned cost model steering simulated annealing) and
 // Halide's own autoschedulers as baselines (`adams2019`,
 // `adams2019-greedy`, `li2018`, `mullapudi2016`), whose proposals are AutoschedulerRecipes.
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@ struct SearchTask {
   const Workload* workload = nullptr;     // the workload tuned
   const ScheduleSpace* space = nullptr;   // its schedule space (PipelineView and sketches, the rule's included)
   std::function<bool(const std::string& schedule_hash)> measured;  // whether a schedule was measured already (any run)
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // a proposal that searches (Adams2019) ends by then; none: no limit
 };
 
 class SearchPolicy {

@@ -21,8 +21,8 @@ namespace ts {
 struct Workload;
 
 // Values of Record::error_kind for a failed measurement ("" means the measurement is valid).
-inline constexpr std::array<std::string_view, 6> kRecordErrorKinds = {
-    "compile_error", "runtime_error", "crash", "timeout", "wrong_answer", "invalid_schedule"};
+inline constexpr std::array<std::string_view, 7> kRecordErrorKinds = {
+    "compile_error", "runtime_error", "crash", "timeout", "wrong_answer", "invalid_schedule", "runner_lost"};
 
 // What the database stores about a workload (one row per exact key).
 struct WorkloadEntry {

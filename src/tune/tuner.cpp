@@ -246,6 +246,7 @@ int run_slot(Task& t, TaskRun& run, const Slot& slot, SearchPolicy& policy, Reco
       n = std::min(n, fit);
     }
     const auto batch_t0 = Clock::now();
+    if (slot.trials <= 0) run.search.deadline = deadline;
     std::vector<Schedule> proposals = policy.propose(run.search, n, run.rng);
     if (proposals.empty()) {  // the policy has nothing new for this task
       t.summary.exhausted = true;
@@ -407,7 +408,7 @@ std::vector<Task> make_tasks(const Partition& part, RecordsDB& db, const std::st
       LoweredWorkload lw = lower_workload(*t.w);
       t.space = std::make_unique<ScheduleSpace>(lw.outputs, host_code_target(), space_options_for(*t.w, sopts));
       t.features = std::make_unique<FeatureExtractor>(*t.space);
-      t.measurer = std::make_unique<Measurer>(*t.w, opts.measure);
+      t.measurer = opts.make_measurer ? opts.make_measurer(*t.w, opts.measure) : std::make_unique<Measurer>(*t.w, opts.measure);
       if (opts.stop && opts.stop->load()) throw Error("stopped");  // its reference may have been cut short
       const MeasureResult& ref = t.measurer->reference();
       if (!ref.valid()) throw Error(fmt::format("default schedule: {}: {}", ref.error_kind, ref.error_message));

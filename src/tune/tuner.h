@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -59,6 +60,8 @@ struct TuneOptions {
   double slot_seconds = 0;        // a slot of a slot-based scheduler, time budget (0 = budget / (10 x tasks), >= 2 s)
   int slot_trials = 0;            // a slot with a trial budget (0 = the batch size)
   const std::atomic<bool>* stop = nullptr;  // when it turns true (Ctrl-C): stop, recording nothing measured after it
+  // How a task's candidates are measured (null: a Measurer on this host; e.g. one over MPI ranks).
+  std::function<std::unique_ptr<Measurer>(const Workload&, const MeasureOptions&)> make_measurer;
 };
 
 // What the tuner reports while it works (for a progress line).

@@ -1,5 +1,6 @@
 // LocalBuilder on a real MatMul+Add+Relu workload: a batch compiles into the code cache it names,
-// a schedule that cannot compile and a timeout are outcomes with their reasons, in job order.
+// a schedule that cannot compile and a timeout are outcomes with their reasons, in job order;
+// discarded code is gone.
 #include "measure/local_builder.h"
 
 #include <gtest/gtest.h>
@@ -33,8 +34,13 @@ TEST(LocalBuilder, BuildsIntoItsCacheAndReportsFailuresInOrder) {
   EXPECT_NE(out[1].error.find("this schedule cannot be applied"), std::string::npos) << out[1].error;
   EXPECT_EQ(out[2].error, "");
   EXPECT_TRUE(builder.cache().has_entry(w, good.hash()));
-  EXPECT_TRUE(builder.cache().has_entry(w, other.hash()));
+  EXPECT_TRUE(builder.has(w, other.hash()));
   EXPECT_FALSE(fs::exists(builder.cache().object_path(w, "broken")));
+  EXPECT_FALSE(builder.has(w, "broken"));
+  builder.discard(w, other.hash());
+  EXPECT_FALSE(builder.has(w, other.hash()));
+  EXPECT_FALSE(fs::exists(builder.cache().object_path(w, other.hash())));
+  EXPECT_TRUE(builder.has(w, good.hash())) << "only what was discarded is gone";
 
   const Schedule third = test::matmul_relu_schedule(w, 16, true);
   const std::vector<CompileOutcome> late = builder.build({{&w, schedule_fn(third), third.hash(), {}}}, 0.001);

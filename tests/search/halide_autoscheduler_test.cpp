@@ -54,6 +54,22 @@ TEST(HalideAutoschedulerPolicy, ProposesTheChoicesAsDataWithFeatures) {
   for (const auto& s : adams.propose(f.task(), 2, rng)) EXPECT_FALSE(hashes.count(s.hash()));
 }
 
+// A task's deadline bounds the searches: past it nothing is started, and a search that would run
+// past it is stopped there instead of taking its own timeout.
+TEST(HalideAutoschedulerPolicy, ADeadlineEndsTheSearches) {
+  Fixture f;
+  HalideAutoschedulerPolicy adams("adams2019");
+  std::mt19937_64 rng(1);
+  SearchTask task = f.task();
+  task.deadline = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(adams.propose(task, 4, rng).empty());
+  task.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  const std::vector<Schedule> some = adams.propose(task, 64, rng);
+  EXPECT_LT(some.size(), 64u) << "64 searches do not fit in 1.5 s";
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 4.0) << "stopped at the deadline";
+}
+
 // A policy whose autoscheduler makes one choice: it proposes it once, as data of that generator,
 // and nothing once it was measured.
 Schedule the_one_choice(Fixture& f, HalideAutoschedulerPolicy& policy, const std::string& generator) {
