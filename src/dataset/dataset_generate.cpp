@@ -236,7 +236,8 @@ DatasetSummary generate_dataset(const std::vector<DatasetNetwork>& networks, Rec
       }
       measurer.set_run_timeout(std::max(2.0, ref.median * o.slow_factor * (o.measure.repeats + o.measure.warmup) + 1.0));
       std::vector<Draw> pending;
-      for (Draw& d : draw_schedules(w, spaces, def.hash(), k - 1, o.seed, deadline))
+      const auto adams_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.adams_seconds));
+      for (Draw& d : draw_schedules(w, spaces, def.hash(), k - 1, o.seed, deadline ? std::min(*deadline, adams_end) : adams_end))
         if (!h.hashes.count(d.schedule.hash()) && !db.has(w.exact_key, d.schedule.hash())) pending.push_back(std::move(d));
       const size_t room = static_cast<size_t>(std::max(0, k - static_cast<int>(h.hashes.size())));
       if (pending.size() > room) pending.resize(room);

@@ -12,8 +12,9 @@
 // random networks ("train") from the model zoo's ("heldout": the test set, never trained on).
 //
 // Every draw comes from a generator seeded by the data set's seed and the workload's key, so a
-// rerun draws the same schedules and skips those already recorded: a run killed at any point
-// resumes losing at most the batch it was measuring. A run with `ranks` > 1 measures only the
+// rerun draws the same schedules (but for Adams2019's, whose searches stop at a time budget per
+// workload: a rerun may get more or fewer of them) and skips those already recorded: a run
+// killed at any point resumes losing at most the batch it was measuring. A run with `ranks` > 1 measures only the
 // networks whose index is `rank` modulo `ranks` (one share per MPI rank).
 #include <atomic>
 #include <cstdint>
@@ -47,6 +48,7 @@ struct DatasetOptions {
   int rank = 0;                     // this process measures networks i with i % ranks == rank
   int ranks = 1;
   double slow_factor = 50;          // a candidate's runs stop past this multiple of the default's whole run (a timeout record)
+  double adams_seconds = 10;        // the most Adams2019's searches may take per workload (on a large one a search takes seconds to minutes)
   MeasureOptions measure;           // repeats (10, as both papers), timeouts, compile jobs, threads, cache
   const std::atomic<bool>* stop = nullptr;  // when it turns true: stop after the batch in flight
 };
