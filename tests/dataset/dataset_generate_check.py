@@ -13,6 +13,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from records_sql import rows  # noqa: E402
+
 K = 4
 
 
@@ -20,14 +23,6 @@ def generate(binary, db, extra=(), mpirun=None):
     cmd = [binary, "dataset", "generate", "--count", "3", "--seed", "21", "--max-ops", "6", "--db", db,
            "--schedules-per-workload", str(K), "--repeats", "3", "--jobs", "1", *extra]
     return (mpirun + cmd) if mpirun else cmd
-
-
-def rows(db, sql):
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def check_complete(db, what):

@@ -22,6 +22,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from records_sql import rows  # noqa: E402
+
 TRIALS = 6
 BATCH_MAX = 4  # the tune's batch with --jobs 2 is at most this many candidates
 
@@ -43,14 +46,6 @@ def small_cnn(path):
     graph = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], [w1, w2, fc])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
-
-
-def rows(db, sql):
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def tune(binary, mpirun, ranks, model, db, trials, recovery=False):
