@@ -67,13 +67,30 @@ std::vector<std::string> Graph::op_types() const {
   return {s.begin(), s.end()};
 }
 
+namespace {
+
+// Whether `name` is read as a BatchNormalization's variance (its fifth input): a workload takes
+// the weights as inputs, and a negative variance would make its output NaN, which Max and Min
+// (Relu, Clip) turn into a number or not depending on the operand order a schedule compiles to.
+bool read_as_variance(const Graph& g, const std::string& name) {
+  for (size_t i : g.consumers(name)) {
+    const Node& n = g.nodes[i];
+    if (n.op == "BatchNormalization" && n.inputs.size() > 4 && n.inputs[4] == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed) {
   std::map<std::string, Tensor> r;
   uint64_t k = 0;
   for (const auto& name : g.inputs) {
     const auto& info = g.tensor(name);
-    r[name] = random_tensor(info.dtype, info.shape, seed + 7919 * ++k, dtype_is_float(info.dtype) ? -1.0 : 0.0,
-                            dtype_is_float(info.dtype) ? 1.0 : 2.0);
+    const bool is_float = dtype_is_float(info.dtype);
+    double lo = is_float ? -1.0 : 0.0, hi = is_float ? 1.0 : 2.0;
+    if (is_float && read_as_variance(g, name)) lo = 0.5, hi = 1.5;
+    r[name] = random_tensor(info.dtype, info.shape, seed + 7919 * ++k, lo, hi);
   }
   return r;
 }

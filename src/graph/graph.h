@@ -64,7 +64,8 @@ struct Graph {
   std::vector<std::string> op_types() const;
 };
 
-// Deterministic random inputs for every runtime input of g (floats in [-1, 1)).
+// Deterministic random inputs for every runtime input of g: floats in [-1, 1), integers in
+// {0, 1}; a BatchNormalization's variance in [0.5, 1.5).
 std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed);
 
 }  // namespace ts

@@ -229,6 +229,35 @@ TEST(Partition, LongElementwiseChainsAreSplit) {
   EXPECT_EQ(p.steps.size(), 5u);  // 24 + 24 + 24 + 24 + 4
 }
 
+// A workload takes its weights as inputs, and a measurement draws them at random: a variance
+// drawn negative would make the output NaN, and Relu's max(NaN, 0) is 0 or NaN depending on the
+// operand order each schedule compiles to, so correct schedules would disagree.
+TEST(Partition, AWorkloadsBatchNormVarianceIsDrawnPositive) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {2, 24, 5})
+      .initializer("scale", test::rand_f32({24}, 1))
+      .initializer("bias", test::rand_f32({24}, 2))
+      .initializer("mean", test::rand_f32({24}, 3))
+      .initializer("var", test::rand_f32({24}, 4))
+      .node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"n"})
+      .node("Relu", {"n"}, {"y"})
+      .output("y");
+  Partition p = partition_graph(load(b.save("bn_relu.onnx")));
+  ASSERT_EQ(p.workloads.size(), 1u);
+  const Graph& w = p.workloads[0].graph;
+  ASSERT_EQ(w.inputs.size(), 5u);
+  const auto in = random_inputs(w, 1);
+  const Tensor& var = in.at(w.nodes[0].inputs[4]);
+  const Tensor& mean = in.at(w.nodes[0].inputs[3]);
+  bool mean_negative = false;
+  for (int64_t i = 0; i < var.size(); i++) {
+    EXPECT_GE(var.get_f64(i), 0.5);
+    EXPECT_LT(var.get_f64(i), 1.5);
+    mean_negative |= mean.get_f64(i) < 0;
+  }
+  EXPECT_TRUE(mean_negative);  // the other weights keep the usual [-1, 1) draw
+}
+
 }  // namespace
 
 }  // namespace ts

@@ -17,13 +17,27 @@
 namespace ts {
 namespace {
 
+// Moves the storage of every Func stored outside the loop it is computed in (a sliding window)
+// to that loop, as read_halide_schedule reads it.
+void store_at_compute_levels(const std::vector<Halide::Func>& outputs) {
+  for (const auto& [name, fn] : Halide::Internal::find_transitive_calls(outputs[0].function())) {
+    Halide::LoopLevel compute = fn.schedule().compute_level(), store = fn.schedule().store_level();
+    compute.lock();
+    store.lock();
+    if (!compute.is_inlined() && !compute.is_root() && !store.is_inlined() && !(store == compute))
+      Halide::Func(fn).store_at(compute);
+  }
+}
+
 // Applies `schedule_it` to one lowering of w, reads Halide's schedule back, replays the data on
-// another lowering: both lower to the same statement. Returns the data read.
+// another lowering: both lower to the same statement (sliding windows aside, read as storage at
+// the compute level). Returns the data read.
 Schedule read_and_replay(const Workload& w, const std::function<void(const std::vector<Halide::Func>&)>& schedule_it) {
   LoweredWorkload chosen = lower_workload(w);
   schedule_it(chosen.outputs);
   std::string why;
   const std::optional<Schedule> read = read_halide_schedule(chosen.outputs, why);
+  store_at_compute_levels(chosen.outputs);
   EXPECT_TRUE(read) << why;
   if (!read) return {};
   const Schedule record = Schedule::from_json(read->to_json());
@@ -78,6 +92,32 @@ TEST(ScheduleReader, DirectivesAScheduleDoesNotHoldAreRefusedByName) {
   EXPECT_FALSE(read_halide_schedule(lw.outputs, why));
   EXPECT_NE(why.find("staging copies"), std::string::npos) << why;
   EXPECT_NE(why.find(func_base_name(copied.name())), std::string::npos) << why;
+}
+
+// Halide 14's sliding window computes wrong values for some schedules that store a Func outside
+// the loop it is computed in, so such a choice is read as storage at the compute level.
+TEST(ScheduleReader, StorageOutsideTheComputeLoopIsReadAtTheComputeLoop) {
+  const Workload w = small_conv();
+  LoweredWorkload lw = lower_workload(w);
+  apply(default_schedule(lw.outputs, host_code_target()), lw.outputs, host_code_target());
+  std::string producer;
+  for (const auto& [name, fn] : Halide::Internal::find_transitive_calls(lw.outputs[0].function())) {
+    Halide::LoopLevel at = fn.schedule().compute_level();
+    at.lock();
+    if (producer.empty() && !at.is_inlined() && !at.is_root()) {
+      producer = func_base_name(name);
+      Halide::Func(fn).store_root();
+    }
+  }
+  ASSERT_FALSE(producer.empty()) << "the default rule computes no Func inside a loop of another";
+  std::string why;
+  const std::optional<Schedule> read = read_halide_schedule(lw.outputs, why);
+  ASSERT_TRUE(read) << why;
+  const StageSchedule* ss = read->find(producer);
+  ASSERT_NE(ss, nullptr) << producer;
+  EXPECT_EQ(ss->placement, Placement::ComputeAt);
+  EXPECT_FALSE(ss->store_root);
+  EXPECT_TRUE(ss->store_at.empty()) << ss->store_at;
 }
 
 }  // namespace
