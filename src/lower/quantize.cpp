@@ -1,11 +1,14 @@
 // QuantizeLinear and DequantizeLinear: the affine maps between float tensors and 8-bit (or, to
 // dequantize, 32-bit) integers that quantized exports put around every op. Scale and zero point
 // are scalars (per tensor) or 1-D along `axis` (per channel); ONNX's block quantization is not
-// lowered.
+// lowered. DynamicQuantizeLinear computes its uint8 scale and zero point from the tensor's range.
 #include <fmt/format.h>
+
+#include <limits>
 
 #include "graph/const_eval.h"
 #include "lower/lower.h"
+#include "lower/reduction.h"
 
 namespace ts {
 
@@ -60,11 +63,40 @@ std::vector<LTensor> lower_dequantize_linear(const LowerContext& c) {
   })};
 }
 
+// DynamicQuantizeLinear: the range [min(0, min x), max(0, max x)] mapped onto uint8; outputs y,
+// y_scale = range / 255 and y_zero_point = saturate(round(-min / y_scale)). An all-zero input has
+// scale 0, where the formulas divide by zero: it quantizes to y = 0 with zero point 0.
+std::vector<LTensor> lower_dynamic_quantize_linear(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  if (x.dtype != DType::Float32) c.unsupported(fmt::format("input type {} (float32 only)", dtype_name(x.dtype)));
+  ReduceSpec all;
+  all.in_shape = x.shape;
+  for (int d = 0; d < x.rank(); d++) all.axes.insert(d);
+  all.keepdims = false;
+  auto whole = [&](const char* suffix, Expr init, std::function<Expr(Expr, Expr)> pick) {
+    if (x.rank() == 0) return x;
+    return reduce_tensor(c.name(suffix), all, init, pick, [&](const Idx& i) { return x.at(i); });
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  const LTensor lo = whole("_min", Expr(inf), [](Expr a, Expr b) { return Halide::min(a, b); });
+  const LTensor hi = whole("_max", Expr(-inf), [](Expr a, Expr b) { return Halide::max(a, b); });
+  const Expr low = Halide::min(0.0f, lo.at({})), high = Halide::max(0.0f, hi.at({}));
+  const Expr scale = (high - low) / 255.0f;
+  const Expr zero_point = Halide::select(scale > 0.0f, Halide::clamp(Halide::round(-low / scale), 0.0f, 255.0f), 0.0f);
+  return {c.output([&](const Idx& i) {
+            const Expr q = Halide::clamp(Halide::round(x.at(i) / scale) + zero_point, 0.0f, 255.0f);
+            return Halide::cast<uint8_t>(Halide::select(scale > 0.0f, q, 0.0f));
+          }, 0),
+          c.output([&](const Idx&) { return scale; }, 1),
+          c.output([&](const Idx&) { return Halide::cast<uint8_t>(zero_point); }, 2)};
+}
+
 }  // namespace
 
 void register_quantize_ops(std::map<std::string, LowerFn>& r) {
   r["QuantizeLinear"] = lower_quantize_linear;
   r["DequantizeLinear"] = lower_dequantize_linear;
+  r["DynamicQuantizeLinear"] = lower_dynamic_quantize_linear;
 }
 
 }  // namespace ts

@@ -1,4 +1,4 @@
-// Reduce* ops and ArgMax/ArgMin, on the shared reduction stage (reduction.h).
+// Reduce* ops, ArgMax/ArgMin and TopK, on the shared reduction stage (reduction.h).
 #include <fmt/format.h>
 
 #include <limits>
@@ -95,6 +95,61 @@ LowerFn arg_op(bool is_max) {
   };
 }
 
+// TopK: the k largest (or smallest) elements along `axis` and their indices, sorted, equal values
+// in index order. Each element's rank along its row is the count of elements that precede it in
+// that order (one reduction over the row: n^2 comparisons a row); output position k reads the
+// element whose rank is k (a second reduction, n*k). No sort, so the schedule space sees two
+// plain reduction loop nests; rows of a few thousand elements (detection heads) cost a few
+// million comparisons.
+std::vector<LTensor> lower_top_k(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  if (x.rank() == 0) c.fail("a scalar input (rank >= 1 expected)");
+  const int axis = static_cast<int>(normalize_axis(c.node.attr_int("axis", -1), x.rank(), c.node));
+  const int64_t k = c.opset() < 10 ? c.node.attr_int("k", -1) : c.require_constant(1, "K").to_i64_vector().at(0);
+  const int64_t n = x.shape[axis];
+  if (k < 0 || k > n) c.fail(fmt::format("K = {} for an axis of {} elements", k, n));
+  if (k == 0) c.unsupported("K = 0 (empty outputs)");
+  if (c.out_info(0).shape[axis] != k) c.fail(fmt::format("output axis {} has {} elements for K = {}", axis, c.out_info(0).shape[axis], k));
+  const bool largest = c.node.attr_int("largest", 1) != 0;
+  const int r = x.rank();
+  // Whether the element at index j of a row comes before the one at index i.
+  auto before = [&](const Idx& i, Expr j) {
+    Idx at_j = i;
+    at_j[axis] = j;
+    const Expr a = x.at(at_j), b = x.at(i);
+    return (largest ? a > b : a < b) || (a == b && j < i[axis]);
+  };
+  auto count = [](Expr acc, Expr v) { return acc + v; };
+  // rank[i] over the pairs (i, j): the extra last axis is j.
+  ReduceSpec pairs;
+  pairs.in_shape = x.shape;
+  pairs.in_shape.push_back(n);
+  pairs.axes = {r};
+  pairs.keepdims = false;
+  pairs.acc_type = DType::Int32;
+  const LTensor rank = reduce_tensor(c.name("_rank"), pairs, Expr(0), count, [&](const Idx& p) {
+    return Halide::select(before(Idx(p.begin(), p.end() - 1), p[r]), 1, 0);
+  });
+  // index[o]: the j whose rank is o's position along the axis.
+  ReduceSpec pick = pairs;
+  pick.in_shape = c.out_info(0).shape;
+  pick.in_shape.push_back(n);
+  pick.acc_type = DType::Int32;
+  const LTensor index = reduce_tensor(c.name("_index"), pick, Expr(0), count, [&](const Idx& p) {
+    Idx row(p.begin(), p.end() - 1);
+    const Expr position = row[axis];
+    row[axis] = p[r];
+    return Halide::select(rank.at(row) == position, p[r], 0);
+  });
+  auto source = [&](const Idx& o) {
+    Idx i = o;
+    i[axis] = Halide::clamp(index.at(o), 0, static_cast<int>(n - 1));
+    return i;
+  };
+  return {c.output([&](const Idx& o) { return x.at(source(o)); }, 0),
+          c.output([&](const Idx& o) { return Halide::cast<int64_t>(index.at(o)); }, 1)};
+}
+
 }  // namespace
 
 void register_reduce_ops(std::map<std::string, LowerFn>& r) {
@@ -117,6 +172,7 @@ void register_reduce_ops(std::map<std::string, LowerFn>& r) {
   r["ReduceLogSumExp"] = reduce_op({zero, sum, [](Expr x) { return ts_exp(x); }, [](Expr v, int64_t) { return ts_log(v); }});
   r["ArgMax"] = arg_op(true);
   r["ArgMin"] = arg_op(false);
+  r["TopK"] = lower_top_k;
 }
 
 }  // namespace ts

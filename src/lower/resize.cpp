@@ -1,4 +1,5 @@
-// Resampling ops: Resize (nearest, N-D linear and cubic), Upsample, DepthToSpace, SpaceToDepth.
+// Resampling ops: Resize (nearest, N-D linear and cubic), Upsample, GridSample, DepthToSpace,
+// SpaceToDepth.
 // Resize decides, per axis, which input elements feed each output element and with what weight.
 // Shapes are static, so nearest-neighbour indices are computed on the host (in double, as the
 // ONNX reference does, so ties round the same way) and emitted as a closed form when one fits.
@@ -194,6 +195,15 @@ struct Tap {
   Expr weight;  // undefined for weight 1
 };
 
+// Keys cubic convolution weights of neighbours i0-1 .. i0+2 of a coordinate i0 + r, 0 <= r < 1
+// (distances 1+r, r, 1-r, 2-r), with coefficient a.
+std::vector<Expr> cubic_weights(Expr r, double a) {
+  const Expr A = lit<Expr>(a), one = lit<Expr>(1), two = lit<Expr>(2);
+  auto near = [&](Expr t) { return ((A + two) * t - (A + lit<Expr>(3))) * t * t + one; };
+  auto far = [&](Expr t) { return ((A * t - lit<Expr>(5) * A) * t + lit<Expr>(8) * A) * t - lit<Expr>(4) * A; };
+  return {far(one + r), near(r), near(one - r), far(two - r)};
+}
+
 // Taps of one axis for output index x; `inside` is narrowed where the crop excludes x.
 std::vector<Tap> axis_taps(const Axis& a, const ResizeSpec& s, Expr x, Expr& inside, const std::string& name) {
   if (is_identity(a, s.coord)) return {{x, Expr()}};
@@ -211,11 +221,7 @@ std::vector<Tap> axis_taps(const Axis& a, const ResizeSpec& s, Expr x, Expr& ins
   Expr i0 = Halide::cast<int>(f);
   // Neighbours beyond the edge repeat the edge element, as in the reference's edge padding.
   if (s.mode == Mode::Linear) return {{Halide::clamp(i0, 0, hi), Expr(1.0f) - r}, {Halide::clamp(i0 + 1, 0, hi), r}};
-  // Keys cubic convolution on neighbours i0-1 .. i0+2 (distances 1+r, r, 1-r, 2-r).
-  const Expr A = lit<Expr>(s.cubic_a), one = lit<Expr>(1), two = lit<Expr>(2);
-  auto near = [&](Expr t) { return ((A + two) * t - (A + lit<Expr>(3))) * t * t + one; };
-  auto far = [&](Expr t) { return ((A * t - lit<Expr>(5) * A) * t + lit<Expr>(8) * A) * t - lit<Expr>(4) * A; };
-  std::vector<Expr> w = {far(one + r), near(r), near(one - r), far(two - r)};
+  std::vector<Expr> w = cubic_weights(r, s.cubic_a);
   std::vector<Tap> taps;
   Expr total = lit<Expr>(0);
   for (int k = 0; k < 4; k++) {
@@ -301,6 +307,93 @@ std::vector<LTensor> lower_space_to_depth(const LowerContext& c) {
   })};
 }
 
+// GridSample (opset 16, 4-D): out[n, c, h, w] samples x[n, c] at the point grid[n, h, w] = (gx,
+// gy) in [-1, 1]^2, as PyTorch's grid_sample does (the ONNX cases' reference). A coordinate is
+// unnormalized, then border clamps it and reflection folds it back inside; bilinear and nearest
+// read the taps around it, bicubic applies the padding to each of its 4 x 4 taps instead. Taps
+// left outside the input (zeros padding, or a bilinear tap one past the edge) read 0.
+struct GridAxis {
+  int64_t size = 1;
+  bool align_corners = false;
+  std::string padding = "zeros";
+
+  // Pixel coordinate of normalized g.
+  Expr unnormalize(Expr g) const {
+    const float n = static_cast<float>(size);
+    return align_corners ? (g + 1.0f) * 0.5f * (n - 1.0f) : ((g + 1.0f) * n - 1.0f) * 0.5f;
+  }
+  Expr clip(Expr v) const { return Halide::clamp(v, 0.0f, static_cast<float>(size - 1)); }
+  // v reflected into [lo2 / 2, hi2 / 2] (the edges' pixel centres, or their outer borders).
+  Expr reflect(Expr v) const {
+    const float lo2 = align_corners ? 0.0f : -1.0f;
+    const float hi2 = align_corners ? 2.0f * static_cast<float>(size - 1) : 2.0f * static_cast<float>(size) - 1.0f;
+    if (lo2 == hi2) return Expr(0.0f);
+    const float low = lo2 / 2, span = (hi2 - lo2) / 2;
+    const Expr d = Halide::abs(v - low);
+    const Expr flips = Halide::floor(d / span);
+    const Expr extra = d - flips * span;
+    return Halide::select(Halide::cast<int>(flips) % 2 == 0, extra + low, span - extra + low);
+  }
+  // Padding applied to a coordinate (or, for bicubic, to a tap's index).
+  Expr pad(Expr v) const {
+    if (padding == "border") return clip(v);
+    if (padding == "reflection") return clip(reflect(v));
+    return v;
+  }
+  Expr inside(Expr i) const { return i >= 0 && i < static_cast<int>(size); }
+  Expr clamp_index(Expr i) const { return Halide::clamp(i, 0, static_cast<int>(size - 1)); }
+};
+
+std::vector<LTensor> lower_grid_sample(const LowerContext& c) {
+  const LTensor &x = c.in(0), &grid = c.in(1);
+  if (x.rank() != 4) c.unsupported(fmt::format("rank {} input (4-D only, as in opset 16)", x.rank()));
+  if (!x.type().is_float() || !grid.type().is_float()) c.unsupported("non-float input or grid");
+  if (grid.rank() != 4 || grid.shape[3] != 2 || grid.shape[0] != x.shape[0])
+    c.fail(fmt::format("grid of shape {} for input {} ([N, H_out, W_out, 2] expected)", shape_str(grid.shape), shape_str(x.shape)));
+  const std::string mode = c.node.attr_string("mode", "bilinear");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") c.unsupported(fmt::format("mode '{}'", mode));
+  GridAxis ax{x.shape[3], c.node.attr_int("align_corners", 0) != 0, c.node.attr_string("padding_mode", "zeros")};
+  if (ax.padding != "zeros" && ax.padding != "border" && ax.padding != "reflection")
+    c.unsupported(fmt::format("padding_mode '{}'", ax.padding));
+  GridAxis ay = ax;
+  ay.size = x.shape[2];
+  return {c.output([&](const Idx& o) {
+    auto coord = [&](int k) { return Halide::cast<float>(grid.at({o[0], o[2], o[3], Expr(k)})); };
+    const Expr gx = ax.unnormalize(coord(0)), gy = ay.unnormalize(coord(1));
+    // Input value at integer (iy, ix), 0 outside.
+    auto read = [&](Expr iy, Expr ix) {
+      const Expr v = Halide::cast<float>(x.at({o[0], o[1], ay.clamp_index(iy), ax.clamp_index(ix)}));
+      return Halide::select(ay.inside(iy) && ax.inside(ix), v, 0.0f);
+    };
+    if (mode == "nearest") {
+      const Expr ix = Halide::cast<int>(Halide::round(ax.pad(gx))), iy = Halide::cast<int>(Halide::round(ay.pad(gy)));
+      return read(iy, ix);
+    }
+    if (mode == "bilinear") {
+      const Expr px = ax.pad(gx), py = ay.pad(gy);
+      const Expr fx = Halide::floor(px), fy = Halide::floor(py);
+      const Expr tx = px - fx, ty = py - fy;
+      const Expr x0 = Halide::cast<int>(fx), y0 = Halide::cast<int>(fy);
+      return (read(y0, x0) * (1.0f - tx) + read(y0, x0 + 1) * tx) * (1.0f - ty) +
+             (read(y0 + 1, x0) * (1.0f - tx) + read(y0 + 1, x0 + 1) * tx) * ty;
+    }
+    const Expr fx = Halide::floor(gx), fy = Halide::floor(gy);
+    const Expr x0 = Halide::cast<int>(fx), y0 = Halide::cast<int>(fy);
+    const std::vector<Expr> wx = cubic_weights(gx - fx, -0.75), wy = cubic_weights(gy - fy, -0.75);
+    // A padded tap index: border and reflection move it inside, zeros leaves it to read 0.
+    auto tap = [](const GridAxis& a, Expr i) {
+      return a.padding == "zeros" ? i : Halide::cast<int>(a.pad(Halide::cast<float>(i)));
+    };
+    Expr sum = 0.0f;
+    for (int j = 0; j < 4; j++) {
+      Expr row = 0.0f;
+      for (int i = 0; i < 4; i++) row = row + read(tap(ay, y0 + (j - 1)), tap(ax, x0 + (i - 1))) * wx[i];
+      sum = sum + row * wy[j];
+    }
+    return sum;
+  })};
+}
+
 }  // namespace
 
 void register_resize_ops(std::map<std::string, LowerFn>& r) {
@@ -308,6 +401,7 @@ void register_resize_ops(std::map<std::string, LowerFn>& r) {
   r["Upsample"] = lower_upsample;
   r["DepthToSpace"] = lower_depth_to_space;
   r["SpaceToDepth"] = lower_space_to_depth;
+  r["GridSample"] = lower_grid_sample;
 }
 
 }  // namespace ts

@@ -60,6 +60,7 @@ bool is_shape_slot(const std::string& op, int slot) {
                                               "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum"};
   if (op == "ConstantOfShape" || op == "Range") return true;
   if (op == "CumSum") return slot == 1;  // the axis
+  if (op == "TopK") return slot == 1;    // K
   if (op == "Slice" || op == "Pad" || op == "Resize") return slot >= 1;
   return slot == 1 && slot1.count(op);
 }

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "lower/lower_test_util.h"
 
@@ -53,6 +55,52 @@ TEST(LowerReduce, ArgMaxFirstAndLastIndex) {
   EXPECT_EQ(out[0].to_i64_vector(), (std::vector<int64_t>{1, 0}));
   EXPECT_EQ(out[1].shape, (Shape{2, 1}));
   EXPECT_EQ(out[1].to_i64_vector(), (std::vector<int64_t>{2, 3}));
+}
+
+// TopK against a stable sort of every row: values and indices, largest and smallest, equal values
+// in index order, along an inner and an outer axis.
+TEST(LowerReduce, TopKMatchesAStableSortOfEveryRow) {
+  Tensor x = test::rand_f32({2, 5, 7}, 3);
+  for (int64_t i = 0; i < x.size(); i += 3) x.data<float>()[i] = 0.25f;  // ties
+  struct Case {
+    int64_t axis, k, largest;
+  };
+  for (const Case cs : {Case{-1, 3, 1}, Case{2, 7, 0}, Case{1, 2, 1}, Case{0, 1, 0}}) {
+    SCOPED_TRACE(testing::Message() << "axis " << cs.axis << " k " << cs.k << " largest " << cs.largest);
+    Tensor k(DType::Int64, {1});
+    k.data<int64_t>()[0] = cs.k;
+    OnnxBuilder m(11);
+    m.input("x", DType::Float32, x.shape).initializer("k", k);
+    m.node("TopK", {"x", "k"}, {"values", "indices"}, {{"axis", cs.axis}, {"largest", cs.largest}});
+    m.output("values").output("indices", DType::Int64);
+    auto out = test::run_model(m.save("topk.onnx"), {{"x", x}});
+    const int axis = static_cast<int>(cs.axis < 0 ? cs.axis + 3 : cs.axis);
+    Shape os = x.shape;
+    os[axis] = cs.k;
+    ASSERT_EQ(out[0].shape, os);
+    ASSERT_EQ(out[1].shape, os);
+    const std::vector<int64_t> got_index = out[1].to_i64_vector();
+    for (int64_t a = 0; a < x.shape[(axis + 1) % 3]; a++)
+      for (int64_t b = 0; b < x.shape[(axis + 2) % 3]; b++) {
+        auto at = [&](const Shape& s, int64_t along) {
+          std::vector<int64_t> i(3);
+          i[axis] = along;
+          i[(axis + 1) % 3] = a;
+          i[(axis + 2) % 3] = b;
+          return test::flat(s, i);
+        };
+        std::vector<int64_t> order(x.shape[axis]);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
+          const float u = x.data<float>()[at(x.shape, p)], v = x.data<float>()[at(x.shape, q)];
+          return cs.largest ? u > v : u < v;
+        });
+        for (int64_t j = 0; j < cs.k; j++) {
+          EXPECT_EQ(got_index[at(os, j)], order[j]) << "row " << a << "," << b << " position " << j;
+          EXPECT_EQ(out[0].data<float>()[at(os, j)], x.data<float>()[at(x.shape, order[j])]);
+        }
+      }
+  }
 }
 
 }  // namespace

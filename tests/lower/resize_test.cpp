@@ -45,5 +45,41 @@ TEST(LowerDepthToSpace, DcrAndSpaceToDepthRoundTrip) {
   test::expect_close(out[1], x, 0, 0);
 }
 
+Tensor grid_sample(const Tensor& x, const Tensor& grid, const std::string& mode, const std::string& padding, int64_t align) {
+  OnnxBuilder m(16);
+  m.input("x", DType::Float32, x.shape).input("grid", DType::Float32, grid.shape);
+  m.node("GridSample", {"x", "grid"}, {"y"}, {{"mode", mode}, {"padding_mode", padding}, {"align_corners", align}}).output("y");
+  return test::run_model(m.save("grid_sample.onnx"), {{"x", x}, {"grid", grid}})[0];
+}
+
+// A grid of every pixel centre (align_corners: -1 and 1 are the corner pixels) reads the input
+// back in every mode.
+TEST(LowerGridSample, AnIdentityGridReadsTheInputBack) {
+  const Tensor x = test::rand_f32({2, 3, 4, 5}, 7);
+  Tensor grid(DType::Float32, {2, 4, 5, 2});
+  for (int64_t n = 0; n < 2; n++)
+    for (int64_t h = 0; h < 4; h++)
+      for (int64_t w = 0; w < 5; w++) {
+        grid.data<float>()[test::flat(grid.shape, {n, h, w, 0})] = -1.f + 2.f * static_cast<float>(w) / 4.f;
+        grid.data<float>()[test::flat(grid.shape, {n, h, w, 1})] = -1.f + 2.f * static_cast<float>(h) / 3.f;
+      }
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    SCOPED_TRACE(mode);
+    test::expect_close(grid_sample(x, grid, mode, "zeros", 1), x, 1e-5, 1e-5);
+  }
+}
+
+// Points left of, right of and inside a row [1, 2, 3, 4] (pixel coordinates -0.5, 4.5, 1.5 with
+// align_corners 0): zeros reads 0 past the edge, border clamps, reflection folds 4.5 to 2.5.
+TEST(LowerGridSample, PaddingModesAtAndPastTheEdges) {
+  const Tensor x = test::make_f32({1, 1, 1, 4}, {1, 2, 3, 4});
+  const Tensor grid = test::make_f32({1, 1, 3, 2}, {-1.f, 0.f, 1.5f, 0.f, 0.f, 0.f});
+  test::expect_close(grid_sample(x, grid, "bilinear", "zeros", 0), test::make_f32({1, 1, 1, 3}, {0.5f, 0.f, 2.5f}));
+  test::expect_close(grid_sample(x, grid, "bilinear", "border", 0), test::make_f32({1, 1, 1, 3}, {1.f, 4.f, 2.5f}));
+  test::expect_close(grid_sample(x, grid, "bilinear", "reflection", 0), test::make_f32({1, 1, 1, 3}, {1.f, 3.5f, 2.5f}));
+  // Nearest rounds half to even: -0.5 -> 0, 4.5 -> 4 (outside), 1.5 -> 2.
+  test::expect_close(grid_sample(x, grid, "nearest", "zeros", 0), test::make_f32({1, 1, 1, 3}, {1.f, 0.f, 3.f}), 0, 0);
+}
+
 }  // namespace
 }  // namespace ts
