@@ -321,9 +321,15 @@ Partition partition_graph(const Graph& g) {
     taken[i] = true;
     const Node& head = g.nodes[i];
     if (is_anchor(head.op) || is_fusable_elementwise(head.op)) {
-      // Same-shaped elementwise ops after an anchor or an elementwise op.
+      // Same-shaped elementwise ops after an anchor or an elementwise op. After an anchor, not
+      // one that changes the layout (a blocked conv's output added to a plain residual): the
+      // rule tiles a reduction in registers only inside outputs of its own layout, and a plain
+      // output over a blocked conv ran it one accumulator at a time (MaxViT's 1x1 convs at 13%
+      // of peak); a workload of its own converts for one pass over the conv's output.
+      const bool anchored = is_anchor(head.op);
       follow_chain(g, i, true, group, taken, graph_outputs, [&](const Node& next, const std::string& t) {
-        return is_fusable_elementwise(next.op) && g.tensor(next.outputs[0]).shape == g.tensor(t).shape;
+        const TensorInfo &in = g.tensor(t), &out = g.tensor(next.outputs[0]);
+        return is_fusable_elementwise(next.op) && out.shape == in.shape && (!anchored || out.layout == in.layout);
       });
     } else if (is_data_movement(head.op) && head.outputs.size() == 1) {
       follow_chain(g, i, false, group, taken, graph_outputs,

@@ -1,9 +1,11 @@
 // Partition of real ONNX files into workloads: fusion, dedup by exact key, class keys.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "graph/onnx_import.h"
+#include "graph/layout_plan.h"
 #include "graph/passes.h"
 #include "graph/workload.h"
 #include "lower/lower.h"
@@ -202,6 +204,37 @@ TEST(Partition, FusesSiluGatesIntoTheirAnchor) {
   // c2 has three readers: no gate, the conv stands alone.
   EXPECT_EQ(p.workloads[1].name, "Conv");
   EXPECT_EQ(p.steps.size(), p.workloads.size());
+}
+
+// A blocked conv whose output is added to a plain tensor (a residual that comes through a
+// Reshape, as in MaxViT's MBConv after window attention) is not fused with the Add: the rule
+// tiles a conv in registers only inside an output of the conv's own layout.
+TEST(Partition, AnAnchorIsNotFusedWithAnOpThatChangesItsLayout) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 64, 14, 14})
+      .input("r", DType::Float32, {1, 64, 196})
+      .initializer("w1", test::rand_f32({64, 64, 3, 3}, 1))
+      .initializer("w2", test::rand_f32({64, 64, 1, 1}, 2))
+      .initializer("square", Tensor::from_i64({1, 64, 14, 14}, {4}))
+      .initializer("flat", Tensor::from_i64({1, 64, 196}, {3}))
+      .node("Conv", {"x", "w1"}, {"c1"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Relu", {"c1"}, {"a"})
+      .node("Conv", {"a", "w2"}, {"c2"})
+      .node("Reshape", {"r", "square"}, {"t"})
+      .node("Add", {"c2", "t"}, {"s"})
+      .node("Reshape", {"s", "flat"}, {"y"})
+      .output("y");
+  Graph g = load(b.save("conv_add_plain.onnx"));
+  plan_layouts(g, 16);
+  ASSERT_TRUE(g.tensor("c2").layout.blocked());
+  ASSERT_FALSE(g.tensor("s").layout.blocked());
+  const Partition p = partition_graph(g);
+  std::vector<std::string> names;
+  for (const auto& st : p.steps) names.push_back(p.workloads[st.workload].name);
+  EXPECT_NE(std::find(names.begin(), names.end(), "Conv+Relu"), names.end());  // same layout: fused
+  EXPECT_NE(std::find(names.begin(), names.end(), "Conv"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "Add"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "Conv+Add"), names.end());
 }
 
 namespace {
