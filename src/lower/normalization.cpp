@@ -1,5 +1,6 @@
-// Normalizations (BatchNormalization, InstanceNormalization, LayerNormalization) and the
-// softmax family (Softmax, LogSoftmax, Hardmax), all on the shared reduction stage.
+// Normalizations (BatchNormalization, InstanceNormalization, LayerNormalization,
+// MeanVarianceNormalization, LRN) and the softmax family (Softmax, LogSoftmax, Hardmax), all on
+// the shared reduction stage.
 #include <fmt/format.h>
 
 #include <limits>
@@ -26,8 +27,9 @@ ReduceSpec spec_over(const LTensor& x, std::set<int> axes) {
 }
 
 // Mean and 1/sqrt(var + eps) of x over `axes` (keepdims), as two reduction stages + one stage.
+// `variance` is a stage only the readers that want it bring into their pipeline.
 struct Moments {
-  LTensor mean, inv_std;
+  LTensor mean, inv_std, variance;
 };
 Moments moments(const LowerContext& c, const LTensor& x, const std::set<int>& axes, double eps) {
   ReduceSpec s = spec_over(x, axes);
@@ -44,7 +46,8 @@ Moments moments(const LowerContext& c, const LTensor& x, const std::set<int>& ax
   LTensor inv_std = define_tensor(c.name("_invstd"), sq.shape, x.dtype, [&](const Idx& i) {
     return fconst(t, 1) / Halide::sqrt(sq.at(i) / n + fconst(t, eps));
   });
-  return {mean, inv_std};
+  LTensor variance = define_tensor(c.name("_var"), sq.shape, x.dtype, [&](const Idx& i) { return sq.at(i) / n; });
+  return {mean, inv_std, variance};
 }
 
 std::vector<LTensor> batch_norm(const LowerContext& c) {
@@ -97,6 +100,49 @@ std::vector<LTensor> layer_norm(const LowerContext& c) {
     outs.push_back(c.output([&](const Idx& i) { return m.inv_std.at(i); }, 2));
   }
   return outs;
+}
+
+// MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over `axes` (default N, H, W), as
+// ONNX's function body computes it.
+std::vector<LTensor> mean_variance_norm(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  if (!x.type().is_float()) c.unsupported(fmt::format("input type {}", dtype_name(x.dtype)));
+  std::set<int> axes;
+  for (int64_t a : c.node.attr_ints("axes", {0, 2, 3})) axes.insert(static_cast<int>(normalize_axis(a, x.rank(), c.node)));
+  if (axes.empty()) c.fail("no axes");
+  Moments m = moments(c, x, axes, 0.0);
+  const Halide::Type t = x.type();
+  return {c.output([&](const Idx& i) {
+    return (x.at(i) - read_reduced(m.mean, i, axes)) / (Halide::sqrt(read_reduced(m.variance, i, axes)) + fconst(t, 1e-9));
+  })};
+}
+
+// LRN: x / (bias + alpha / size * (sum of x^2 over the `size` channels around))^beta; the
+// window is an extra reduction axis, its channels outside the tensor count 0.
+std::vector<LTensor> local_response_norm(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  if (x.rank() < 3 || !x.type().is_float()) c.unsupported(fmt::format("a {}-D {} input ([N, C, ...] float expected)", x.rank(), dtype_name(x.dtype)));
+  const int64_t size = c.node.attr_int("size", 0);
+  if (size < 1) c.fail(fmt::format("size {}", size));
+  const double alpha = c.node.attr_float("alpha", 1e-4), beta = c.node.attr_float("beta", 0.75), bias = c.node.attr_float("bias", 1.0);
+  const Halide::Type t = x.type();
+  const int r = x.rank(), channels = static_cast<int>(x.shape[1]), before = static_cast<int>((size - 1) / 2);
+  ReduceSpec window = spec_over(x, {r});
+  window.in_shape.push_back(size);
+  window.keepdims = false;
+  const LTensor squares = reduce_tensor(c.name("_sqsum"), window, fconst(t, 0), [](Expr a, Expr b) { return a + b; },
+                                        [&](const Idx& p) {
+                                          Idx i(p.begin(), p.end() - 1);
+                                          const Expr ch = i[1] - before + p[r];
+                                          i[1] = Halide::clamp(ch, 0, channels - 1);
+                                          const Expr v = x.at(i);
+                                          return Halide::select(ch >= 0 && ch < channels, v * v, fconst(t, 0));
+                                        });
+  return {c.output([&](const Idx& i) {
+    const Expr base = fconst(t, bias) + fconst(t, alpha / static_cast<double>(size)) * squares.at(i);
+    const Expr scale = t == Halide::Float(32) ? ts_exp(fconst(t, -beta) * ts_log(base)) : Halide::pow(base, fconst(t, -beta));
+    return x.at(i) * scale;
+  })};
 }
 
 // Axes a softmax-like op normalizes over: before opset 13 the input is viewed as 2-D at `axis`
@@ -169,6 +215,8 @@ void register_normalization_ops(std::map<std::string, LowerFn>& r) {
   r["BatchNormalization"] = batch_norm;
   r["InstanceNormalization"] = instance_norm;
   r["LayerNormalization"] = layer_norm;
+  r["MeanVarianceNormalization"] = mean_variance_norm;
+  r["LRN"] = local_response_norm;
   r["Softmax"] = softmax(false);
   r["LogSoftmax"] = softmax(true);
   r["Hardmax"] = hardmax;

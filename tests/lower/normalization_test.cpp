@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "graph/workload.h"
@@ -150,6 +151,55 @@ TEST(LowerNormalization, BatchNormInference) {
                                                b.data<float>()[c]);
   }
   test::expect_close(got, want, 1e-5, 1e-5);
+}
+
+// LRN over 7 channels with an even and an odd window: each channel's window sums the squares of
+// the channels around it that exist.
+TEST(LowerNormalization, LrnMatchesItsDefinition) {
+  const Tensor x = test::rand_f32({2, 7, 3, 2}, 11);
+  for (const int64_t size : {2, 5}) {
+    SCOPED_TRACE(size);
+    const double alpha = 0.002, beta = 0.6, bias = 1.5;
+    OnnxBuilder m(13);
+    m.input("x", DType::Float32, x.shape)
+        .node("LRN", {"x"}, {"y"}, {{"size", size}, {"alpha", alpha}, {"beta", beta}, {"bias", bias}})
+        .output("y");
+    const Tensor y = test::run_model(m.save("lrn.onnx"), {{"x", x}})[0];
+    Tensor want(DType::Float32, x.shape);
+    const auto at = [&](int64_t n, int64_t c, int64_t h, int64_t w) { return test::flat(x.shape, {n, c, h, w}); };
+    for (int64_t n = 0; n < 2; n++)
+      for (int64_t c = 0; c < 7; c++)
+        for (int64_t h = 0; h < 3; h++)
+          for (int64_t w = 0; w < 2; w++) {
+            double sq = 0;
+            for (int64_t k = std::max<int64_t>(0, c - (size - 1) / 2); k <= std::min<int64_t>(6, c + size / 2); k++)
+              sq += std::pow(x.data<float>()[at(n, k, h, w)], 2);
+            want.data<float>()[at(n, c, h, w)] =
+                static_cast<float>(x.data<float>()[at(n, c, h, w)] / std::pow(bias + alpha / static_cast<double>(size) * sq, beta));
+          }
+    test::expect_close(y, want);
+  }
+}
+
+// MeanVarianceNormalization over the default axes (N, H, W): every channel ends with mean 0 and
+// standard deviation 1; a constant channel (variance 0) gives 0, not NaN.
+TEST(LowerNormalization, MeanVarianceNormalizationPerChannel) {
+  Tensor x = test::rand_f32({2, 3, 4, 5}, 12);
+  for (int64_t i = 0; i < x.size(); i++)
+    if ((i / 20) % 3 == 2) x.data<float>()[i] = 0.5f;  // channel 2 is constant
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, x.shape).node("MeanVarianceNormalization", {"x"}, {"y"}).output("y");
+  const Tensor y = test::run_model(m.save("mvn.onnx"), {{"x", x}})[0];
+  for (int64_t c = 0; c < 3; c++) {
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < x.size(); i++)
+      if ((i / 20) % 3 == c) {
+        sum += y.data<float>()[i];
+        sq += std::pow(y.data<float>()[i], 2);
+      }
+    EXPECT_NEAR(sum / 40, 0.0, 1e-5) << "channel " << c;
+    EXPECT_NEAR(sq / 40, c == 2 ? 0.0 : 1.0, 1e-4) << "channel " << c;
+  }
 }
 
 }  // namespace
