@@ -46,8 +46,12 @@ LowerFn binary(std::function<Expr(Expr, Expr, const LowerContext&)> f) {
     const LTensor &a = c.in(0), &b = c.in(1);
     const bool legacy = c.opset() < 7 && c.node.attr_int("broadcast", 0) != 0 && c.node.has("axis");
     const int64_t axis = legacy ? c.node.attr_int("axis", 0) + (c.node.attr_int("axis", 0) < 0 ? a.rank() : 0) : 0;
+    // One tensor on both sides (x - x, x / x, x == x): Halide's simplifier folds these to
+    // constants, which Inf and NaN do not give (Inf - Inf is NaN); strict float keeps IEEE's.
+    const bool same = c.node.inputs.size() > 1 && c.node.inputs[0] == c.node.inputs[1] && a.type().is_float();
     return std::vector<LTensor>{c.output([&](const Idx& i) {
-      return f(a.at_broadcast(i), legacy ? legacy_broadcast(b, i, axis) : b.at_broadcast(i), c);
+      const Expr y = f(a.at_broadcast(i), legacy ? legacy_broadcast(b, i, axis) : b.at_broadcast(i), c);
+      return same ? Halide::strict_float(y) : y;
     })};
   };
 }
@@ -285,8 +289,13 @@ void register_binary_ops(std::map<std::string, LowerFn>& r) {
   r["Or"] = binary([](Expr a, Expr b, auto&) { return a || b; });
   r["Xor"] = binary([](Expr a, Expr b, auto&) { return a != b; });
 
-  r["Min"] = variadic([](Expr a, Expr b) { return Halide::min(a, b); }, false);
-  r["Max"] = variadic([](Expr a, Expr b) { return Halide::max(a, b); }, false);
+  // NaN wins, as in ONNX Runtime (and numpy): the vector min / max instructions return one
+  // operand or the other, depending on the order the compiler gives them.
+  auto nan_or = [](Expr a, Expr b, Expr m) {
+    return a.type().is_float() ? Halide::select(Halide::is_nan(a), a, Halide::is_nan(b), b, m) : m;
+  };
+  r["Min"] = variadic([nan_or](Expr a, Expr b) { return nan_or(a, b, Halide::min(a, b)); }, false);
+  r["Max"] = variadic([nan_or](Expr a, Expr b) { return nan_or(a, b, Halide::max(a, b)); }, false);
   r["Sum"] = variadic([](Expr a, Expr b) { return a + b; }, false);
   r["Mean"] = variadic([](Expr a, Expr b) { return a + b; }, true);
 

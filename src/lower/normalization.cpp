@@ -35,9 +35,13 @@ Moments moments(const LowerContext& c, const LTensor& x, const std::set<int>& ax
   ReduceSpec s = spec_over(x, axes);
   const Halide::Type t = x.type();
   const Expr n = fconst(t, static_cast<double>(reduction_size(s)));
+  // The sum is of x less the first element of its group (a shift, so a constant group sums to
+  // exactly 0 and its mean is exact: a large constant's rounded mean, divided by sqrt(eps),
+  // was off by 1e-2).
+  auto first = [&](const Idx& i) { return read_reduced(x, i, axes); };
   LTensor sum = reduce_tensor(c.name("_sum"), s, fconst(t, 0), [](Expr a, Expr b) { return a + b; },
-                              [&](const Idx& i) { return x.at(i); });
-  LTensor mean = define_tensor(c.name("_mean"), sum.shape, x.dtype, [&](const Idx& i) { return sum.at(i) / n; });
+                              [&](const Idx& i) { return x.at(i) - first(i); });
+  LTensor mean = define_tensor(c.name("_mean"), sum.shape, x.dtype, [&](const Idx& i) { return first(i) + sum.at(i) / n; });
   LTensor sq = reduce_tensor(c.name("_sqdev"), s, fconst(t, 0), [](Expr a, Expr b) { return a + b; },
                              [&](const Idx& i) {
                                Expr d = x.at(i) - read_reduced(mean, i, axes);

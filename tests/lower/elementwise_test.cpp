@@ -73,6 +73,48 @@ TEST(LowerElementwise, ReluAndClipLetNaNThrough) {
   EXPECT_EQ(clip.get_f64(3), 5);
 }
 
+// Min and Max return NaN when either operand is NaN, as ONNX Runtime does; the vector
+// instructions alone return one operand or the other by their order.
+TEST(LowerElementwise, MinAndMaxPropagateNaNFromEitherSide) {
+  Tensor a = test::make_f32({4}, {1, 0, 3, -2}), b = test::make_f32({4}, {0, 5, 0, -1});
+  a.set_f64(0, std::nan(""));
+  b.set_f64(2, std::nan(""));
+  OnnxBuilder m(13);
+  m.input("a", DType::Float32, {4}).input("b", DType::Float32, {4});
+  m.node("Max", {"a", "b"}, {"max_ab"}).node("Max", {"b", "a"}, {"max_ba"});
+  m.node("Min", {"a", "b"}, {"min_ab"}).node("Min", {"b", "a", "b"}, {"min_bab"});
+  m.output("max_ab").output("max_ba").output("min_ab").output("min_bab");
+  const auto out = test::run_model(m.save("min_max_nan.onnx"), {{"a", a}, {"b", b}});
+  for (size_t k = 0; k < out.size(); k++) {
+    SCOPED_TRACE(k);
+    EXPECT_TRUE(std::isnan(out[k].get_f64(0)));
+    EXPECT_TRUE(std::isnan(out[k].get_f64(2)));
+    EXPECT_EQ(out[k].get_f64(1), k < 2 ? 5 : 0);
+    EXPECT_EQ(out[k].get_f64(3), k < 2 ? -1 : -2);
+  }
+}
+
+// One tensor on both sides of Sub, Div and Equal: Inf - Inf and Inf / Inf are NaN and NaN is
+// not equal to itself, where Halide's simplifier would fold x - x to 0, x / x to 1, x == x to true.
+TEST(LowerElementwise, OneTensorOnBothSidesKeepsInfAndNaN) {
+  Tensor x = test::make_f32({3}, {2, 0, 0});
+  x.set_f64(1, INFINITY);
+  x.set_f64(2, std::nan(""));
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, {3});
+  m.node("Sub", {"x", "x"}, {"d"}).node("Div", {"x", "x"}, {"q"}).node("Equal", {"x", "x"}, {"e"});
+  m.output("d").output("q").output("e", DType::Bool);
+  const auto out = test::run_model(m.save("same_operands.onnx"), {{"x", x}});
+  EXPECT_EQ(out[0].get_f64(0), 0);
+  EXPECT_TRUE(std::isnan(out[0].get_f64(1)));
+  EXPECT_TRUE(std::isnan(out[0].get_f64(2)));
+  EXPECT_EQ(out[1].get_f64(0), 1);
+  EXPECT_TRUE(std::isnan(out[1].get_f64(1)));
+  EXPECT_EQ(out[2].get_f64(0), 1);
+  EXPECT_EQ(out[2].get_f64(1), 1);
+  EXPECT_EQ(out[2].get_f64(2), 0);
+}
+
 TEST(LowerElementwise, BroadcastingBinary) {
   Tensor a = test::rand_f32({2, 3, 4}, 1), b = test::rand_f32({3, 1}, 2);
   OnnxBuilder m(13);

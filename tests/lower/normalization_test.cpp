@@ -202,5 +202,20 @@ TEST(LowerNormalization, MeanVarianceNormalizationPerChannel) {
   }
 }
 
+// A group of one large constant value normalizes to exactly 0 (the output is the bias): its
+// mean is exact, where a rounded mean divided by sqrt(eps) was off by 1e-2.
+TEST(LowerNormalization, AConstantGroupNormalizesToItsBias) {
+  Tensor x = test::rand_f32({2, 2, 2, 5}, 13);
+  for (int64_t i = 0; i < 10; i++) x.data<float>()[i] = 186.01225f;  // sample 0, channel 0
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, x.shape)
+      .initializer("scale", test::make_f32({2}, {1.16f, 0.5f}))
+      .initializer("bias", test::make_f32({2}, {0.25f, -1.f}))
+      .node("InstanceNormalization", {"x", "scale", "bias"}, {"y"})
+      .output("y");
+  const Tensor y = test::run_model(m.save("instance_norm_constant.onnx"), {{"x", x}})[0];
+  for (int64_t i = 0; i < 10; i++) EXPECT_EQ(y.data<float>()[i], 0.25f) << "element " << i;
+}
+
 }  // namespace
 }  // namespace ts
