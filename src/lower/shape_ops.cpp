@@ -163,7 +163,13 @@ std::vector<LTensor> lower_slice(const LowerContext& c) {
   if (shape != c.out_info().shape) c.fail(fmt::format("slice gives {}, shape inference says {}", shape_str(shape), shape_str(c.out_info().shape)));
   return one(c.output([&](const Idx& i) {
     Idx src(r);
-    for (int d = 0; d < r; d++) src[d] = static_cast<int>(lo[d]) + i[d] * static_cast<int>(step[d]);
+    for (int d = 0; d < r; d++) {
+      src[d] = static_cast<int>(lo[d]) + i[d] * static_cast<int>(step[d]);
+      // A reversed axis is read through a clamp: a guarded vector tail of a reversed load at a
+      // constant index (ramp(12, -1, 16) over lanes 12 .. -3, the negative ones masked) stops
+      // Halide 14's code generator (an internal assert on the ramp's lowest lane).
+      if (step[d] < 0) src[d] = Halide::clamp(src[d], 0, static_cast<int>(x.shape[d] - 1));
+    }
     return x.at(src);
   }));
 }

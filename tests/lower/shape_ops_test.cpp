@@ -115,5 +115,22 @@ TEST(LowerShapeOps, ScatterElementsConstantDuplicateAndRuntimeIndices) {
   test::expect_close(out[2], test::make_f32({2, 3}, {20, 1, 10, 3, 30, 40}), 0, 0);
 }
 
+// A reversed Slice whose output is not a whole number of vectors: the guarded tail of the
+// reversed load reads lanes below index 0, masked; the code generator must accept it.
+TEST(LowerShapeOps, ReversedSliceWithAVectorTail) {
+  const Tensor x = test::rand_f32({49}, 5);
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, {49})
+      .initializer("starts", Tensor::from_i64({28}, {1}))
+      .initializer("ends", Tensor::from_i64({0}, {1}))
+      .initializer("axes", Tensor::from_i64({0}, {1}))
+      .initializer("steps", Tensor::from_i64({-1}, {1}))
+      .node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"})
+      .output("y");
+  const Tensor y = test::run_model(m.save("reversed_slice.onnx"), {{"x", x}})[0];
+  ASSERT_EQ(y.shape, Shape{28});
+  for (int64_t i = 0; i < 28; i++) EXPECT_EQ(y.data<float>()[i], x.data<float>()[28 - i]) << "element " << i;
+}
+
 }  // namespace
 }  // namespace ts
