@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "graph/passes.h"
 #include "lower/lower.h"
@@ -41,17 +43,29 @@ Expr legacy_broadcast(const LTensor& b, const Idx& out, int64_t axis) {
   return b.at(i);
 }
 
+// One float tensor on both sides of op: Halide's simplifier folds x - x to 0, x / x to 1 and
+// x == x, x <= x, x >= x to true, which Inf and NaN do not give (Inf - Inf is NaN). The IEEE
+// results spelled out (strict float would keep them too, but it turns off fast math for the
+// whole workload: a conv fused before such an op ran at a fifth of its speed).
+std::optional<Expr> same_operand_result(const std::string& op, Expr x) {
+  const Expr nan = fconst(x, std::numeric_limits<double>::quiet_NaN()), zero = fconst(x, 0), one = fconst(x, 1);
+  if (op == "Sub") return Halide::select(Halide::is_finite(x), zero, nan);
+  if (op == "Div") return Halide::select(Halide::is_finite(x) && x != zero, one, nan);
+  if (op == "Equal" || op == "LessOrEqual" || op == "GreaterOrEqual") return !Halide::is_nan(x);
+  return std::nullopt;
+}
+
 LowerFn binary(std::function<Expr(Expr, Expr, const LowerContext&)> f) {
   return [f](const LowerContext& c) {
     const LTensor &a = c.in(0), &b = c.in(1);
     const bool legacy = c.opset() < 7 && c.node.attr_int("broadcast", 0) != 0 && c.node.has("axis");
     const int64_t axis = legacy ? c.node.attr_int("axis", 0) + (c.node.attr_int("axis", 0) < 0 ? a.rank() : 0) : 0;
-    // One tensor on both sides (x - x, x / x, x == x): Halide's simplifier folds these to
-    // constants, which Inf and NaN do not give (Inf - Inf is NaN); strict float keeps IEEE's.
     const bool same = c.node.inputs.size() > 1 && c.node.inputs[0] == c.node.inputs[1] && a.type().is_float();
     return std::vector<LTensor>{c.output([&](const Idx& i) {
-      const Expr y = f(a.at_broadcast(i), legacy ? legacy_broadcast(b, i, axis) : b.at_broadcast(i), c);
-      return same ? Halide::strict_float(y) : y;
+      const Expr x = a.at_broadcast(i);
+      if (same)
+        if (const auto y = same_operand_result(c.node.op, x)) return *y;
+      return f(x, legacy ? legacy_broadcast(b, i, axis) : b.at_broadcast(i), c);
     })};
   };
 }
