@@ -65,7 +65,7 @@ def main():
             if p.returncode != 0:
                 print(f"{name}: tune failed: {(p.stderr or p.stdout).strip().splitlines()[-1][:160]}", flush=True)
                 continue
-            summary = json.loads(p.stdout.strip().splitlines()[-1])
+            summary = json.loads(p.stdout)  # one indented JSON document
             for t in summary["tasks"]:
                 if t["key"] not in heavy or not t.get("default_ms") or not t.get("best_ms"):
                     continue
