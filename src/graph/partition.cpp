@@ -308,6 +308,15 @@ void follow_chain(const Graph& g, size_t i, bool gates, std::vector<size_t>& gro
   }
 }
 
+// Whether n reads one tensor on both sides of an op whose IEEE result on Inf or NaN differs from
+// the algebraic one (x - x, x / x, x == x, x <= x, x >= x: lower/elementwise.cpp spells those
+// results out). Inside a fused chain an Inf computed by the chain itself is, under fast math, a
+// value the compiler may assume away; read from memory, at the start of a workload, it is not.
+bool folds_on_itself(const Node& n) {
+  static const std::set<std::string> ops = {"Sub", "Div", "Equal", "LessOrEqual", "GreaterOrEqual"};
+  return ops.count(n.op) > 0 && n.inputs.size() == 2 && n.inputs[0] == n.inputs[1];
+}
+
 }  // namespace
 
 Partition partition_graph(const Graph& g) {
@@ -329,7 +338,8 @@ Partition partition_graph(const Graph& g) {
       const bool anchored = is_anchor(head.op);
       follow_chain(g, i, true, group, taken, graph_outputs, [&](const Node& next, const std::string& t) {
         const TensorInfo &in = g.tensor(t), &out = g.tensor(next.outputs[0]);
-        return is_fusable_elementwise(next.op) && out.shape == in.shape && (!anchored || out.layout == in.layout);
+        return is_fusable_elementwise(next.op) && out.shape == in.shape && (!anchored || out.layout == in.layout) &&
+               !folds_on_itself(next);
       });
     } else if (is_data_movement(head.op) && head.outputs.size() == 1) {
       follow_chain(g, i, false, group, taken, graph_outputs,

@@ -45,8 +45,8 @@ Expr legacy_broadcast(const LTensor& b, const Idx& out, int64_t axis) {
 
 // One float tensor on both sides of op: Halide's simplifier folds x - x to 0, x / x to 1 and
 // x == x, x <= x, x >= x to true, which Inf and NaN do not give (Inf - Inf is NaN). The IEEE
-// results spelled out (strict float would keep them too, but it turns off fast math for the
-// whole workload: a conv fused before such an op ran at a fifth of its speed).
+// results spelled out; the partition starts a workload at such an op (graph/workload.h), so x
+// is read from memory, where fast math cannot assume its Inf away.
 std::optional<Expr> same_operand_result(const std::string& op, Expr x) {
   const Expr nan = fconst(x, std::numeric_limits<double>::quiet_NaN()), zero = fconst(x, 0), one = fconst(x, 1);
   if (op == "Sub") return Halide::select(Halide::is_finite(x), zero, nan);

@@ -115,6 +115,21 @@ TEST(LowerElementwise, OneTensorOnBothSidesKeepsInfAndNaN) {
   EXPECT_EQ(out[2].get_f64(2), 0);
 }
 
+// The same where the Inf comes from the ops before (3e38 + 3e38): the Sub starts a workload of its
+// own, so the Inf it reads is a value in memory, not one fast math may assume away.
+TEST(LowerElementwise, OneTensorOnBothSidesAfterAChainThatOverflows) {
+  const Tensor x = test::make_f32({4}, {3e38f, 1.f, -3e38f, 0.f});
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, {4});
+  m.node("Relu", {"x"}, {"r"}).node("Add", {"x", "x"}, {"t"}).node("Sub", {"t", "t"}, {"d"}).node("Abs", {"d"}, {"y"});
+  m.output("y").output("r");
+  const auto out = test::run_model(m.save("overflow_then_same_operands.onnx"), {{"x", x}});
+  EXPECT_TRUE(std::isnan(out[0].get_f64(0)));
+  EXPECT_EQ(out[0].get_f64(1), 0);
+  EXPECT_TRUE(std::isnan(out[0].get_f64(2)));
+  EXPECT_EQ(out[0].get_f64(3), 0);
+}
+
 TEST(LowerElementwise, BroadcastingBinary) {
   Tensor a = test::rand_f32({2, 3, 4}, 1), b = test::rand_f32({3, 1}, 2);
   OnnxBuilder m(13);
