@@ -315,20 +315,6 @@ std::vector<int64_t> ScheduleSpace::region(const Schedule& partial, size_t i) co
 
 // ---- counting and drawing ----
 
-std::vector<std::vector<std::string>> ScheduleSpace::storage_orders(size_t i) const {
-  const Stage& st = *view_.stage(order_[i]);
-  std::vector<std::vector<std::string>> out{{}};  // the argument order
-  if (st.is_output) return out;                   // the caller's buffer fixes an output's layout
-  for (size_t k = 1; k < st.dims.size(); k++) {
-    if (st.dims[k].extent < 2) continue;
-    std::vector<std::string> o{st.dims[k].name};
-    for (size_t j = 0; j < st.dims.size(); j++)
-      if (j != k) o.push_back(st.dims[j].name);
-    out.push_back(o);
-  }
-  return out;
-}
-
 SpaceOptions space_options_for(const Workload& w, SpaceOptions base) {
   // Weights the layout plan already stores blocked are not packed a second time.
   for (const auto& name : w.constant_inputs)
@@ -357,7 +343,7 @@ double ScheduleSpace::branching(const Schedule& partial, size_t i) const {
       total += static_cast<double>(layouts(i).size());
       continue;
     }
-    double prod = static_cast<double>(storage_orders(i).size());
+    double prod = 1;
     for (size_t d = 0; d < st.definitions.size(); d++)
       prod *= def_space(i, static_cast<int>(d), p).total;
     total += prod;
@@ -516,10 +502,9 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
   const Stage& st = *view_.stage(order_[i]);
   const auto cands = placements(partial, i);
   std::vector<double> w;
-  const auto storage = storage_orders(i);
   const auto layout = layouts(i);
   for (const auto& p : cands) {
-    double prod = static_cast<double>(p.placement == Placement::Inline ? layout.size() : storage.size());
+    double prod = p.placement == Placement::Inline ? static_cast<double>(layout.size()) : 1.0;
     if (p.placement != Placement::Inline)
       for (size_t d = 0; d < st.definitions.size(); d++)
         prod *= def_space(i, static_cast<int>(d), p).total;
@@ -548,7 +533,6 @@ void ScheduleSpace::sample_decision_as(Schedule& partial, size_t i, std::mt19937
     }
     return;
   }
-  s0.storage_order = storage[std::uniform_int_distribution<size_t>(0, storage.size() - 1)(rng)];
   for (size_t d = 0; d < st.definitions.size(); d++) {
     const DefSpace& ds = def_space(i, static_cast<int>(d), p);
     StageSchedule ss = d == 0 ? s0 : StageSchedule{};

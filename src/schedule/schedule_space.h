@@ -7,8 +7,7 @@
 //
 // Reading guide
 //  - A decision fixes every definition of one Func (the pure one and its updates): placement
-//    (inline / root / compute_at a loop of its single consumer, storage at the compute level,
-//    storage order),
+//    (inline / root / compute_at a loop of its single consumer, storage at the compute level),
 //    and per definition its tiling, loop order, vectorized loop, parallel loop and unroll.
 //  - Candidates are counted: per definition the choices factor into per-loop
 //    options (tiling factors, whether the loop's outermost level joins the parallel group,
@@ -55,8 +54,12 @@
 //       2^kMaxUnrollBits (each costs ceil(log2(extent)) bits), which bounds the code size and
 //       leaves room for register tiles such as 2 vectors x 8 channels;
 //     * a Func that only renames another (input wrappers) is inlined; outputs are at root;
-//     * storage (reorder_storage) of a Func that is not inlined nor an output: its argument
-//       order, or one other argument of extent > 1 moved innermost;
+//     * storage in argument order: reordered storage is not drawn. Halide 14 computed wrong
+//       values for sampled schedules that reordered the storage of Funcs whose consumers read
+//       them in vectors along another argument (4 of the data set's random-network workloads;
+//       the same schedules with their storage in argument order compute the right values,
+//       tests/measure/sampled_schedule_regression_test.cpp). Schedules still hold storage
+//       orders (the rule's sketch and Halide's autoschedulers choose them);
 //     * the layout of a packable input (SpaceOptions::packable_inputs, e.g. a conv's weights),
 //       decided with the Func that renames it: its own, or one non-innermost dim blocked by
 //       a vector width dividing it (schedule/input_layout.h), packed once at load;
@@ -177,9 +180,6 @@ class ScheduleSpace {
   // A complete schedule: the sketch's random knobs with Sampling::Sketch (when the pipeline has
   // one), else each decision drawn in turn.
   Schedule sample(std::mt19937_64& rng) const;
-  // Storage orders of Func i when not inlined: its argument order (empty), or one other
-  // argument of extent > 1 made innermost (e.g. channels innermost for a padded conv input).
-  std::vector<std::vector<std::string>> storage_orders(size_t i) const;
   // Layouts decided with Func i: none (nullopt) and, when it renames a packable input, that
   // input with one dim blocked by b, a vector width (or a half or quarter of it)
   // dividing the extent, for every dim but the innermost.

@@ -51,7 +51,6 @@ bool same_candidate(const DecisionCandidate& a, const DecisionCandidate& b) {
 
 void ScheduleSpace::class_members(size_t i, const Placement_& p, const DecisionCandidateOptions& o, std::vector<DecisionCandidate>& out) const {
   const Stage& st = *view_.stage(order_[i]);
-  const auto storage = storage_orders(i);
   std::mt19937_64 rng(o.seed ^ (0x9e3779b97f4a7c15ull * (i + 1)));
   std::vector<const DefSpace*> defs;
   for (size_t d = 0; d < st.definitions.size(); d++) {
@@ -72,7 +71,6 @@ void ScheduleSpace::class_members(size_t i, const Placement_& p, const DecisionC
           if (k == 0) {
             ss.placement = p.placement;
             if (p.placement == Placement::ComputeAt) ss.compute_at = p.at;
-            ss.storage_order = storage[std::uniform_int_distribution<size_t>(0, storage.size() - 1)(rng)];
           }
           sample_definition(*defs[k], true, ss, rng, k == d ? cls : DefClass{});
           c.entries.push_back(std::move(ss));

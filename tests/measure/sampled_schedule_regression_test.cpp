@@ -30,8 +30,14 @@ std::string read_data(const std::string& name) {
 // random_inputs now draws a variance positive). Adams2019 cases: its choice stored a Func outside
 // its compute loop, and Halide 14's sliding window computed wrong values; the schedule here is
 // that choice as the reader now reads it, stored at the compute level (schedule_reader.h).
+// Stratified cases: the drawn schedule reordered the storage of Funcs read in vectors along
+// another argument, and Halide 14 computed wrong values; the space no longer draws storage
+// orders (schedule_space.h), and the schedule here is the drawn one with its storage in
+// argument order.
 const char* const kCases[] = {"batchnorm_leakyrelu_add_relu", "batchnorm_softplus", "adams2019_concat_concat",
-                              "adams2019_sum_celu_mean_relu", "adams2019_dilated_blocked_conv"};
+                              "adams2019_sum_celu_mean_relu", "adams2019_dilated_blocked_conv",
+                              "stratified_conv_max_hardswish_min_selu", "stratified_add_add_max_softsign",
+                              "stratified_layernorm", "stratified_sum_celu_mean_relu"};
 
 TEST(SampledScheduleRegression, OnceWrongSchedulesComputeTheDefaultsValues) {
   MeasureOptions o;

@@ -117,22 +117,17 @@ TEST(ScheduleSpace, EverySampleOfRealWorkloadsValidates) {
   std::cout << draws << " schedules of " << workloads << " workloads validated\n";
 }
 
-TEST(ScheduleSpace, StorageOrderIsADecisionOfIntermediateFuncs) {
-  // scaled (40 x 33, read by acc) may be stored y-innermost; out is the output: never reordered.
+// Reordered storage is not drawn (Halide 14 computed wrong values for some such schedules,
+// schedule_space.h): every sample keeps every Func's storage in argument order.
+TEST(ScheduleSpace, SamplesKeepStorageInArgumentOrder) {
   const auto outs = test::scaled_matmul_pipeline();
   ScheduleSpace space(build_pipeline_view(outs), SpaceOptions{});
   std::mt19937_64 rng(5);
-  std::set<std::vector<std::string>> scaled_orders;
   for (int k = 0; k < 200; k++) {
-    Schedule s = space.sample(rng);
+    const Schedule s = space.sample(rng);
     ASSERT_FALSE(s.validate(outs)) << s.to_json(2);
-    EXPECT_TRUE(s.find("out")->storage_order.empty());
-    const StageSchedule* sc = s.find("scaled");
-    if (sc->placement != Placement::Inline) scaled_orders.insert(sc->storage_order);
-    else EXPECT_TRUE(sc->storage_order.empty());
+    for (const StageSchedule& ss : s.stages) EXPECT_TRUE(ss.storage_order.empty()) << ss.func;
   }
-  EXPECT_EQ(scaled_orders, (std::set<std::vector<std::string>>{{}, {"y", "x"}}));
-  EXPECT_EQ(space.storage_orders(2).size(), 2u);
 }
 
 // Stratified draws come from the same candidates (they validate, above), with structure as
