@@ -28,6 +28,14 @@ inline constexpr const char* kWinogradAttr = "ts_winograd";  // Conv attribute: 
 inline constexpr int kWinogradTile = 4;                      // m in F(m x m, 3 x 3)
 inline constexpr int kWinogradAlpha = 6;                     // input tile edge m + 3 - 1
 inline constexpr int64_t kWinogradMinTiles = 16;             // fewer output tiles: the direct conv is faster
+// A dilated conv is marked only where its tiles multiply no more than the direct conv's taps
+// that read the input do. Dilation d splits the outputs into d interleaved
+// grids, each tiled on its own: with d = 24 over 33 outputs a grid holds 1-2 outputs, its 4x4
+// tiles are mostly empty, and the 576 tiles multiplied 8x the direct conv's work (DeepLabV3's
+// ASPP conv at 2.3% of the FMA peak, the network 0.30x ONNX Runtime). An undilated 3x3 conv's
+// tiles multiply 0.25x; dilation 2 over 13 x 11 outputs 0.57x, dilation 4 over 20 x 20 0.85x. The
+// bound is not a measured crossover: it keeps those and refuses grids of one or two outputs.
+inline constexpr double kWinogradMostDilatedWork = 1.0;
 // Where the transformed weights stream from (winograd_weights_once; schedule/winograd_schedule.cpp):
 //  - once per tile row: a task computes the tiles of 4 output rows, transforming their input
 //    itself, with every output-channel block; the weights are re-read per row, from L2 or L3;

@@ -101,6 +101,11 @@ TEST(Winograd, PlanMarksTheConvsThatPay) {
   EXPECT_EQ(plan_winograd(g = planned("wino_d2_small.onnx", 28, {48, 32, 3, 3}, d2), 1), 0);
   EXPECT_EQ(plan_winograd(g = planned("wino_d2_56.onnx", 56, {256, 32, 3, 3}, d2), 1), 0);
   EXPECT_EQ(plan_winograd(g = planned("wino_d2_pad5.onnx", 28, {256, 32, 3, 3}, {{"pads", V{5, 5, 5, 5}}, {"dilations", V{2, 2}}}), 1), 0);
+  // As DeepLabV3's ASPP conv, weights streamed once (1536 x 32: 7 MB transformed): at dilation
+  // 24 over 33 x 33 the interleaved grids hold 1-2 outputs, 576 mostly empty tiles that multiply
+  // 8x what the direct conv's input-reading taps do; at dilation 2 its 100 tiles are full.
+  EXPECT_EQ(plan_winograd(g = planned("wino_d24_33.onnx", 33, {1536, 32, 3, 3}, {{"pads", V{24, 24, 24, 24}}, {"dilations", V{24, 24}}}), 1), 0);
+  EXPECT_EQ(plan_winograd(g = planned("wino_d2_33.onnx", 33, {1536, 32, 3, 3}, d2), 1), 1);
 }
 
 TEST(Winograd, PlanWeighsTheWeightStreamAgainstTheThreads) {
