@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "lower/lower.h"
+#include "lower/reduction.h"
 
 namespace ts {
 
@@ -235,9 +236,63 @@ std::vector<Tap> axis_taps(const Axis& a, const ResizeSpec& s, Expr x, Expr& ins
   return taps;
 }
 
+// A linear or cubic resize of two or more axes, one axis at a time, innermost first: each pass
+// but the last is a reduction over its axis's taps (the rule computes it at root), and every
+// pass after the first reads the one before densely along its rows. In one pass every output
+// gathered 2^k (4^k) taps at computed indices: DeepLabV3's final upsampling of 21 x 33 x 33 to
+// 520 x 520 took 15.6 ms, most of the network's time outside its convs.
+LTensor lower_separable_resample(const LowerContext& c, const ResizeSpec& s, const std::vector<size_t>& resized) {
+  const LTensor& x = c.in(0);
+  const Halide::Type acc = x.type().is_float() ? x.type() : Halide::Float(32);
+  const DType acc_dtype = x.type().is_float() ? x.dtype : DType::Float32;
+  const int rank = x.rank();
+  LTensor cur = x;
+  for (size_t k = resized.size(); k-- > 1;) {
+    const size_t d = resized[k];
+    ReduceSpec taps_of;
+    taps_of.in_shape = cur.shape;
+    taps_of.in_shape[d] = s.axes[d].out;
+    taps_of.in_shape.push_back(s.mode == Mode::Linear ? 2 : 4);
+    taps_of.axes = {rank};
+    taps_of.keepdims = false;
+    taps_of.acc_type = acc_dtype;
+    const LTensor prev = cur;
+    cur = reduce_tensor(c.name(fmt::format("_axis{}", d)), taps_of, typed_const(acc, 0.0),
+                        [](Expr a, Expr b) { return a + b; }, [&](const Idx& p) {
+                          Idx i(p.begin(), p.end() - 1);
+                          Expr inside = Halide::Internal::const_true();
+                          const std::vector<Tap> taps = axis_taps(s.axes[d], s, i[d], inside, c.name(fmt::format("_idx{}", d)));
+                          Expr index = taps.back().index, weight = taps.back().weight;
+                          for (size_t t = taps.size() - 1; t-- > 0;) {
+                            index = Halide::select(p[rank] == static_cast<int>(t), taps[t].index, index);
+                            weight = Halide::select(p[rank] == static_cast<int>(t), taps[t].weight, weight);
+                          }
+                          i[d] = index;
+                          return Halide::cast(acc, prev.at(i)) * Halide::cast(acc, weight);
+                        });
+  }
+  const size_t d = resized.front();
+  return c.output([&](const Idx& o) {
+    Expr inside = Halide::Internal::const_true();
+    Expr sum;
+    for (const Tap& t : axis_taps(s.axes[d], s, o[d], inside, c.name(fmt::format("_idx{}", d)))) {
+      Idx i = o;
+      i[d] = t.index;
+      const Expr v = Halide::cast(acc, cur.at(i)) * Halide::cast(acc, t.weight);
+      sum = sum.defined() ? sum + v : v;
+    }
+    return sum;
+  });
+}
+
 LTensor lower_resample(const LowerContext& c, const ResizeSpec& s) {
   const LTensor& x = c.in(0);
   const Halide::Type acc = x.type().is_float() ? x.type() : Halide::Float(32);
+  std::vector<size_t> resized;
+  for (size_t d = 0; d < s.axes.size(); d++)
+    if (!is_identity(s.axes[d], s.coord)) resized.push_back(d);
+  if (s.mode != Mode::Nearest && s.coord != Coord::TfCropAndResize && resized.size() >= 2)
+    return lower_separable_resample(c, s, resized);
   return c.output([&](const Idx& i) {
     Expr inside = Halide::Internal::const_true();
     std::vector<std::vector<Tap>> taps;

@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "graph/workload.h"
 #include "lower/lower_test_util.h"
+#include "measure/workload_compiler.h"
 
 namespace ts {
 namespace {
@@ -79,6 +84,44 @@ TEST(LowerGridSample, PaddingModesAtAndPastTheEdges) {
   test::expect_close(grid_sample(x, grid, "bilinear", "reflection", 0), test::make_f32({1, 1, 1, 3}, {1.f, 3.5f, 2.5f}));
   // Nearest rounds half to even: -0.5 -> 0, 4.5 -> 4 (outside), 1.5 -> 2.
   test::expect_close(grid_sample(x, grid, "nearest", "zeros", 0), test::make_f32({1, 1, 1, 3}, {1.f, 0.f, 3.f}), 0, 0);
+}
+
+// A 2-D linear resize runs one axis at a time (a per-axis stage before the output); it computes
+// the bilinear half-pixel formula, each axis's neighbours clamped to the edge.
+TEST(LowerResize, TwoAxesLinearRunsOneAxisAtATime) {
+  const Tensor x = test::rand_f32({1, 2, 3, 4}, 3);
+  const Tensor y = resize(x, "linear", "half_pixel", {1, 1, 2.5f, 2});
+  ASSERT_EQ(y.shape, (Shape{1, 2, 7, 8}));
+  auto taps = [](int64_t o, double scale, int64_t in, int64_t& i0, int64_t& i1) {
+    const double v = (static_cast<double>(o) + 0.5) / scale - 0.5, f = std::floor(v);
+    i0 = std::clamp<int64_t>(static_cast<int64_t>(f), 0, in - 1);
+    i1 = std::clamp<int64_t>(static_cast<int64_t>(f) + 1, 0, in - 1);
+    return v - f;
+  };
+  Tensor want(DType::Float32, y.shape);
+  for (int64_t c = 0; c < 2; c++)
+    for (int64_t h = 0; h < 7; h++)
+      for (int64_t w = 0; w < 8; w++) {
+        int64_t h0, h1, w0, w1;
+        const double rh = taps(h, 2.5, 3, h0, h1), rw = taps(w, 2, 4, w0, w1);
+        auto at = [&](int64_t i, int64_t j) { return static_cast<double>(x.data<float>()[test::flat(x.shape, {0, c, i, j})]); };
+        const double v = (1 - rh) * ((1 - rw) * at(h0, w0) + rw * at(h0, w1)) + rh * ((1 - rw) * at(h1, w0) + rw * at(h1, w1));
+        want.data<float>()[test::flat(y.shape, {0, c, h, w})] = static_cast<float>(v);
+      }
+  test::expect_close(y, want, 1e-5, 1e-6);
+  OnnxBuilder m(13);
+  Tensor sc(DType::Float32, {4});
+  for (int k = 0; k < 4; k++) sc.data<float>()[k] = std::vector<float>{1, 1, 2.5f, 2}[k];
+  m.input("x", DType::Float32, x.shape).initializer("roi", Tensor(DType::Float32, {0})).initializer("scales", sc);
+  m.node("Resize", {"x", "roi", "scales"}, {"y"}, {{"mode", std::string("linear")}}).output("y");
+  const Graph g = test::import_model(m.save("resize_2d.onnx"));
+  const Partition p = partition_graph(g);
+  ASSERT_EQ(p.workloads.size(), 1u);
+  bool per_axis_stage = false;
+  for (const auto& f : lower_workload(p.workloads[0]).outputs)
+    for (const auto& [name, fn] : Halide::Internal::find_transitive_calls(f.function()))
+      per_axis_stage |= name.find("_axis3") != std::string::npos && fn.has_update_definition();
+  EXPECT_TRUE(per_axis_stage) << "no reduction stage over the innermost axis's taps";
 }
 
 }  // namespace
