@@ -69,6 +69,14 @@ def compare(got_dir, want_dir):
     return ""
 
 
+def input_names(path):
+    """File stem -> graph input name: bench/ort_run.js names its files after the tensor with every
+    character outside [A-Za-z0-9._-] replaced by '_' (PyTorch names inputs 'onnx::Concat_1')."""
+    import onnx
+    model = onnx.load(path, load_external_data=False)
+    return {re.sub(r"[^A-Za-z0-9._-]", "_", i.name): i.name for i in model.graph.input}
+
+
 def check_model(path, threads, iters, peak_1t, tmp):
     """One row per thread count for the model at `path`."""
     name = os.path.splitext(os.path.basename(path))[0]
@@ -85,8 +93,10 @@ def check_model(path, threads, iters, peak_1t, tmp):
         row = dict(model=name, threads=t, correct="", ms="", ort_ms="", ratio="", slowest="", slowest_peak_pct="", note="")
         got = os.path.join(tmp, f"{name}_ts{t}")
         cmd = [BINARY, "run", path, "--threads", str(t), "--iters", str(iters), "--json", "--profile", "--output", got]
+        names = input_names(path)
         for f in sorted(glob.glob(os.path.join(ins, "*.npy"))):
-            cmd += ["--input", f"{os.path.basename(f)[:-4]}={f}"]
+            stem = os.path.basename(f)[:-4]
+            cmd += ["--input", f"{names.get(stem, stem)}={f}"]
         code, out, err = run(cmd, 900)
         if code != 0:
             row.update(correct="crash" if code >= 128 or code == 124 else "error", note=error_line(err or out))
