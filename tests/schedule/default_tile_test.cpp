@@ -178,6 +178,22 @@ TEST(DefaultTile, ColumnTilesFitWidthsWithoutADivisor) {
                                    "tile_cols_cache", {six});
 }
 
+// A blocked conv's register tile runs along its columns wherever a row holds 8 of them, not along
+// its rows because they are more (61 rows of 32 columns): consecutive columns of the input lie
+// next to each other. Rows of 3 columns keep the rows.
+TEST(DefaultTile, BlockedConvsTileTheirColumnsWhereARowHoldsEight) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
+  auto facts = [](int64_t h, int64_t w) {
+    const std::string file = "tile_reuse_" + std::to_string(h) + "_" + std::to_string(w) + ".onnx";
+    return only_tile(test::conv_relu_workload(test::save_conv_chain(file, 16, 32, 32, h, w)));
+  };
+  const TileFacts tall = facts(61, 32), narrow = facts(40, 3), square = facts(14, 14);
+  EXPECT_EQ(tall.u, 1);
+  EXPECT_EQ(tall.ext[1], 32);
+  EXPECT_EQ(narrow.ext[narrow.u], 40);
+  EXPECT_EQ(square.u, 1);
+}
+
 // Streaming is the rule on hosts other than Intel's (tile_cache_plan.cpp: there every streamed
 // direct conv ran slower); the knob streams anywhere.
 TEST(DefaultTile, ConvsWhoseWeightsExceedL2StreamThem) {
