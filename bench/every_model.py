@@ -89,11 +89,11 @@ def check_model(path, threads, iters, peak_1t, tmp):
     code, out, err = run(["node", bench_util.ORT_RUN, path, "--iters", "1", "--warmup", "0", "--save-inputs", ins,
                           "--save-outputs", ort_out, "--json"], 300)
     ort_ok = code == 0
+    names = input_names(path)
     for t in threads:
         row = dict(model=name, threads=t, correct="", ms="", ort_ms="", ratio="", slowest="", slowest_peak_pct="", note="")
         got = os.path.join(tmp, f"{name}_ts{t}")
         cmd = [BINARY, "run", path, "--threads", str(t), "--iters", str(iters), "--json", "--profile", "--output", got]
-        names = input_names(path)
         for f in sorted(glob.glob(os.path.join(ins, "*.npy"))):
             stem = os.path.basename(f)[:-4]
             cmd += ["--input", f"{names.get(stem, stem)}={f}"]

@@ -308,16 +308,12 @@ void follow_chain(const Graph& g, size_t i, bool gates, std::vector<size_t>& gro
   }
 }
 
-// Whether n reads one tensor on both sides of an op whose IEEE result on Inf or NaN differs from
-// the algebraic one (x - x, x / x, x == x, x <= x, x >= x: lower/elementwise.cpp spells those
-// results out). Inside a fused chain an Inf computed by the chain itself is, under fast math, a
-// value the compiler may assume away; read from memory, at the start of a workload, it is not.
+}  // namespace
+
 bool folds_on_itself(const Node& n) {
   static const std::set<std::string> ops = {"Sub", "Div", "Equal", "LessOrEqual", "GreaterOrEqual"};
   return ops.count(n.op) > 0 && n.inputs.size() == 2 && n.inputs[0] == n.inputs[1];
 }
-
-}  // namespace
 
 Partition partition_graph(const Graph& g) {
   Partition p;

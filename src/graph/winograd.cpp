@@ -86,10 +86,12 @@ bool winograd_pays(const Graph& g, const Node& n, int threads) {
   const int64_t oh = y.shape[rank - 2], ow = y.shape[rank - 1];
   const bool dilated = dilations[0] > 1 || dilations[1] > 1;
   const int64_t tiles = frames * winograd_tiles(oh, dilations[0]) * winograd_tiles(ow, dilations[1]);
-  if (dilated && !winograd_weights_once(winograd_weight_bytes(w.shape[0], w.shape[1]), tiles)) return false;
-  const double tile_products = static_cast<double>(tiles) * kWinogradAlpha * kWinogradAlpha;  // per (Cin, Cout)
-  const double direct_products = static_cast<double>(frames * oh * ow) * 9 * conv_tap_read_fraction(g, n);
-  if (dilated && tile_products > kWinogradMostDilatedWork * direct_products) return false;
+  if (dilated) {
+    if (!winograd_weights_once(winograd_weight_bytes(w.shape[0], w.shape[1]), tiles)) return false;
+    const double tile_products = static_cast<double>(tiles) * kWinogradAlpha * kWinogradAlpha;  // per (Cin, Cout)
+    const double direct_products = static_cast<double>(frames * oh * ow) * 9 * conv_tap_read_fraction(g, n);
+    if (tile_products > kWinogradMostDilatedWork * direct_products) return false;
+  }
   const double min_pixels = 8.0 * std::max(threads, 1) * kDirectConvFlopsPerCore / kWinogradWeightStreamBytesPerSecond;
   return tiles >= kWinogradMinTiles && double(frames * oh * ow) > min_pixels;
 }

@@ -43,6 +43,12 @@ bool is_fusable_elementwise(const std::string& op);
 bool is_anchor(const std::string& op);
 // Ops that only move elements (Reshape, Transpose, Concat, ...): a chain of them runs as one copy.
 bool is_data_movement(const std::string& op);
+// Whether n reads one tensor on both sides of an op whose IEEE result on Inf or NaN differs from
+// the algebraic one Halide's simplifier folds it to (x - x, x / x, x == x, x <= x, x >= x):
+// lower/elementwise.cpp spells those results out, and a workload starts at such an op, since
+// inside a fused chain an Inf the chain computed is, under fast math, a value the compiler may
+// assume away; read from memory it is not.
+bool folds_on_itself(const Node& n);
 
 Partition partition_graph(const Graph& g);
 // The workload of every node of g taken as one group, as partition_graph makes a workload of a

@@ -4,9 +4,9 @@
 
 #include <cmath>
 #include <limits>
-#include <optional>
 
 #include "graph/passes.h"
+#include "graph/workload.h"
 #include "lower/lower.h"
 #include "lower/math.h"
 
@@ -43,16 +43,14 @@ Expr legacy_broadcast(const LTensor& b, const Idx& out, int64_t axis) {
   return b.at(i);
 }
 
-// One float tensor on both sides of op: Halide's simplifier folds x - x to 0, x / x to 1 and
-// x == x, x <= x, x >= x to true, which Inf and NaN do not give (Inf - Inf is NaN). The IEEE
-// results spelled out; the partition starts a workload at such an op (graph/workload.h), so x
-// is read from memory, where fast math cannot assume its Inf away.
-std::optional<Expr> same_operand_result(const std::string& op, Expr x) {
+// The IEEE result of op with float x on both sides (graph/workload.h folds_on_itself): Halide's
+// simplifier folds x - x to 0, x / x to 1 and x == x, x <= x, x >= x to true, which Inf and NaN
+// do not give (Inf - Inf is NaN).
+Expr same_operand_result(const std::string& op, Expr x) {
   const Expr nan = fconst(x, std::numeric_limits<double>::quiet_NaN()), zero = fconst(x, 0), one = fconst(x, 1);
   if (op == "Sub") return Halide::select(Halide::is_finite(x), zero, nan);
   if (op == "Div") return Halide::select(Halide::is_finite(x) && x != zero, one, nan);
-  if (op == "Equal" || op == "LessOrEqual" || op == "GreaterOrEqual") return !Halide::is_nan(x);
-  return std::nullopt;
+  return !Halide::is_nan(x);  // Equal, LessOrEqual, GreaterOrEqual
 }
 
 LowerFn binary(std::function<Expr(Expr, Expr, const LowerContext&)> f) {
@@ -60,11 +58,10 @@ LowerFn binary(std::function<Expr(Expr, Expr, const LowerContext&)> f) {
     const LTensor &a = c.in(0), &b = c.in(1);
     const bool legacy = c.opset() < 7 && c.node.attr_int("broadcast", 0) != 0 && c.node.has("axis");
     const int64_t axis = legacy ? c.node.attr_int("axis", 0) + (c.node.attr_int("axis", 0) < 0 ? a.rank() : 0) : 0;
-    const bool same = c.node.inputs.size() > 1 && c.node.inputs[0] == c.node.inputs[1] && a.type().is_float();
+    const bool same = folds_on_itself(c.node) && a.type().is_float();
     return std::vector<LTensor>{c.output([&](const Idx& i) {
       const Expr x = a.at_broadcast(i);
-      if (same)
-        if (const auto y = same_operand_result(c.node.op, x)) return *y;
+      if (same) return same_operand_result(c.node.op, x);
       return f(x, legacy ? legacy_broadcast(b, i, axis) : b.at_broadcast(i), c);
     })};
   };

@@ -57,8 +57,7 @@ int reuse_loop(const std::vector<UpdateLoad>& loads, const Stage& r, const std::
     bool absent = ext[k] >= 2;
     for (const auto& l : loads)
       if (l.vars.count(x) && l.vars.count(r.dims[k].name)) absent = false;
-    const bool longer = best < 0 || ext[k] > ext[best];
-    if (absent && (best < 0 || (longer && (!blocked || ext[best] < kMinReuseExtent)))) best = static_cast<int>(k);
+    if (absent && (best < 0 || (ext[k] > ext[best] && (!blocked || ext[best] < kMinReuseExtent)))) best = static_cast<int>(k);
   }
   return best;
 }
