@@ -103,5 +103,21 @@ TEST(LowerReduce, TopKMatchesAStableSortOfEveryRow) {
   }
 }
 
+// A K larger than the axis is refused before anything runs, with a message naming the node.
+TEST(LowerReduce, TopKOfMoreThanTheAxisHoldsIsRefusedNamingTheNode) {
+  Tensor k(DType::Int64, {1});
+  k.data<int64_t>()[0] = 9;
+  OnnxBuilder m(11);
+  m.input("x", DType::Float32, {2, 5}).initializer("k", k);
+  m.node("TopK", {"x", "k"}, {"values", "indices"}, {{"axis", int64_t{1}}});
+  m.output("values").output("indices", DType::Int64);
+  try {
+    test::run_model(m.save("topk_too_many.onnx"), {{"x", test::rand_f32({2, 5}, 1)}});
+    ADD_FAILURE() << "K = 9 over 5 elements was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("TopK"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ts
