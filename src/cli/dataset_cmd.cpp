@@ -76,6 +76,7 @@ struct GenerateArgs {
   uint64_t seed = 0;                 // of the random set (and of the draws)
   std::string out;                   // where the random networks are written ("" = FILE.networks)
   std::string db;                    // the records database
+  bool allow_foreign = false;        // records of other machines and builds count as measured
   DatasetOptions options;
   RandomNetworkOptions network_options;
 };
@@ -168,6 +169,7 @@ int generate_command(GenerateArgs a) {
   if (a.options.seed == 0) a.options.seed = a.seed;
   const std::string db_path = rank_database(a.db, rank);
   RecordsDB db(db_path);
+  db.set_allow_foreign(a.allow_foreign);
   const std::string who = ranks > 1 ? fmt::format("rank {}/{} ({}): ", rank, ranks, world->host()) : "";
   const DatasetSummary s = generate_dataset(dataset_networks(a, rank, ranks), db, a.options,
                                             [&](const std::string& line) { std::cerr << who << line << "\n"; });
@@ -239,6 +241,9 @@ void add_dataset_command(CLI::App& app) {
   gen->add_option("--seed", g->seed, "Seed of the random networks and of the schedule draws");
   gen->add_option("--out", g->out, "Where the random networks are written (default: FILE.networks)");
   gen->add_option("--db", g->db, "Records database (rank k > 0 of mpirun: FILE.rankK, merged into FILE)")->required();
+  gen->add_flag("--allow-foreign-records", g->allow_foreign,
+                "Count the records of other machines and builds as measured (a data set resumed after the code "
+                "generator changed); new records carry this machine's fingerprint");
   DatasetOptions& d = g->options;
   gen->add_option("--schedules-per-workload", d.schedules_per_workload, "Distinct schedules measured per workload (K)")
       ->check(CLI::PositiveNumber);

@@ -9,7 +9,9 @@
 #include <atomic>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "api/compile_model.h"
 #include "dataset/random_network.h"
@@ -105,6 +107,30 @@ TEST(DatasetGenerate, ARankMeasuresOnlyItsShareAndTheHeldOutSplitIsNamed) {
     for (const Record& r : db.records(w.exact_key)) EXPECT_EQ(dataset_split_of(r.policy), kHeldOutSplit) << r.policy;
   o.split = "validation";
   EXPECT_THROW(generate_dataset(nets, db, o), Error);
+}
+
+// A data set resumed by another build of the code generator (or measured on another machine)
+// counts the records already held only when the database is told to: by default they are
+// another machine's times and the workloads are measured again.
+TEST(DatasetGenerate, ForeignRecordsCountAsHeldOnlyWhenAllowed) {
+  const auto nets = small_networks(1);
+  RecordsDB here((test::temp_dir() / "here.db").string());
+  const DatasetOptions o = small_options(2);
+  const DatasetSummary first = generate_dataset(nets, here, o);
+  ASSERT_GT(first.measured_now, 0);
+  std::stringstream exported, foreign;
+  here.export_jsonl(exported);
+  for (std::string line; std::getline(exported, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    j["machine"]["code_generator"] = "an-older-build";
+    foreign << j.dump() << "\n";
+  }
+  RecordsDB other((test::temp_dir() / "other.db").string());
+  ASSERT_EQ(static_cast<int64_t>(other.import_jsonl(foreign, "older build").added), first.measured_now);
+  other.set_allow_foreign(true);
+  EXPECT_EQ(generate_dataset(nets, other, o).measured_now, 0);  // resumed: nothing measured twice
+  other.set_allow_foreign(false);
+  EXPECT_GT(generate_dataset(nets, other, o).measured_now, 0);  // this machine has none of its own yet
 }
 
 }  // namespace

@@ -181,6 +181,20 @@ TEST(LowerNormalization, LrnMatchesItsDefinition) {
   }
 }
 
+// LRN's size is required and at least 1: a window of none is refused, naming the node.
+TEST(LowerNormalization, AnLrnWithoutAWindowIsRefusedNamingTheNode) {
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, {1, 4, 2, 2}).node("LRN", {"x"}, {"y"}, {{"size", int64_t{0}}}).output("y");
+  try {
+    test::run_model(m.save("lrn_size0.onnx"), {{"x", test::rand_f32({1, 4, 2, 2}, 4)}});
+    ADD_FAILURE() << "LRN with size 0 was accepted";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("LRN"), std::string::npos) << what;
+    EXPECT_NE(what.find("size 0"), std::string::npos) << what;
+  }
+}
+
 // MeanVarianceNormalization over the default axes (N, H, W): every channel ends with mean 0 and
 // standard deviation 1; a constant channel (variance 0) gives 0, not NaN.
 TEST(LowerNormalization, MeanVarianceNormalizationPerChannel) {

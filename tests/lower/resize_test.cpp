@@ -86,6 +86,22 @@ TEST(LowerGridSample, PaddingModesAtAndPastTheEdges) {
   test::expect_close(grid_sample(x, grid, "nearest", "zeros", 0), test::make_f32({1, 1, 1, 3}, {1.f, 0.f, 3.f}), 0, 0);
 }
 
+// A grid that is not [N, H_out, W_out, 2] over the input's batch is refused, naming the node.
+TEST(LowerGridSample, AGridOfTheWrongShapeIsRefusedNamingTheNode) {
+  const Tensor x = test::rand_f32({2, 1, 3, 4}, 2);
+  for (const Shape& grid_shape : {Shape{2, 1, 3, 3}, Shape{1, 1, 3, 2}}) {
+    SCOPED_TRACE(shape_str(grid_shape));
+    try {
+      grid_sample(x, test::rand_f32(grid_shape, 3), "bilinear", "zeros", 0);
+      ADD_FAILURE() << "a grid of shape " << shape_str(grid_shape) << " was accepted";
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("GridSample"), std::string::npos) << what;
+      EXPECT_NE(what.find("grid"), std::string::npos) << what;
+    }
+  }
+}
+
 // A 2-D linear resize runs one axis at a time (a per-axis stage before the output); it computes
 // the bilinear half-pixel formula, each axis's neighbours clamped to the edge.
 TEST(LowerResize, TwoAxesLinearRunsOneAxisAtATime) {
