@@ -222,6 +222,68 @@ std::vector<int64_t> access_region(const std::vector<Access>& accesses, const st
   return region;
 }
 
+std::map<std::string, std::vector<int64_t>> needed_extents(const PipelineView& view) {
+  std::map<std::string, std::vector<Range>> needed;  // [min, min + extent) per dim
+  std::map<std::string, std::vector<int64_t>> out;
+  // view.stages lists producers before consumers: walked backwards, a consumer's box is known
+  // before its producers' are.
+  for (auto it = view.stages.rbegin(); it != view.stages.rend(); ++it) {
+    const Stage& st = *it;
+    std::vector<Range> whole;
+    for (const Loop& l : st.dims) whole.push_back({l.min, std::max<int64_t>(1, l.extent)});
+    std::vector<Range> box = whole;
+    if (!st.is_output && !st.consumers.empty()) {
+      std::vector<int64_t> lo(st.dims.size(), INT64_MAX), hi(st.dims.size(), INT64_MIN);
+      for (const Edge* e : view.edges_from(st.name)) {
+        const Stage* c = view.stage(e->consumer);
+        const auto cn = c ? needed.find(e->consumer) : needed.end();
+        for (const Access& a : e->accesses) {
+          if (cn == needed.end()) break;
+          const Definition& d = c->definitions.at(static_cast<size_t>(a.definition));
+          for (size_t k = 0; k < a.dims.size() && k < st.dims.size(); k++) {
+            const AccessDim& ad = a.dims[k];
+            int64_t l0 = ad.constant, h0 = ad.constant;
+            bool known = ad.affine;
+            for (size_t j = 0; known && j < ad.coeffs.size(); j++) {
+              if (ad.coeffs[j] == 0) continue;
+              Range r{d.loops[j].min, d.loops[j].extent};
+              if (!d.loops[j].reduction)
+                for (size_t m = 0; m < c->dims.size(); m++)
+                  if (c->dims[m].name == d.loops[j].name) r = cn->second.at(m);
+              known = r.extent > 0;
+              const int64_t a0 = ad.coeffs[j] * r.min, a1 = ad.coeffs[j] * (r.min + r.extent - 1);
+              l0 += std::min(a0, a1);
+              h0 += std::max(a0, a1);
+            }
+            if (!known) {
+              // Not affine (a clamp, a data-dependent index): Halide's interval of the index over
+              // the consumer's whole extent, where the view found a constant one.
+              const bool bounded = e->footprint_exact && k < e->footprint.size() && e->footprint[k].extent > 0;
+              const Range& r = bounded ? e->footprint[k] : whole[k];
+              l0 = r.min;
+              h0 = r.min + r.extent - 1;
+            }
+            lo[k] = std::min(lo[k], l0);
+            hi[k] = std::max(hi[k], h0);
+          }
+        }
+        // An edge without call sites or of a consumer not walked (an extern one): the whole Func.
+        if (e->accesses.empty() || cn == needed.end())
+          for (size_t k = 0; k < whole.size(); k++) lo[k] = whole[k].min, hi[k] = whole[k].min + whole[k].extent - 1;
+      }
+      for (size_t k = 0; k < box.size(); k++) {
+        if (lo[k] > hi[k]) continue;  // no consumer reads this dim: keep the whole
+        const int64_t l = std::max(lo[k], whole[k].min), h = std::min(hi[k], whole[k].min + whole[k].extent - 1);
+        if (h >= l) box[k] = {l, h - l + 1};
+      }
+    }
+    std::vector<int64_t>& ext = out[st.name];
+    for (const Range& r : box) ext.push_back(r.extent);
+    needed[st.name] = std::move(box);
+  }
+  return out;
+}
+
 std::vector<Access> compose_accesses(const std::vector<Access>& inner, const Stage& via, const std::vector<Access>& outer) {
   // via's definition loop k -> its dim (the index into an outer access's dims).
   const Definition& vd = via.definitions.at(0);

@@ -11,6 +11,7 @@
 // first, unless `order` says otherwise).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,14 @@ std::vector<int64_t> whole_loop_cover(const std::vector<NestLoop>& nest, size_t 
 // [1, full[dim]]. A dim indexed non-affinely counts 1: the space offers no split along it.
 std::vector<int64_t> access_region(const std::vector<Access>& accesses, const std::vector<int64_t>& cover,
                                    const std::vector<int64_t>& full);
+
+// Per stage, the extents of the box the pipeline's outputs need of it (Halide order), which is
+// what Halide's bounds inference makes a Func computed at root compute: its full extent unless
+// its consumers read only part of it (a Slice, a cropping Pad). Walked from the outputs, each
+// consumer's needed box through its affine accesses (a non-affine index: its interval over the
+// consumer's whole extent, Edge::footprint, or the whole dim where that is not constant).
+// A tile larger than this region would shift inwards past its start and read outside.
+std::map<std::string, std::vector<int64_t>> needed_extents(const PipelineView& view);
 
 // The accesses of a producer as seen through an inlined consumer `via` (one pure definition):
 // `inner` (the producer's call sites in `via`, over via's loops) composed with `outer` (via's call

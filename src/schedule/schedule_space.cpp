@@ -80,6 +80,7 @@ ScheduleSpace::ScheduleSpace(PipelineView view, SpaceOptions opts) : view_(std::
     order_.push_back(it->name);
     names_.push_back(func_base_name(it->name));
   }
+  needed_ = needed_extents(view_);
   sketch_ = Sketch::match(*this);
 }
 
@@ -116,12 +117,14 @@ const ScheduleSpace::DefSpace& ScheduleSpace::def_space(size_t i, int def, const
   auto ds = std::make_shared<DefSpace>();
   ds->max_group = root ? opts_.max_parallel_loops : 0;
   ds->at = !root && p.constant;
+  ds->update = def > 0;
   ds->max_unroll = opts_.max_unroll;
   for (const OrigLoop& l : original_loops(st, def, region)) {
     DefSpace::OrigLoop o;
     o.name = l.name;
     o.rvar = l.reduction;
     o.extent = l.extent;
+    o.innermost = !l.reduction && !st.dims.empty() && l.name == st.dims[0].name;
     int64_t full = d.loops[static_cast<size_t>(l.def_loop)].extent;
     if (!l.reduction)
       for (const auto& dim : st.dims)
@@ -238,7 +241,8 @@ std::vector<ScheduleSpace::Placement_> ScheduleSpace::placements(const Schedule&
   if (st.is_output) return {{Placement::Root, {}, full}};
   if (st.is_rename) return {{Placement::Inline, {}, {}}};
   if (st.definitions.size() == 1) out.push_back({Placement::Inline, {}, {}});
-  out.push_back({Placement::Root, {}, full});
+  // At root Halide computes what the consumers need, which a Slice makes less than the whole.
+  out.push_back({Placement::Root, {}, needed_.at(order_[i])});
 
   // compute_at: a single consumer, decided and not inlined, reading through affine accesses
   // in one of its definitions; inlined consumers are looked through (their accesses composed)

@@ -28,7 +28,8 @@
 //    are the rule's knobs. A search mutates a sketch point by its parameters, so it stays one.
 //  - Pruning, so that every candidate applies, compiles and computes the right values:
 //     * split factors (a few divisors, powers of two and non-divisors) multiply to at most the
-//       extent of a root Func's loop, and to at most half the loop's extent in the region a
+//       extent of a root Func's loop in the region its consumers need (needed_extents in
+//       schedule/loop_nest.h: a sliced transpose computes only the rows read), and to at most half the loop's extent in the region a
 //       compute_at Func computes per iteration of its compute loop, so a shift-inwards split
 //       never reaches outside the producer's inputs; loops of update definitions (and
 //       reduction loops) only take divisors of the region (at root: also of the Func's
@@ -36,7 +37,8 @@
 //     * the levels of one loop keep their nesting (outer level outside inner), reduction loops
 //       keep their relative order (Halide requires it);
 //     * the vectorized loop is innermost: a pure loop's innermost level whose extent is a
-//       multiple of the width, or an untiled pure loop at least one vector long; widths are
+//       multiple of the width, or an untiled pure loop at least one vector long (a guarded
+//       tail: only along a pure definition's innermost storage dim, see DefSpace::options); widths are
 //       the native vector, half and a quarter of it;
 //     * compute_at only inside a Func's single consumer, read from one definition through
 //       affine accesses, at a loop that is not the vector lanes nor a guarded vector loop
@@ -174,7 +176,7 @@ class ScheduleSpace {
   // Adds a candidate of decision i to `partial` (its entries, its layout in place of the old).
   void take(Schedule& partial, size_t i, const DecisionCandidate& c) const;
   // Per pure arg of decided Func i (Stage::dims order), the extent it realizes per iteration of
-  // its compute loop (root: its estimates). Throws Error when Func i is undecided or its
+  // its compute loop (root: what its consumers need, needed_extents). Throws Error when Func i is undecided or its
   // placement is not one of the space's candidates.
   std::vector<int64_t> region(const Schedule& partial, size_t i) const;
   // A complete schedule: the sketch's random knobs with Sampling::Sketch (when the pipeline has
@@ -224,6 +226,7 @@ class ScheduleSpace {
   std::vector<std::string> order_;               // decision order (Halide names)
   std::vector<std::string> names_;               // base names, same order
   std::map<std::string, size_t> index_of_;       // Halide name -> decision index
+  std::map<std::string, std::vector<int64_t>> needed_;  // Halide name -> extents a root placement computes (needed_extents)
   std::shared_ptr<const Sketch> sketch_;         // see sketch()
   std::shared_ptr<const RuleSketch> rule_sketch_;  // the rule's knob space (also when empty); see rule_sketch()
   mutable std::map<std::string, std::shared_ptr<DefSpace>> memo_;  // (func, def, root, constant, region) -> tables

@@ -18,7 +18,7 @@ inline constexpr int kU = kMaxUnrollBits;      // unroll budget: sum over unroll
 struct ScheduleSpace::Placement_ {
   Placement placement = Placement::Inline;  // where the Func is computed
   ConsumerLoop at;                          // compute_at loop
-  std::vector<int64_t> region;              // extent of each pure arg computed per iteration of `at` (root: the Func's extents)
+  std::vector<int64_t> region;              // extent of each pure arg computed per iteration of `at` (root: what its consumers need, needed_extents)
   bool constant = false;                    // compute_at: Halide sees constant region extents (every consumer loop inside `at` has a constant extent)
 };
 
@@ -78,6 +78,7 @@ struct ScheduleSpace::DefSpace {
     std::string name;        // loop name (Var or RVar)
     bool rvar = false;       // reduction loop
     int64_t extent = 0;      // per-iteration extent in this region
+    bool innermost = false;  // the Func's innermost storage dim (its first arg)
     std::vector<std::vector<int64_t>> tilings;  // factor lists (first: untiled)
   };
   struct VecChoice {
@@ -102,6 +103,7 @@ struct ScheduleSpace::DefSpace {
   std::vector<int> pure, rv;            // indices into loops
   int max_group = 0;                    // parallel loops allowed (0 when not at root)
   bool at = false;                      // computed at a consumer loop with a constant region: every pure level has a constant extent
+  bool update = false;                  // an update definition (see options: no guarded vector tail)
   int max_unroll = 16;
   std::vector<VecChoice> vec;           // first: no vectorization
   // R[j][T][u]: sum over reduction loops j.. with T levels and u bits of unroll budget (each
@@ -127,7 +129,11 @@ struct ScheduleSpace::DefSpace {
       o.levels = 1 + static_cast<int>(f.size());
       const bool vk = v.loop == k;
       if (vk) {
-        if (f.empty() ? l.extent < v.width : f[0] % v.width != 0) continue;
+        // An untiled loop at least one vector long may run a guarded tail, but only along the
+        // innermost storage dim of a pure definition: strided, Halide 14 computed wrong values (a
+        // Max over 9 rows by 8 lanes) and in an update wrong sums and crashes (a LogSoftmax's).
+        const bool guarded_ok = l.innermost && !update;
+        if (f.empty() ? l.extent < v.width || (!guarded_ok && l.extent % v.width != 0) : f[0] % v.width != 0) continue;
       }
       // Unrollable levels: constant extent <= max_unroll. The outermost level of a pure loop has
       // a constant extent only in a compute_at region; the vector level can unroll the serial

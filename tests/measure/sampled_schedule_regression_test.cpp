@@ -33,11 +33,16 @@ std::string read_data(const std::string& name) {
 // Stratified cases: the drawn schedule reordered the storage of Funcs read in vectors along
 // another argument, and Halide 14 computed wrong values; the space no longer draws storage
 // orders (schedule_space.h), and the schedule here is the drawn one with its storage in
-// argument order.
+// argument order. Guarded-tail cases: a LogSoftmax over an axis of 1 ([1, 9, 47, 1]) whose sum's
+// update was vectorized by 4 over 9 rows with a guarded tail summed some rows twice (and another
+// draw crashed), a Min+Max+Add whose Max was vectorized by 8 over 9 strided rows read garbage; the
+// space now draws a guarded tail only along a pure definition's innermost storage dim, and the
+// schedule here is the drawn one without those vectors.
 const char* const kCases[] = {"batchnorm_leakyrelu_add_relu", "batchnorm_softplus", "adams2019_concat_concat",
                               "adams2019_sum_celu_mean_relu", "adams2019_dilated_blocked_conv",
                               "stratified_conv_max_hardswish_min_selu", "stratified_add_add_max_softsign",
-                              "stratified_layernorm", "stratified_sum_celu_mean_relu"};
+                              "stratified_layernorm", "stratified_sum_celu_mean_relu", "stratified_logsoftmax_axis0",
+                              "stratified_min_max_add"};
 
 TEST(SampledScheduleRegression, OnceWrongSchedulesComputeTheDefaultsValues) {
   MeasureOptions o;

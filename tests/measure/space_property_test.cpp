@@ -1,6 +1,6 @@
 // Property test of the schedule space: every schedule the sampler draws for real workloads
 // (small ONNX models covering conv with padding and stride, depthwise conv, pooling, gemm,
-// softmax, elementwise; and a chain the layout plan stores NCHW16c) applies, compiles and computes
+// softmax, elementwise, a slice of a transpose; and a chain the layout plan stores NCHW16c) applies, compiles and computes
 // what the default schedule computes, and so
 // does every sketch point (schedule/sketch.h) drawn or mutated for them,
 // measured through the Measurer (worker processes, output compared with rtol 1e-3).
@@ -70,6 +70,23 @@ std::vector<std::string> property_models() {
         .node("Gemm", {"x", "w", "b"}, {"y"}, {{"transB", int64_t{1}}})
         .output("y");
     paths.push_back(b.save("gemm.onnx"));
+  }
+  {  // a transpose of which a slice keeps 1 of 13 rows: a root transpose computes only that row,
+     // and a tile of more rows would shift inwards to read before the input's start
+    auto i64 = [](std::vector<int64_t> v) {
+      Tensor t(DType::Int64, {static_cast<int64_t>(v.size())});
+      std::copy(v.begin(), v.end(), t.data<int64_t>());
+      return t;
+    };
+    OnnxBuilder b;
+    b.input("x", DType::Float32, {2, 13, 20, 6})
+        .initializer("starts", i64({1, 0}))
+        .initializer("ends", i64({5, 1}))
+        .initializer("axes", i64({0, 1}))
+        .node("Transpose", {"x"}, {"t"}, {{"perm", std::vector<int64_t>{3, 1, 0, 2}}})
+        .node("Slice", {"t", "starts", "ends", "axes"}, {"y"})
+        .output("y");
+    paths.push_back(b.save("transpose_slice.onnx"));
   }
   {  // softmax over the last axis
     OnnxBuilder b;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <Halide.h>
+
 namespace ts {
 namespace {
 
@@ -55,6 +57,31 @@ TEST(LoopNest, VectorizeAndUnrollByAFactorSplitOffAnUnnamedLoop) {
   EXPECT_EQ(nest[2].kind, LoopKind::Unrolled);
   EXPECT_EQ(nest[3].extent, 15);
   EXPECT_EQ(nest[4].inside, (std::vector<int64_t>{64, 30, 1}));
+}
+
+// What a root Func computes is what its consumers need: a transposed copy read by a slice of
+// one of its 13 rows and 4 of its 6 planes needs 1 row and 4 planes; a stage read through a clamp
+// (not affine) needs the clamp's interval: columns 0 to 3 of 6.
+TEST(LoopNest, NeededExtentsFollowWhatTheConsumersRead) {
+  Halide::ImageParam in(Halide::Float(32), 3, "in");
+  Halide::Var x("x"), y("y"), z("z");
+  Halide::Func t("t"), sliced("sliced"), whole("whole"), clamped("clamped");
+  t(x, y, z) = in(z, y, x) * 2.0f;                             // t: [20, 13, 6]
+  sliced(x, y, z) = t(x, y + 7, z + 1);                        // [20, 1, 4]
+  whole(x, y) = Halide::exp(in(x, y, 0));                      // [6, 13]
+  clamped(x, y) = whole(Halide::clamp(x * 3, 0, 5), y) + 1.0f;  // [2, 13]
+  in.dim(0).set_estimate(0, 6);
+  in.dim(1).set_estimate(0, 13);
+  in.dim(2).set_estimate(0, 20);
+  t.set_estimate(x, 0, 20).set_estimate(y, 0, 13).set_estimate(z, 0, 6);
+  sliced.set_estimate(x, 0, 20).set_estimate(y, 0, 1).set_estimate(z, 0, 4);
+  whole.set_estimate(x, 0, 6).set_estimate(y, 0, 13);
+  clamped.set_estimate(x, 0, 2).set_estimate(y, 0, 13);
+  const auto needed = needed_extents(build_pipeline_view({sliced, clamped}));
+  EXPECT_EQ(needed.at("t"), (std::vector<int64_t>{20, 1, 4}));
+  EXPECT_EQ(needed.at("sliced"), (std::vector<int64_t>{20, 1, 4}));
+  EXPECT_EQ(needed.at("whole"), (std::vector<int64_t>{4, 13}));
+  EXPECT_EQ(needed.at("clamped"), (std::vector<int64_t>{2, 13}));
 }
 
 }  // namespace
