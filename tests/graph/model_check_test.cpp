@@ -10,6 +10,7 @@
 #include "graph/error.h"
 #include "graph/onnx_import.h"
 #include "support/onnx_builder.h"
+#include "support/throws_naming.h"
 
 namespace ts {
 namespace {
@@ -18,12 +19,7 @@ using test::OnnxBuilder;
 
 // The import's error for `path`, or "" when it imports.
 std::string import_error(const std::string& path) {
-  try {
-    test::import_model(path);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_message<Error>([&] { test::import_model(path); });
 }
 
 void expect_error(const std::string& path, const std::vector<std::string>& parts) {

@@ -12,6 +12,7 @@
 #include "measure/workload_compiler.h"
 #include "schedule/default_schedule.h"
 #include "support/small_workloads.h"
+#include "support/throws_naming.h"
 
 namespace ts {
 namespace {
@@ -68,12 +69,7 @@ TEST(WorkloadOnnx, TheSubgraphLowersToTheSameStatement) {
 TEST(WorkloadOnnx, DamagedOrMismatchedSubgraphsAreRefusedByName) {
   const Workload w = test::matmul_relu_workload();
   auto error_of = [](const std::string& bytes) {
-    try {
-      workload_from_subgraph(bytes, "records.db: workload 1234");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
+    return test::error_message<Error>([&] { workload_from_subgraph(bytes, "records.db: workload 1234"); });
   };
   EXPECT_NE(error_of("not a model").find("records.db: workload 1234: workload subgraph is not an ONNX model"),
             std::string::npos);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "graph/error.h"
+#include "support/throws_naming.h"
 
 namespace ts {
 namespace {
@@ -26,12 +27,8 @@ TEST(Subprocess, ExitStatusSignalAndMissingProgram) {
   ProgramResult killed = run_program({"sh", "-c", "kill -9 $$"});
   EXPECT_EQ(killed.signal, 9);
   EXPECT_FALSE(killed.ok());
-  try {
-    run_program({"/nonexistent/tensorsched-no-such-program"});
-    FAIL() << "expected an Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("tensorsched-no-such-program"), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(test::throws_naming<Error>([&] { run_program({"/nonexistent/tensorsched-no-such-program"}); },
+                                         {"tensorsched-no-such-program"}));
 }
 
 TEST(Subprocess, CxxCommandSplitsWords) {

@@ -2,6 +2,7 @@
 // runs over real halide_buffer_t arguments: inputs by pointer, constants in place, a runtime
 // packing before its step, outputs copied, a failing step named.
 #include "runtime/plan_executor.h"
+#include "support/throws_naming.h"
 
 #include <gtest/gtest.h>
 
@@ -65,14 +66,7 @@ TEST(PlanExecutor, TextRoundTripsAnyName) {
 }
 
 TEST(PlanExecutor, MalformedPlansAreNamed) {
-  auto message = [](const std::string& text) {
-    try {
-      parse(text);
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("parsed");
-  };
+  auto message = [](const std::string& text) { return test::error_message<std::runtime_error>([&] { parse(text); }); };
   EXPECT_NE(message("").find("empty"), std::string::npos);
   EXPECT_NE(message("buffer x 0 2 32 0 0\n").find("no header"), std::string::npos);
   EXPECT_NE(message("tensorsched-plan 1\nbuffer x 0 2 32\n").find("line 2"), std::string::npos);
@@ -98,13 +92,7 @@ TEST(PlanExecutor, RunsStepsWithPackingAndNamesAFailingStep) {
   EXPECT_EQ(e.step_seconds().size(), 2u);
 
   Executor bad(two_step_plan(), {add_fn, fail_fn}, {nullptr, constant, nullptr, nullptr, nullptr});
-  try {
-    bad.run(in, out);
-    FAIL() << "expected a failure";
-  } catch (const std::runtime_error& err) {
-    EXPECT_NE(std::string(err.what()).find("copy step"), std::string::npos) << err.what();
-    EXPECT_NE(std::string(err.what()).find("-3"), std::string::npos) << err.what();
-  }
+  EXPECT_TRUE(test::throws_naming<std::runtime_error>([&] { bad.run(in, out); }, {"copy step", "-3"}));
   EXPECT_THROW(Executor(two_step_plan(), {add_fn}, {}), std::runtime_error);                  // no code for a function
   EXPECT_THROW(Executor(two_step_plan(), {add_fn, copy_fn}, {nullptr}), std::runtime_error);  // no constant bytes
 }

@@ -19,6 +19,7 @@
 #include "schedule/schedule.h"
 #include "support/onnx_builder.h"
 #include "support/small_workloads.h"
+#include "support/throws_naming.h"
 
 namespace ts {
 namespace {
@@ -31,14 +32,7 @@ Schedule recipe(const std::string& name, std::map<std::string, std::string> para
   return s;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+std::string error_of(const std::function<void()>& f) { return test::error_message<Error>(f); }
 
 // Tiny shapes: the autoschedulers' search time grows with the pipeline, not the data.
 std::vector<Workload> cnn_workloads() {

@@ -19,6 +19,7 @@
 #include "measure/workload_code.h"
 #include "lower/lower.h"
 #include "support/onnx_builder.h"
+#include "support/throws_naming.h"
 
 namespace ts {
 namespace {
@@ -123,14 +124,7 @@ TEST(Schedule, JsonRoundTripAndStableHash) {
 }
 
 TEST(Schedule, FromJsonRejectsBadInputNamingTheField) {
-  auto error_of = [](const std::string& text) {
-    try {
-      Schedule::from_json(text);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto error_of = [](const std::string& text) { return test::error_message<Error>([&] { Schedule::from_json(text); }); };
   EXPECT_NE(error_of("{").find("not JSON"), std::string::npos);
   EXPECT_NE(error_of(R"({"format":2,"stages":[]})").find("format 2"), std::string::npos);
   EXPECT_NE(error_of(R"({"format":1,"stages":[{"func":"f","definition":0,"placement":"here"}]})").find("placement 'here'"),
@@ -345,12 +339,7 @@ TEST(Schedule, ApplyRejectsBeforeAnyHalideCall) {
   EXPECT_TRUE(out.definition().schedule().splits().empty());  // nothing was scheduled
   EXPECT_FALSE(has_loop_type(out, 0, Halide::Internal::ForType::Vectorized));
   apply(tiled_schedule(), outputs, host_code_target());
-  try {
-    apply(tiled_schedule(), outputs, host_code_target());
-    ADD_FAILURE() << "a second apply must be rejected";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("already scheduled"), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(test::throws_naming<Error>([&] { apply(tiled_schedule(), outputs, host_code_target()); }, {"already scheduled"}));
 }
 
 // A random schedule of the matmul: many are invalid, most choices are plausible.

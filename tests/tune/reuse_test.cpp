@@ -21,6 +21,7 @@
 #include "support/small_workloads.h"
 #include "tune/network_refine.h"
 #include "tune/tuner.h"
+#include "support/throws_naming.h"
 
 namespace ts {
 namespace {
@@ -380,12 +381,7 @@ TEST(Reuse, NamesTheDonorsWhenTheOneAskedForIsMissingAndNeverReusesItself) {
   RecordsDB db((test::temp_dir() / "self.db").string());
   ReuseOptions o = quick({donor}, 0);
   o.donor = "no_such_model";
-  try {
-    reuse_tune(target, db, o);
-    FAIL() << "an unknown donor was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no such model"), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(test::throws_naming<Error>([&] { reuse_tune(target, db, o); }, {"no such model"}));
   o.donor = "auto";
   ReuseSummary s = reuse_tune(target, db, o);
   EXPECT_TRUE(s.donors.empty());  // its own records are not a donor
