@@ -1,6 +1,7 @@
 // `tensorsched db export|import --db FILE --jsonl FILE`: move tuning records between databases
 // (and machines) as one JSON object per line. `db machines` lists who measured them, `db
-// featurize` recomputes their features from the workloads' subgraphs the database keeps.
+// featurize` recomputes their features from the workloads' subgraphs the database keeps, `db
+// measure` measures records' schedules again on this machine.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -12,6 +13,9 @@
 #include "cli/commands.h"
 #include "graph/error.h"
 #include "features/features.h"
+#include "graph/workload_onnx.h"
+#include "measure/measurer.h"
+#include "schedule/schedule.h"
 #include "tune/featurize.h"
 #include "tune/records_db.h"
 
@@ -102,10 +106,63 @@ int featurize_command(const std::string& path, bool force) {
   return s.failed_workloads > 0 ? 1 : 0;
 }
 
+struct MeasureRecordsArgs {
+  std::string db;            // the records database (SQLite)
+  std::vector<int64_t> ids;  // records to measure again
+  int repeats = 10;          // timed runs each
+  int threads = 0;           // Halide threads; 0: each record's own
+  bool json = false;
+};
+
+// Each record's schedule measured again on this machine, on its workload's stored subgraph, with
+// the output checked against the default schedule's: what a data set or a tuning record says
+// against what this build and host give now (a time, or the error kind it shows or lost).
+int measure_records_command(const MeasureRecordsArgs& a) {
+  RecordsDB db(a.db, RecordsDB::Open::MustExist);
+  db.set_allow_foreign(true);  // other machines' and builds' records are what it is for
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  for (int64_t id : a.ids) {
+    const std::optional<Record> r = db.record(id);
+    if (!r) throw Error(fmt::format("{}: no record {}", a.db, id));
+    const std::string where = fmt::format("{}: record {}", a.db, id);
+    const std::string sub = db.subgraph(r->workload.exact_key);
+    if (sub.empty()) throw Error(fmt::format("{}: its workload's subgraph is not stored", where));
+    const Workload w = workload_from_subgraph(sub, where);
+    if (r->schedule_json.empty()) throw Error(fmt::format("{}: holds no schedule", where));
+    const Schedule s = Schedule::from_json(r->schedule_json);
+    MeasureOptions o;
+    o.repeats = a.repeats;
+    o.threads = a.threads > 0 ? a.threads : r->threads;
+    Measurer m(w, o);
+    const MeasureResult ref = m.reference();
+    const MeasureResult now = m.measure_batch({s}).at(0);
+    const std::string was = r->valid() ? fmt::format("{:.4f} ms", r->median * 1e3) : r->error_kind;
+    const std::string is = now.valid() ? fmt::format("{:.4f} ms", now.median * 1e3) : now.error_kind;
+    nlohmann::ordered_json j = {{"id", id},
+                                {"workload", w.key_hash()},
+                                {"name", w.name},
+                                {"policy", r->policy},
+                                {"threads", now.threads},
+                                {"recorded", {{"median", r->median}, {"error_kind", r->error_kind}}},
+                                {"now", {{"median", now.median}, {"min", now.min}, {"noise", now.noise},
+                                         {"error_kind", now.error_kind}, {"error_message", now.error_message}}},
+                                {"default_median", ref.median}};
+    all.push_back(j);
+    if (a.json) continue;
+    std::cout << fmt::format("record {}: workload {} ({}), {}, {} threads: recorded {}, now {}{}; the default now {:.4f} ms\n", id,
+                             w.key_hash(), w.name, r->policy, now.threads, was, is,
+                             r->valid() && now.valid() ? fmt::format(" ({:.2f}x the recorded)", now.median / r->median) : "",
+                             ref.median * 1e3);
+    if (!now.valid()) std::cout << "  " << now.error_message << "\n";
+  }
+  if (a.json) std::cout << all.dump(2) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 void add_db_commands(CLI::App& app) {
-  auto* db = app.add_subcommand("db", "Tuning records database: export, import, machines, featurize");
+  auto* db = app.add_subcommand("db", "Tuning records database: export, import, machines, featurize, measure");
   db->require_subcommand(1);
   auto ex = std::make_shared<DbArgs>(), im = std::make_shared<DbArgs>();
   auto* e = db->add_subcommand("export", "Write every record as one JSON object per line");
@@ -130,6 +187,15 @@ void add_db_commands(CLI::App& app) {
   f->add_option("--db", *fdb, "Records database (SQLite)")->required();
   f->add_flag("--force", *force, "Recompute every record's features, current ones too");
   on_command(f, [fdb, force] { return featurize_command(*fdb, *force); });
+  auto ma = std::make_shared<MeasureRecordsArgs>();
+  auto* me = db->add_subcommand("measure", "Measure records' schedules again on this machine (on their workloads' stored "
+                                           "subgraphs, output checked against the default's) and compare with what they recorded");
+  me->add_option("--db", ma->db, "Records database (SQLite)")->required();
+  me->add_option("--record", ma->ids, "Record ids (row ids of the database's measurements table)")->required()->delimiter(',');
+  me->add_option("--repeats", ma->repeats, "Timed runs of each")->check(CLI::PositiveNumber);
+  me->add_option("--threads", ma->threads, "Halide threads (default: each record's own)")->check(CLI::NonNegativeNumber);
+  me->add_flag("--json", ma->json, "One JSON array");
+  on_command(me, [ma] { return measure_records_command(*ma); });
 }
 
 }  // namespace ts

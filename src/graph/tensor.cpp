@@ -318,6 +318,7 @@ Comparison compare_tensors(const Tensor& got, const Tensor& want, double rtol, d
     if (std::isnan(err)) err = INFINITY;
     c.max_abs_error = std::max(c.max_abs_error, err);
     if (b != 0) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(b));
+    if (std::isfinite(b)) c.max_abs_want = std::max(c.max_abs_want, std::fabs(b));
     if (!(err <= atol + rtol * std::fabs(b)) && bad < 0) bad = i;
   }
   if (bad >= 0) {

@@ -70,6 +70,7 @@ struct Comparison {
   bool ok = true;
   double max_abs_error = 0;   // largest |got - want|
   double max_rel_error = 0;   // largest |got - want| / |want| over nonzero want
+  double max_abs_want = 0;    // largest finite |want|: the scale of the values compared
   std::string message;        // why not ok (shape, dtype, values)
 };
 Comparison compare_tensors(const Tensor& got, const Tensor& want, double rtol, double atol);

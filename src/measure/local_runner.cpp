@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -19,8 +20,9 @@ using Clock = std::chrono::steady_clock;
 // What one run worker does with the workload's outputs after the timed runs.
 struct RunCheck {
   const std::vector<Tensor>* reference = nullptr;  // compare with these; null: send the outputs back
-  double rtol = 0;                                  // tolerance of the comparison
+  double rtol = 0;                                  // tolerance of the comparison (MeasureOptions)
   double atol = 0;
+  double stol = 0;
 };
 
 // The run worker (a forked child): loads the runtime and the code, warm-up and timed runs, the
@@ -82,12 +84,17 @@ int run_in_worker(int message_fd, const Workload& w, const CodeCache& cache, con
 
   if (!check.reference) return send(concat_tensor_bytes(call.outputs));
   for (size_t k = 0; k < call.outputs.size(); k++) {
-    Comparison c = compare_tensors(call.outputs[k], (*check.reference)[k], check.rtol, check.atol);
+    const Tensor& ref = (*check.reference)[k];
+    double scale = 0;  // the largest finite |reference value|
+    for (int64_t i = 0; i < ref.size(); i++)
+      if (std::isfinite(ref.get_f64(i))) scale = std::max(scale, std::fabs(ref.get_f64(i)));
+    Comparison c = compare_tensors(call.outputs[k], ref, check.rtol, check.atol + check.stol * scale);
     if (c.ok) continue;
     report["error_kind"] = "wrong_answer";
     report["error_message"] = fmt::format("output {} differs from the default schedule's: {} (max abs error {:.3g}, "
-                                          "rtol {:g}, atol {:g})",
-                                          w.graph.outputs[k], c.message, c.max_abs_error, check.rtol, check.atol);
+                                          "values up to {:.3g}, rtol {:g}, atol {:g} + {:g} x that)",
+                                          w.graph.outputs[k], c.message, c.max_abs_error, c.max_abs_want, check.rtol, check.atol,
+                                          check.stol);
     report["times"] = nlohmann::json::array();
     break;
   }
@@ -103,7 +110,7 @@ MeasureResult LocalRunner::run(const RunRequest& request, const MeasureOptions& 
   WorkerPoolOptions pool;
   pool.timeout_s = opts.run_timeout_s;
   pool.capture_stderr = true;  // Halide's runtime prints its error text there
-  RunCheck check{request.reference, opts.rtol, opts.atol};
+  RunCheck check{request.reference, opts.rtol, opts.atol, opts.stol};
   stop_halide_threads();  // the child must start its own (a CompiledModel in this process may have some)
   WorkerResult r = run_workers(
       1, [&](size_t, int fd) { return run_in_worker(fd, w, cache_, hash, request.layouts, *request.inputs, opts, request.fault, check); }, pool)[0];

@@ -40,7 +40,8 @@ Unpacked unpack_message(const std::string& bytes, const std::string& where) {
 nlohmann::json run_options_json(const MeasureOptions& o) {
   return {{"repeats", o.repeats},     {"warmup", o.warmup}, {"cold_weights", o.cold_weights},
           {"run_timeout_s", o.run_timeout_s}, {"loser_s", o.loser_s}, {"threads", o.threads},
-          {"rtol", o.rtol},           {"atol", o.atol},     {"input_seed", o.input_seed}};
+          {"rtol", o.rtol},           {"atol", o.atol},     {"stol", o.stol},
+          {"input_seed", o.input_seed}};
 }
 
 MeasureOptions run_options_from_json(const nlohmann::json& j) {
@@ -53,6 +54,7 @@ MeasureOptions run_options_from_json(const nlohmann::json& j) {
   o.threads = j.at("threads");
   o.rtol = j.at("rtol");
   o.atol = j.at("atol");
+  o.stol = j.at("stol");
   o.input_seed = j.at("input_seed");
   return o;
 }

@@ -587,6 +587,13 @@ std::vector<Record> RecordsDB::records(const std::string& exact_key) const {
   return query("WHERE m.workload_key = ?1 ORDER BY m.id", {exact_key});
 }
 
+std::optional<Record> RecordsDB::record(int64_t id) const {
+  std::lock_guard lock(mu_);
+  std::vector<Record> r = query("WHERE m.id = CAST(?1 AS INTEGER)", {std::to_string(id)});
+  if (r.empty()) return std::nullopt;
+  return std::move(r.front());
+}
+
 std::vector<Record> RecordsDB::records_of_class(const std::string& class_key) const {
   std::lock_guard lock(mu_);
   return query("WHERE w.class_hash = ?1 AND w.class_key = ?2 ORDER BY m.id", {fnv1a_hex(class_key), class_key});

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -130,6 +131,9 @@ class RecordsDB {
   std::vector<Record> best(const std::string& exact_key, size_t n, int threads = 0) const;
   // Every record of a workload (errors included), oldest first.
   std::vector<Record> records(const std::string& exact_key) const;
+  // The record of row `id`; nullopt when none has it (or it is foreign and foreign records are
+  // not allowed).
+  std::optional<Record> record(int64_t id) const;
   // Every record of every workload of a class, oldest first.
   std::vector<Record> records_of_class(const std::string& class_key) const;
   // Whether this schedule of this workload was measured (with or without error).

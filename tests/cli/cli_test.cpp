@@ -277,6 +277,31 @@ TEST(Cli, DbFeaturizeRecomputesOlderFeaturesWithoutTheModel) {
   expect_one_line_error(run_cli("db featurize --db " + (test::temp_dir() / "no_such.db").string()), "no_such.db");
 }
 
+// `db measure` compiles and times a record's schedule again from the subgraph the database keeps
+// (the model file is gone), checked against the default, beside what the record holds.
+TEST(Cli, DbMeasureTimesARecordAgainWithoutTheModel) {
+  const Workload w = test::matmul_relu_workload();
+  const std::string path = (test::temp_dir() / "measure_cli.db").string();
+  std::filesystem::remove(path);
+  int64_t id = 0;
+  {
+    RecordsDB db(path);
+    id = db.add(test::measured_record(w, test::matmul_relu_schedule(w, 8, false), 1e-3));
+  }
+  Result r = run_cli(fmt::format("db measure --db {} --record {} --repeats 3 --json", path, id));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.find('[')));
+  ASSERT_EQ(j.size(), 1u) << r.out;
+  EXPECT_EQ(j[0]["id"], id);
+  EXPECT_EQ(j[0]["workload"], w.key_hash());
+  EXPECT_DOUBLE_EQ(j[0]["recorded"]["median"].get<double>(), 1e-3);
+  EXPECT_EQ(j[0]["now"]["error_kind"], "") << j[0].dump();
+  EXPECT_GT(j[0]["now"]["median"].get<double>(), 0);
+  EXPECT_GT(j[0]["default_median"].get<double>(), 0);
+  expect_one_line_error(run_cli(fmt::format("db measure --db {} --record {}", path, id + 100)),
+                        fmt::format("no record {}", id + 100));
+}
+
 // Each workload `tensorsched workloads MODEL --json --threads T` lists (0: all cores).
 std::vector<nlohmann::json> listed_workloads(const std::string& model, int threads = 0) {
   Result r = run_cli("workloads " + model + " --json -q --threads " + std::to_string(threads));
