@@ -258,11 +258,15 @@ void schedule_root(ScheduleBuilder& sb, const Halide::Func& f, const Halide::Tar
   const std::vector<Halide::Var> args = f.args();
   const int width = target.natural_vector_size(f.output_types()[0]);
   const bool vec = !args.empty() && ext[0] * 2 >= width;
+  // A row shorter than a vector takes half a vector and a guarded tail, never one guarded vector
+  // over the whole row: Halide 14's code generator asserts on such a vector of a reversed load
+  // (a reversed Slice of 9 elements) and has faulted on such loops.
+  const int row_width = vec && ext[0] < width ? width / 2 : width;
   FuncRef F = sb.func(f);
   F.compute_root();
   if (const TransposedCopy t = vec ? transposed_copy(fn, ext, ds, width) : TransposedCopy{}; t.dim > 0)
     return schedule_transposing_copy(F, args, ext, t, width);
-  vectorize_and_parallelize(F, args, ext, width, vec, stage_work(ext, {}));
+  vectorize_and_parallelize(F, args, ext, row_width, vec, stage_work(ext, {}));
   if (!vec && schedule_lane_factored_reduction(sb, f, ext, width)) return;
   for (int u = 0; u < f.num_update_definitions(); u++) {
     StageRef st = F.update(u);
@@ -283,7 +287,7 @@ void schedule_root(ScheduleBuilder& sb, const Halide::Func& f, const Halide::Tar
     for (const auto& rv : rvars) order.push_back(Halide::RVar(rv.var));
     for (size_t k = 1; k < args.size(); k++) order.push_back(outer_args[k]);
     if (order.size() > 1) st.reorder(order);
-    vectorize_and_parallelize(st, outer_args, outer_ext, width, vec, stage_work(ext, rvars));
+    vectorize_and_parallelize(st, outer_args, outer_ext, row_width, vec, stage_work(ext, rvars));
   }
 }
 

@@ -128,6 +128,27 @@ TEST(CompiledModel, ConstantGatherIndexOutOfRangeIsACompileError) {
                                          {"index 9 is out of range"}));
 }
 
+// A reversed Slice shorter than a vector (9 of 153 elements, 14 down to 6), compiled by the
+// default rule: one guarded vector over the whole output read lanes 14 down to -1, and Halide 14's
+// code generator asserted on it; the rule now takes half a vector there.
+TEST(CompiledModel, AReversedSliceShorterThanAVectorCompiles) {
+  OnnxBuilder b;
+  b.input("x", DType::Float32, {153})
+      .initializer("starts", Tensor::from_i64({14}, {1}))
+      .initializer("ends", Tensor::from_i64({5}, {1}))
+      .initializer("axes", Tensor::from_i64({0}, {1}))
+      .initializer("steps", Tensor::from_i64({-1}, {1}))
+      .node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"})
+      .output("y");
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel m(test::import_model(b.save("reversed_slice9.onnx")), opts);
+  const Tensor x = test::rand_f32({153}, 3);
+  const Tensor y = m.run({{"x", x}})[0];
+  ASSERT_EQ(y.shape, Shape{9});
+  for (int64_t i = 0; i < 9; i++) EXPECT_EQ(y.data<float>()[i], x.data<float>()[14 - i]) << "element " << i;
+}
+
 // NaN goes through every transcendental and through Softmax, as in ONNX Runtime.
 TEST(CompiledModel, NanPropagates) {
   // Known gap: on a host without AVX-512 (a Zen 3) a NaN input came out of these ops as a number;
