@@ -224,7 +224,6 @@ std::vector<int64_t> access_region(const std::vector<Access>& accesses, const st
 
 std::map<std::string, std::vector<int64_t>> needed_extents(const PipelineView& view) {
   std::map<std::string, std::vector<Range>> needed;  // [min, min + extent) per dim
-  std::map<std::string, std::vector<int64_t>> out;
   // view.stages lists producers before consumers: walked backwards, a consumer's box is known
   // before its producers' are.
   for (auto it = view.stages.rbegin(); it != view.stages.rend(); ++it) {
@@ -277,10 +276,11 @@ std::map<std::string, std::vector<int64_t>> needed_extents(const PipelineView& v
         if (h >= l) box[k] = {l, h - l + 1};
       }
     }
-    std::vector<int64_t>& ext = out[st.name];
-    for (const Range& r : box) ext.push_back(r.extent);
     needed[st.name] = std::move(box);
   }
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const auto& [name, box] : needed)
+    for (const Range& r : box) out[name].push_back(r.extent);
   return out;
 }
 

@@ -29,11 +29,11 @@
 //  - Pruning, so that every candidate applies, compiles and computes the right values:
 //     * split factors (a few divisors, powers of two and non-divisors) multiply to at most the
 //       extent of a root Func's loop in the region its consumers need (needed_extents in
-//       schedule/loop_nest.h: a sliced transpose computes only the rows read), and to at most half the loop's extent in the region a
-//       compute_at Func computes per iteration of its compute loop, so a shift-inwards split
-//       never reaches outside the producer's inputs; loops of update definitions (and
-//       reduction loops) only take divisors of the region (at root: also of the Func's
-//       extent), since their auto tail rounds up;
+//       schedule/loop_nest.h: a sliced transpose computes only the rows read), and to at most
+//       half the loop's extent in the region a compute_at Func computes per iteration of its
+//       compute loop, so a shift-inwards split never reaches outside the producer's inputs;
+//       loops of update definitions (and reduction loops) only take divisors of the region (at
+//       root: also of the Func's extent), since their auto tail rounds up;
 //     * the levels of one loop keep their nesting (outer level outside inner), reduction loops
 //       keep their relative order (Halide requires it);
 //     * the vectorized loop is innermost: a pure loop's innermost level whose extent is a
