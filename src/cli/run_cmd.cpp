@@ -204,12 +204,13 @@ int run_command(const RunArgs& a) {
   bool check_ok = true;
   if (!a.check_dir.empty()) check_ok = check_outputs(model, a.check_dir, a.json, j);
   if (!a.output_dir.empty()) j["outputs"] = write_outputs(model, inputs, a.output_dir, a.json);
-  model.run(inputs);  // warm-up
+  std::vector<Tensor> outputs;
+  model.run(inputs, outputs);  // warm-up
   std::vector<double> ms;
   std::vector<double> step_total(model.partition().steps.size(), 0.0);  // seconds over all timed runs
   for (int i = 0; i < a.iters; i++) {
     auto t0 = std::chrono::steady_clock::now();
-    model.run(inputs);
+    model.run(inputs, outputs);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     for (size_t s = 0; s < step_total.size(); s++) step_total[s] += model.step_seconds()[s];
   }

@@ -9,6 +9,7 @@
 
 #include "graph/layout.h"
 #include "lower/lower.h"
+#include "measure/pipeline_memory.h"
 #include "measure/spinning_pool.h"
 
 namespace ts {
@@ -50,6 +51,13 @@ void* load_halide_runtime(const std::string& so) {
   auto set_par_for = reinterpret_cast<SetParFor>(dlsym(runtime_handle, "halide_set_custom_do_par_for"));
   if (!set_par_for) throw Error(fmt::format("{}: the Halide runtime has no halide_set_custom_do_par_for", so));
   set_par_for(spinning_do_par_for);
+  using SetMalloc = halide_malloc_t (*)(halide_malloc_t);
+  using SetFree = halide_free_t (*)(halide_free_t);
+  auto set_malloc = reinterpret_cast<SetMalloc>(dlsym(runtime_handle, "halide_set_custom_malloc"));
+  auto set_free = reinterpret_cast<SetFree>(dlsym(runtime_handle, "halide_set_custom_free"));
+  if (!set_malloc || !set_free) throw Error(fmt::format("{}: the Halide runtime has no halide_set_custom_malloc/free", so));
+  set_malloc(reusing_halide_malloc);
+  set_free(reusing_halide_free);
   return runtime_handle;
 }
 

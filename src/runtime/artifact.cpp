@@ -101,8 +101,8 @@ Artifact write_artifact(const CompiledModel& model, const ArtifactOptions& opts)
 
   const std::vector<std::string> cxx = cxx_command();
   std::vector<std::string> objects;
-  for (const char* src : {"src/runtime/plan_executor.cpp", "src/runtime/huge_pages.cpp", "src/measure/spinning_pool.cpp", "src/api/c/model_api.cpp",
-                          "entry.cpp"}) {
+  for (const char* src : {"src/runtime/plan_executor.cpp", "src/runtime/huge_pages.cpp", "src/measure/spinning_pool.cpp",
+                          "src/measure/pipeline_memory.cpp", "src/api/c/model_api.cpp", "entry.cpp"}) {
     const std::string obj = fs::path(src).stem().string() + ".o";
     std::vector<std::string> argv = cxx;
     argv.insert(argv.end(), {"-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-Isrc", "-Isrc/api/c", "-Ihalide",

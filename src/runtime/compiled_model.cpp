@@ -364,6 +364,12 @@ const std::string& CompiledModel::runtime_object() const { return impl_->runtime
 void CompiledModel::set_threads(int threads) { set_halide_threads(threads); }
 
 std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inputs) {
+  std::vector<Tensor> outs;
+  run(inputs, outs);
+  return outs;
+}
+
+void CompiledModel::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outs) {
   Impl& m = *impl_;
   const plan::Plan& p = m.executor->plan();
   std::vector<const void*> in;
@@ -381,9 +387,12 @@ std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inpu
   for (const auto& [name, t] : inputs)
     if (std::find(m.graph.inputs.begin(), m.graph.inputs.end(), name) == m.graph.inputs.end())
       throw Error(fmt::format("{}: '{}' is not a runtime input of the model", m.graph.path, name));
-  std::vector<Tensor> outs;
+  outs.resize(m.graph.outputs.size());
   std::vector<void*> out;
-  for (const auto& o : m.graph.outputs) outs.emplace_back(m.graph.tensor(o).dtype, m.graph.tensor(o).shape);
+  for (size_t k = 0; k < outs.size(); k++) {
+    const TensorInfo& info = m.graph.tensor(m.graph.outputs[k]);
+    if (outs[k].dtype != info.dtype || outs[k].shape != info.shape) outs[k] = Tensor(info.dtype, info.shape);
+  }
   for (size_t k = 0; k < outs.size(); k++) {
     if (outs[k].bytes.size() != p.buffers[p.outputs[k]].bytes())
       throw Error(fmt::format("{}: output '{}' is not stored plain", m.graph.path, m.graph.outputs[k]));
@@ -396,7 +405,6 @@ std::vector<Tensor> CompiledModel::run(const std::map<std::string, Tensor>& inpu
     const std::string why = take_halide_error();
     throw Error(fmt::format("{}: {}{}", m.graph.path, e.what(), why.empty() ? "" : ": " + why));
   }
-  return outs;
 }
 
 std::vector<double> time_alternately(const std::vector<CompiledModel*>& models,
@@ -404,11 +412,12 @@ std::vector<double> time_alternately(const std::vector<CompiledModel*>& models,
                                      const std::function<void(size_t, double)>& after_run) {
   const size_t n = models.size();
   std::vector<std::vector<double>> times(n);
+  std::vector<std::vector<Tensor>> outputs(n);
   for (int round = 0; round < warmup + iters; round++)
     for (size_t k = 0; k < n; k++) {
       const size_t i = (k + static_cast<size_t>(round)) % n;
       const auto t0 = std::chrono::steady_clock::now();
-      models[i]->run(inputs);
+      models[i]->run(inputs, outputs[i]);
       if (round < warmup) continue;
       times[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       if (after_run) after_run(i, times[i].back());

@@ -52,6 +52,10 @@ class CompiledModel {
   void set_threads(int threads);
   // Runs one inference; inputs by graph input name (shape and dtype must match).
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+  // The same into `outputs` (graph output order), reusing their storage where it already has the
+  // output's dtype and shape: a loop of inferences touches no fresh pages, as with ONNX Runtime's
+  // arena. Timing loops run this way.
+  void run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs);
   // Seconds each step took in the last run (same order as partition().steps).
   const std::vector<double>& step_seconds() const;
 

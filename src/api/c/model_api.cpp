@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "measure/pipeline_memory.h"
 #include "measure/spinning_pool.h"
 #include "runtime/huge_pages.h"
 #include "runtime/plan_executor.h"
@@ -88,6 +89,8 @@ const ts::plan::Buffer* io_buffer(const ts_model* m, ts_io io, int index) {
 TS_API ts_model* ts_model_create(const char* constants_path) {
   halide_set_error_handler(keep_halide_error);
   halide_set_custom_do_par_for(ts::spinning_do_par_for);  // the pool tensorsched measured with
+  halide_set_custom_malloc(ts::reusing_halide_malloc);     // and its pipelines' memory, kept across runs
+  halide_set_custom_free(ts::reusing_halide_free);
   try {
     auto m = std::make_unique<ts_model>();
     const std::string text(reinterpret_cast<const char*>(ts_artifact_plan), ts_artifact_plan_end - ts_artifact_plan);
