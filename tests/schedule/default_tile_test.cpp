@@ -258,6 +258,30 @@ TEST(DefaultTile, PlainTilesFitRowCountsWithoutADivisorOfEight) {
   test::expect_variants_match_rule(w, "tile_rows_mm_cache", {eight});
 }
 
+// A plain grouped conv whose output channel indexes its input through the group (2 groups of 18
+// -> 6 channels, 5 x 5 over 40 x 5 outputs) shares no load between any of its loops; it still
+// takes a tile of rows, each an accumulator of its own, and computes what one row at a time does.
+TEST(DefaultTile, PlainTilesWithoutAReuseLoopTakeRowsForAccumulators) {
+  TS_SKIP_UNLESS_AVX512("the rule's tile arithmetic");
+  test::OnnxBuilder b(13);
+  b.input("x", DType::Float32, {1, 36, 40, 5})
+      .initializer("w", test::rand_f32({12, 18, 5, 5}, 5))
+      .node("Conv", {"x", "w"}, {"y"}, {{"group", int64_t{2}}, {"pads", std::vector<int64_t>{2, 2, 2, 2}}})
+      .output("y");
+  const Partition part = partition_graph(test::import_model(b.save("tile_plain_grouped.onnx")));
+  ASSERT_EQ(part.workloads.size(), 1u);
+  const Workload& w = part.workloads[0];
+  const TileFacts f = only_tile(w);
+  EXPECT_FALSE(f.blocked);
+  ASSERT_GE(f.u, 1);
+  EXPECT_EQ(f.ext[f.u], 40);  // the rows
+  EXPECT_EQ(plan_tile(f, {}).U, 8);
+  DefaultKnobs one, three;
+  one.columns = 1;
+  three.columns = 3;  // 40 rows: a tail shifted inwards
+  test::expect_variants_match_rule(w, "tile_plain_grouped_cache", {one, three});
+}
+
 // A 1x1 conv whose blocked input exceeds L2 (256 channels over 56 x 56: 3.2 MB) runs its rows
 // outermost on Intel hosts, so a row's input stays in L2 for every output block; a small input
 // (64 channels) keeps the output blocks outermost, and the knob orders loops either way.
