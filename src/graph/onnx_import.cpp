@@ -103,7 +103,13 @@ class Importer {
     check();
     check_model_structure(model_, path_, opset_);
     apply_input_options();
-    for (int round = 0; round < 16; round++) {
+    // A round's inference gives the shapes its folding turns into constants, and those give the
+    // next round's shapes (a Shape of the output of a Reshape whose target was folded): each
+    // block of a transformer exported with shape arithmetic takes rounds of its own (Swin-S's 24
+    // needed more than 16). A round that goes on folded a node away or completed an Einsum's
+    // shape, so the node count bounds them.
+    const int most_rounds = model_.graph().node_size() + 2;
+    for (int round = 0; round < most_rounds; round++) {
       // The first pass is strict, as ONNX Runtime's graph resolution is: an op whose inputs
       // contradict its attributes (Concat of different ranks, an axis out of range) is refused with
       // ONNX's message, not lowered from a declared output shape it cannot have.

@@ -55,6 +55,33 @@ TEST(OnnxImport, FoldsShapeArithmeticToStaticShapes) {
   EXPECT_EQ(g.tensor("target").value->to_i64_vector(), (std::vector<int64_t>{2, -1}));
 }
 
+// 24 such Reshapes in a row, each reading the shape of the one before (as a transformer's blocks
+// do): every Reshape's target folds only once inference has the shape before it, one round each.
+TEST(OnnxImport, FoldsShapeArithmeticThroughManyBlocks) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {2, 3, 4})
+      .initializer("zero", Tensor::from_i64({0}, {1}))
+      .initializer("minus1", Tensor::from_i64({-1}, {1}))
+      .initializer("three", Tensor::from_i64({3}, {1}));
+  std::string y = "x";
+  const int blocks = 24;
+  for (int k = 0; k < blocks; k++) {
+    const std::string at = std::to_string(k), next = "y" + at;
+    b.node("Shape", {y}, {"s" + at})
+        .node("Gather", {"s" + at, "zero"}, {"n" + at}, {{"axis", int64_t{0}}});
+    if (k % 2 == 0) b.node("Concat", {"n" + at, "minus1"}, {"target" + at}, {{"axis", int64_t{0}}});
+    else b.node("Concat", {"n" + at, "three", "minus1"}, {"target" + at}, {{"axis", int64_t{0}}});
+    b.node("Reshape", {y, "target" + at}, {next});
+    y = next;
+  }
+  b.output(y);
+  Graph g = import_onnx(b.save("reshape_blocks.onnx"), strict());
+  ASSERT_EQ(g.nodes.size(), static_cast<size_t>(blocks)) << "only the Reshapes should remain";
+  for (const Node& n : g.nodes) EXPECT_EQ(n.op, "Reshape");
+  EXPECT_EQ(g.tensor(y).shape, (Shape{2, 3, 4}));
+  EXPECT_EQ(g.tensor("y22").shape, (Shape{2, 12}));
+}
+
 TEST(OnnxImport, GraphOnlyModelGetsDeterministicWeights) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {1, 3, 8, 8})
