@@ -50,21 +50,26 @@ std::vector<size_t> elementwise_chain(const Graph& g, size_t k) {
   return chain;
 }
 
-// Rewrites conv k (and its elementwise `chain`) over [N, C, H * W] pixels.
-void flatten(Graph& g, size_t k, const std::vector<size_t>& chain) {
+// Rewrites conv k (and its elementwise `chain`) over [N, C, H * W] pixels; returns the number of
+// nodes it inserted. A tensor another flattened conv reads, or wrote, already has its plain and
+// pixel twins (its name + "::plain", "::pixels"): they are read, not made again (a second Reshape
+// to t::pixels from the t that a Reshape of t::pixels made closed a cycle of views).
+size_t flatten(Graph& g, size_t k, const std::vector<size_t>& chain) {
   Node& conv = g.nodes[k];
   const Shape x = g.tensor(conv.inputs[0]).shape;
   // A blocked input is converted first, by an Identity (its own step): a Reshape of a blocked
   // tensor straight to pixels computed each lane's row and column by a vector division.
-  std::optional<Node> convert;
+  std::optional<Node> convert, before;
   if (g.tensor(conv.inputs[0]).layout.blocked()) {
     const std::string plain = conv.inputs[0] + "::plain";
-    g.tensors[plain] = TensorInfo{plain, DType::Float32, x, std::nullopt, {}};
-    convert = Node{plain + "::convert", "Identity", {conv.inputs[0]}, {plain}, {}};
+    if (!g.tensors.count(plain)) {
+      g.tensors[plain] = TensorInfo{plain, DType::Float32, x, std::nullopt, {}};
+      convert = Node{plain + "::convert", "Identity", {conv.inputs[0]}, {plain}, {}};
+    }
     conv.inputs[0] = plain;
   }
   const std::string pixels_in = conv.inputs[0] + "::pixels";
-  Node before = reshape_node(g, conv.inputs[0], pixels_in, {x[0], x[1], x[2] * x[3]});
+  if (!g.tensors.count(pixels_in)) before = reshape_node(g, conv.inputs[0], pixels_in, {x[0], x[1], x[2] * x[3]});
   conv.inputs[0] = pixels_in;
   // The weight [C_out, C_in, 1, 1] as [C_out, C_in, 1]: the same bytes.
   const std::string w3 = conv.inputs[1] + "::pixels";
@@ -98,15 +103,17 @@ void flatten(Graph& g, size_t k, const std::vector<size_t>& chain) {
     }
   }
   Node after = reshape_node(g, last + "::pixels", last, y);
+  const size_t inserted = 1 + (convert ? 1 : 0) + (before ? 1 : 0);
   std::vector<Node> nodes;
-  nodes.reserve(g.nodes.size() + 3);
+  nodes.reserve(g.nodes.size() + inserted);
   for (size_t i = 0; i < g.nodes.size(); i++) {
     if (i == k && convert) nodes.push_back(std::move(*convert));
-    if (i == k) nodes.push_back(std::move(before));
+    if (i == k && before) nodes.push_back(std::move(*before));
     nodes.push_back(std::move(g.nodes[i]));
     if (i == region.back()) nodes.push_back(std::move(after));
   }
   g.nodes = std::move(nodes);
+  return inserted;
 }
 
 }  // namespace
@@ -124,11 +131,12 @@ int flatten_pointwise_convs(Graph& g) {
   for (size_t k = 0; k < g.nodes.size(); k++) {
     if (!pointwise_plain_conv(g, g.nodes[k])) continue;
     const std::vector<size_t> chain = elementwise_chain(g, k);
-    const bool converts = g.tensor(g.nodes[k].inputs[0]).layout.blocked();
-    flatten(g, k, chain);
+    const size_t inserted = flatten(g, k, chain);
     done++;
-    k = (chain.empty() ? k : chain.back()) + 2 + converts;  // past the region, its reshapes and conversion
+    k = (chain.empty() ? k : chain.back()) + inserted;  // past the region, its reshapes and conversion
   }
+  // A Reshape back from pixels that every reader now bypasses (they read the pixel twin) is dead.
+  if (done) remove_dead_nodes(g);
   return done;
 }
 

@@ -94,6 +94,35 @@ TEST(FlattenPointwise, RewritesPlainPointwiseConvsOverPixels) {
   EXPECT_EQ(expect_matches(plain, g, 7).views, 3);
 }
 
+// A pointwise conv reads another's output, and two read one tensor: the second conv of each pair
+// reads the pixel twin the first made (its output's, or the shared input's), where a Reshape of
+// its own closed a cycle of views (t::pixels -> t -> t::pixels).
+TEST(FlattenPointwise, ConvsSharingATensorShareItsPixels) {
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, {1, 12, 10, 6})
+      .initializer("w_a", test::rand_f32({20, 12, 1, 1}, 1))
+      .initializer("w_b", test::rand_f32({12, 20, 1, 1}, 2))
+      .initializer("w_c", test::rand_f32({6, 20, 1, 1}, 3))
+      .node("Relu", {"x"}, {"rx"})
+      .node("Conv", {"rx", "w_a"}, {"a"})
+      .node("Conv", {"a", "w_b"}, {"b"})
+      .node("Conv", {"a", "w_c"}, {"c"})
+      .output("b")
+      .output("c");
+  const Graph plain = test::import_model(m.save("pointwise_shared.onnx"));
+  Graph g = plain;
+  plan_layouts(g, 16);
+  EXPECT_EQ(flatten_pointwise_convs(g), 3);
+  int to_a_pixels = 0;
+  for (const Node& n : g.nodes)
+    if (std::find(n.outputs.begin(), n.outputs.end(), "a::pixels") != n.outputs.end()) to_a_pixels++;
+  EXPECT_EQ(to_a_pixels, 1) << "a::pixels has one producer, the first conv";
+  EXPECT_EQ(producer(g, "b").op, "Reshape");
+  EXPECT_EQ(producer(g, producer(g, "b").inputs[0]).inputs[0], "a::pixels");
+  EXPECT_EQ(producer(g, producer(g, "c").inputs[0]).inputs[0], "a::pixels");
+  expect_matches(plain, g, 9);
+}
+
 // A pool's output that a conv reads blocked (16 channels) also feeds pointwise convs writing 36 and
 // 20 plain channels: an Identity converts it to plain before the 36-channel conv's pixels'
 // Reshape; the 20-channel conv (below kMinChannelsToConvert) keeps reading it blocked.
