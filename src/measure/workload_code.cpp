@@ -30,6 +30,14 @@ extern "C" void keep_halide_error(void* /*user_context*/, const char* msg) {
   halide_errors += (halide_errors.empty() ? "" : "; ") + m;
 }
 
+// The runtime's function `name`; `where` begins the error when it has none.
+template <class Fn>
+Fn runtime_function(void* runtime, const char* name, const std::string& where) {
+  auto fn = reinterpret_cast<Fn>(dlsym(runtime, name));
+  if (!fn) throw Error(fmt::format("{}: the Halide runtime has no {}", where, name));
+  return fn;
+}
+
 }  // namespace
 
 std::string take_halide_error() {
@@ -43,21 +51,13 @@ void* load_halide_runtime(const std::string& so) {
   runtime_handle = dlopen(so.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!runtime_handle) throw Error(fmt::format("{}: cannot load the Halide runtime: {}", so, dlerror()));
   using Handler = void (*)(void*, const char*);
-  using SetHandler = Handler (*)(Handler);
-  auto set_handler = reinterpret_cast<SetHandler>(dlsym(runtime_handle, "halide_set_error_handler"));
-  if (!set_handler) throw Error(fmt::format("{}: the Halide runtime has no halide_set_error_handler", so));
-  set_handler(keep_halide_error);
+  runtime_function<Handler (*)(Handler)>(runtime_handle, "halide_set_error_handler", so)(keep_halide_error);
   using SetParFor = halide_do_par_for_t (*)(halide_do_par_for_t);
-  auto set_par_for = reinterpret_cast<SetParFor>(dlsym(runtime_handle, "halide_set_custom_do_par_for"));
-  if (!set_par_for) throw Error(fmt::format("{}: the Halide runtime has no halide_set_custom_do_par_for", so));
-  set_par_for(spinning_do_par_for);
+  runtime_function<SetParFor>(runtime_handle, "halide_set_custom_do_par_for", so)(spinning_do_par_for);
   using SetMalloc = halide_malloc_t (*)(halide_malloc_t);
+  runtime_function<SetMalloc>(runtime_handle, "halide_set_custom_malloc", so)(reusing_halide_malloc);
   using SetFree = halide_free_t (*)(halide_free_t);
-  auto set_malloc = reinterpret_cast<SetMalloc>(dlsym(runtime_handle, "halide_set_custom_malloc"));
-  auto set_free = reinterpret_cast<SetFree>(dlsym(runtime_handle, "halide_set_custom_free"));
-  if (!set_malloc || !set_free) throw Error(fmt::format("{}: the Halide runtime has no halide_set_custom_malloc/free", so));
-  set_malloc(reusing_halide_malloc);
-  set_free(reusing_halide_free);
+  runtime_function<SetFree>(runtime_handle, "halide_set_custom_free", so)(reusing_halide_free);
   return runtime_handle;
 }
 
@@ -68,10 +68,8 @@ void set_halide_threads(int threads) {
     rt = runtime_handle;
   }
   if (!rt) throw Error("set_halide_threads: no Halide runtime is loaded yet");
-  using SetThreads = int (*)(int);
-  auto fn = reinterpret_cast<SetThreads>(dlsym(rt, "halide_set_num_threads"));
-  if (!fn) throw Error("the Halide runtime has no halide_set_num_threads");
-  fn(threads > 0 ? threads : 0);  // 0 = Halide's default (HL_NUM_THREADS or the core count)
+  // 0 = Halide's default (HL_NUM_THREADS or the core count)
+  runtime_function<int (*)(int)>(rt, "halide_set_num_threads", "set_halide_threads")(threads > 0 ? threads : 0);
   set_spinning_pool_threads(threads);  // parallel loops run there; Halide's pool keeps async tasks
 }
 

@@ -394,8 +394,6 @@ void CompiledModel::run(const std::map<std::string, Tensor>& inputs, std::vector
     const size_t bytes = dtype_size(info.dtype) * static_cast<size_t>(num_elements(info.shape));
     if (outs[k].dtype != info.dtype || outs[k].shape != info.shape || outs[k].bytes.size() != bytes)
       outs[k] = Tensor(info.dtype, info.shape);
-  }
-  for (size_t k = 0; k < outs.size(); k++) {
     if (outs[k].bytes.size() != p.buffers[p.outputs[k]].bytes())
       throw Error(fmt::format("{}: output '{}' is not stored plain", m.graph.path, m.graph.outputs[k]));
     out.push_back(outs[k].bytes.data());
