@@ -38,7 +38,7 @@ Graph load_model(const std::string& path, const LoadOptions& o) {
     plan_layouts(g, Halide::get_host_target().natural_vector_size(Halide::Float(32)));
     if (o.winograd) plan_winograd(g, effective_threads(o.threads));
   }
-  flatten_pointwise_convs(g);  // the convs the layout plan left plain
+  flatten_plain_convs(g);  // the convs the layout plan left plain
   return g;
 }
 

@@ -6,7 +6,9 @@
 // M = ceil(K / s) taps per phase (the missing ones zero), pad M - 1 before, every phase is one
 // output channel group of a single Conv: channel c * S + p for output channel c and phase p
 // (S phases, row-major over the axes). Reshape, Transpose and Reshape put phase r of position q
-// at q * s + r, and a Slice drops ConvTranspose's pads.
+// at q * s + r, and a Slice drops ConvTranspose's pads. A dilated kernel is a kernel with
+// d - 1 zero taps between its taps; where gcd(d, s) > 1 some phases get only zeros, which costs
+// their share of the conv but stays far ahead of the zero-stuffed direct lowering.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,17 +22,18 @@ namespace ts {
 
 namespace {
 
-// One spatial axis of a ConvTranspose: input length, kernel taps, stride, the pad removed before
-// the output, and the output length.
+// One spatial axis of a ConvTranspose: input length, kernel taps dilated ((K - 1) * d + 1),
+// stride, the pad removed before the output, the output length, and the kernel's dilation.
 struct PhaseAxis {
-  int64_t in = 0, taps = 0, stride = 1, pad_begin = 0, out = 0;
+  int64_t in = 0, taps = 0, stride = 1, pad_begin = 0, out = 0, dilation = 1;
+  int64_t kernel_taps() const { return (taps - 1) / dilation + 1; }                   // K
   int64_t phase_taps() const { return (taps + stride - 1) / stride; }                 // M
   int64_t positions() const { return (pad_begin + out - 1) / stride + 1; }            // Q: full positions / s, rounded up
   int64_t conv_out() const { return std::max(positions(), in); }                      // the phase conv's output length
 };
 
 // The axes of ConvTranspose n with output_shape and auto_pad resolved as lower/conv.cpp resolves
-// them; nullopt where the pass does not apply (groups, dilation, no stride, pads that add zeros,
+// them; nullopt where the pass does not apply (groups, no stride, pads that add zeros,
 // non-constant parameters, attributes the lowering must judge).
 std::optional<std::vector<PhaseAxis>> phase_axes(const Graph& g, const Node& n) {
   if (n.op != "ConvTranspose" || n.inputs.size() < 2 || n.outputs.size() != 1 || !g.is_constant(n.inputs[1])) return std::nullopt;
@@ -58,8 +61,9 @@ std::optional<std::vector<PhaseAxis>> phase_axes(const Graph& g, const Node& n) 
   bool strided = false;
   for (size_t i = 0; i < s; i++) {
     PhaseAxis& a = axes[i];
-    a = {x[2 + i], w[2 + i], strides[i], 0, y[2 + i]};
-    if (dilations[i] != 1 || a.stride < 1 || a.in < 1 || a.taps < 1) return std::nullopt;
+    if (dilations[i] < 1 || w[2 + i] < 1) return std::nullopt;
+    a = {x[2 + i], (w[2 + i] - 1) * dilations[i] + 1, strides[i], 0, y[2 + i], dilations[i]};
+    if (a.stride < 1 || a.in < 1) return std::nullopt;
     strided |= a.stride > 1;
     const int64_t full = a.stride * (a.in - 1) + out_pad[i] + a.taps;
     if (!target.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -90,7 +94,8 @@ Tensor phase_weights(const Tensor& w, const std::vector<PhaseAxis>& axes) {
     for (int64_t p = 0; p < phases; p++)
       for (int64_t ci = 0; ci < cin; ci++)
         for (int64_t t = 0; t < taps; t++) {
-          // Phase p and tap t, row-major over the axes; the source tap r + (M - 1 - m) * s.
+          // Phase p and tap t, row-major over the axes; the dilated tap k = r + (M - 1 - m) * s,
+          // a kernel tap where d divides it.
           int64_t pr = p, tr = t, src = ci * cout + c;
           bool inside = true;
           for (size_t i = s; i-- > 0;) {
@@ -99,8 +104,8 @@ Tensor phase_weights(const Tensor& w, const std::vector<PhaseAxis>& axes) {
           }
           for (size_t i = 0; i < s; i++) {
             const int64_t k = r[i] + (axes[i].phase_taps() - 1 - m[i]) * axes[i].stride;
-            inside &= k < axes[i].taps;
-            src = src * axes[i].taps + std::min(k, axes[i].taps - 1);
+            inside &= k < axes[i].taps && k % axes[i].dilation == 0;
+            src = src * axes[i].kernel_taps() + std::min(k / axes[i].dilation, axes[i].kernel_taps() - 1);
           }
           if (inside) out.data<float>()[((c * phases + p) * cin + ci) * taps + t] = w.data<float>()[src];
         }
@@ -176,20 +181,7 @@ int transposed_convs_to_phases(Graph& g) {
         ends.push_back((*axes)[i].pad_begin + (*axes)[i].out);
         slice_axes.push_back(static_cast<int64_t>(2 + i));
       }
-      Node slice;
-      slice.name = y + "::unpad";
-      slice.op = "Slice";
-      slice.inputs = {p + "_full"};
-      for (const auto& [part, v] : std::vector<std::pair<std::string, std::vector<int64_t>>>{{"starts", starts}, {"ends", ends}, {"axes", slice_axes}}) {
-        if (g.opset < 10) {  // before opset 10, Slice's bounds are attributes
-          slice.attrs[part] = Attribute{v};
-          continue;
-        }
-        constant(p + "_" + part, Tensor::from_i64(v, {static_cast<int64_t>(s)}));
-        slice.inputs.push_back(p + "_" + part);
-      }
-      slice.outputs = {y};
-      out.push_back(slice);
+      out.push_back(slice_node(g, p + "_full", y, starts, ends, slice_axes));
     }
     done++;
   }

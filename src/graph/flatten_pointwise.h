@@ -20,6 +20,13 @@
 // pass over the input, the gathers one per tile of output channels: with fewer than
 // kMinChannelsToConvert outputs (FCN's 512 -> 21 classifier) the conv reads the blocked input as
 // before (measured: docs/benchmarks.md, "The default rule").
+//
+// Convs one column wide: a plain conv whose output is one column wide with no padding along the
+// width (a 1-D conv exported as [N, C, T, 1] with a [k, 1] kernel, or one whose kernel spans its
+// input's width) ran its vectors along that one column: one lane of 16 did the work (3 GFLOP/s).
+// It becomes a 1-D conv over H in the same way: the columns its taps read are sliced out where
+// they are not all of them, and more than one fold into the input channels (Transpose to
+// [N, C, kw, H], Reshape to [N, C * kw, H]), so its vectors run along H.
 #include <cstdint>
 
 #include "graph/graph.h"
@@ -30,8 +37,8 @@ inline constexpr int64_t kMinChannelsToConvert = 32;  // output channels for whi
 
 // Whether n is a 2-D Conv with a 1x1 kernel, unit strides, no padding and one group (any layout).
 bool is_pointwise_conv(const Graph& g, const Node& n);
-// Applies the rule above to g in place; returns the convs rewritten. Idempotent (a rewritten
+// Applies both rules above to g in place; returns the convs rewritten. Idempotent (a rewritten
 // conv is rank 3).
-int flatten_pointwise_convs(Graph& g);
+int flatten_plain_convs(Graph& g);
 
 }  // namespace ts

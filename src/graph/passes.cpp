@@ -502,6 +502,35 @@ Node transpose_node(Graph& g, const std::string& from, const std::string& to, st
   return t;
 }
 
+Node slice_node(Graph& g, const std::string& from, const std::string& to, const std::vector<int64_t>& starts,
+                const std::vector<int64_t>& ends, const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+  const TensorInfo& in = g.tensor(from);
+  Shape s = in.shape;
+  for (size_t i = 0; i < axes.size(); i++) {
+    const int64_t step = steps.empty() ? 1 : steps[i];
+    s[axes[i]] = (ends[i] - starts[i] + step - 1) / step;
+  }
+  g.tensors[to] = TensorInfo{to, in.dtype, s, std::nullopt, {}};
+  Node slice;
+  slice.name = to + "::slice";
+  slice.op = "Slice";
+  slice.inputs = {from};
+  std::vector<std::pair<std::string, std::vector<int64_t>>> parts{{"starts", starts}, {"ends", ends}, {"axes", axes}};
+  if (!steps.empty()) parts.emplace_back("steps", steps);
+  for (const auto& [part, v] : parts) {
+    if (g.opset < 10) {  // before opset 10, Slice's bounds are attributes
+      slice.attrs[part] = Attribute{v};
+      continue;
+    }
+    const std::string name = to + "::" + part;
+    const Tensor t = Tensor::from_i64(v, {static_cast<int64_t>(v.size())});
+    g.tensors[name] = TensorInfo{name, DType::Int64, t.shape, t, {}};
+    slice.inputs.push_back(name);
+  }
+  slice.outputs = {to};
+  return slice;
+}
+
 namespace {
 
 // Whether conv n cuts its input in disjoint patches that patches_to_matmul rewrites (passes.h).

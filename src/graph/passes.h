@@ -80,6 +80,10 @@ bool is_graph_output(const Graph& g, const std::string& name);
 Node reshape_node(Graph& g, const std::string& from, const std::string& to, const Shape& s);
 // A Transpose node of `from` to `to` by `perm`; `to`'s info is added to g.
 Node transpose_node(Graph& g, const std::string& from, const std::string& to, std::vector<int64_t> perm);
+// A Slice node of `from` to `to` along `axes` (bounds as attributes before opset 10, constant
+// inputs from it; `steps` empty: 1, and needs opset 10); `to`'s info is added to g.
+Node slice_node(Graph& g, const std::string& from, const std::string& to, const std::vector<int64_t>& starts,
+                const std::vector<int64_t>& ends, const std::vector<int64_t>& axes, const std::vector<int64_t>& steps = {});
 // Removes nodes whose outputs nothing reads; returns nodes removed.
 int remove_dead_nodes(Graph& g);
 

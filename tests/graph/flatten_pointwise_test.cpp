@@ -1,4 +1,5 @@
-// Pointwise convs over flattened pixels on real ONNX files: which convs the rule rewrites, the
+// Pointwise convs over flattened pixels, and convs spanning the width as convs over rows, on
+// real ONNX files: which convs the rule rewrites, the
 // graph it leaves (rank-3 convs with their ReLU / Clip inside, Reshapes at both ends, an Identity
 // converting a blocked input), and the compiled model (real Halide code, its Reshapes run as
 // views) computing what the whole-graph JIT of the untouched graph computes.
@@ -69,8 +70,8 @@ TEST(FlattenPointwise, RewritesPlainPointwiseConvsOverPixels) {
   const Graph plain = plain_pointwise_model();
   Graph g = plain;
   plan_layouts(g, 16);
-  EXPECT_EQ(flatten_pointwise_convs(g), 2);
-  EXPECT_EQ(flatten_pointwise_convs(g), 0);  // idempotent: the rewritten convs are rank 3
+  EXPECT_EQ(flatten_plain_convs(g), 2);
+  EXPECT_EQ(flatten_plain_convs(g), 0);  // idempotent: the rewritten convs are rank 3
 
   // a = Conv(rx) and its Clip run on [1, 20, 60]; "ca" keeps its name and shape after a Reshape.
   const Node& back = producer(g, "ca");
@@ -112,7 +113,7 @@ TEST(FlattenPointwise, ConvsSharingATensorShareItsPixels) {
   const Graph plain = test::import_model(m.save("pointwise_shared.onnx"));
   Graph g = plain;
   plan_layouts(g, 16);
-  EXPECT_EQ(flatten_pointwise_convs(g), 3);
+  EXPECT_EQ(flatten_plain_convs(g), 3);
   int to_a_pixels = 0;
   for (const Node& n : g.nodes)
     if (std::find(n.outputs.begin(), n.outputs.end(), "a::pixels") != n.outputs.end()) to_a_pixels++;
@@ -148,7 +149,7 @@ TEST(FlattenPointwise, ConvertsABlockedInputFirst) {
   plan_layouts(g, 16);
   ASSERT_TRUE(g.tensor("p").layout.blocked());
   ASSERT_FALSE(g.tensor("d").layout.blocked());
-  EXPECT_EQ(flatten_pointwise_convs(g), 1);
+  EXPECT_EQ(flatten_plain_convs(g), 1);
   EXPECT_EQ(producer(g, "y2").op, "Conv");
   EXPECT_EQ(producer(g, "y2").inputs[0], "p");
   // y1 <- Reshape <- Relu <- Conv <- Reshape <- Identity <- p
@@ -166,6 +167,72 @@ TEST(FlattenPointwise, ConvertsABlockedInputFirst) {
   EXPECT_FALSE(g.tensor(convert.outputs[0]).layout.blocked());
 
   EXPECT_EQ(expect_matches(plain, g, 8).views, 1);  // the pixels' Reshape of the converted copy
+}
+
+// Convs one column wide (no blocking: 10 to 12 channels): a grouped [5, 1] conv over
+// [N, C, T, 1] drops the unit axis, a strided [1, 3] conv over a width of 3 folds it into the
+// channels (Transpose, then Reshape), a Relu moving inside; a [3, 2] conv over 3 columns reads
+// the first 2 (a Slice), a dilated [1, 2] one columns 0 and 2 (a Slice by 2); a conv padded
+// along the width stays 2-D. The compiled model computes what the JIT of the untouched graph
+// computes.
+TEST(FlattenPointwise, ConvsOneColumnWideRunOverRows) {
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, {2, 6, 40, 1})
+      .input("z", DType::Float32, {2, 14, 30, 3})
+      .initializer("w_unit", test::rand_f32({12, 1, 5, 1}, 21))
+      .initializer("b_unit", test::rand_f32({12}, 22))
+      .initializer("w_fold", test::rand_f32({10, 7, 1, 3}, 23))
+      .initializer("w_padded", test::rand_f32({11, 14, 1, 3}, 24))
+      .initializer("w_narrow", test::rand_f32({11, 14, 3, 2}, 25))
+      .initializer("w_dilated", test::rand_f32({11, 14, 1, 2}, 26))
+      .node("Relu", {"x"}, {"rx"})
+      .node("Conv", {"rx", "w_unit", "b_unit"}, {"u"}, {{"pads", V{2, 0, 2, 0}}, {"group", int64_t{6}}, {"dilations", V{3, 1}}})
+      .node("Relu", {"z"}, {"rz"})
+      .node("Conv", {"rz", "w_fold"}, {"f"}, {{"strides", V{2, 2}}, {"group", int64_t{2}}})
+      .node("Relu", {"f"}, {"rf"})
+      .node("Conv", {"rz", "w_padded"}, {"p"}, {{"pads", V{0, 1, 0, 1}}, {"strides", V{1, 3}}})
+      .node("Conv", {"rz", "w_narrow"}, {"n"}, {{"strides", V{1, 2}}})
+      .node("Conv", {"rz", "w_dilated"}, {"d"}, {{"dilations", V{1, 2}}})
+      .output("u")
+      .output("rf")
+      .output("p")
+      .output("n")
+      .output("d");
+  const Graph plain = test::import_model(m.save("spanning.onnx"));
+  Graph g = plain;
+  plan_layouts(g, 16);
+  EXPECT_EQ(flatten_plain_convs(g), 4);
+  EXPECT_EQ(flatten_plain_convs(g), 0);
+
+  const Node& unit = producer(g, producer(g, "u").inputs[0]);
+  ASSERT_EQ(unit.op, "Conv");
+  EXPECT_EQ(unit.attr_ints("kernel_shape"), V{5});
+  EXPECT_EQ(unit.attr_ints("dilations"), V{3});
+  EXPECT_EQ(g.tensor(unit.inputs[0]).shape, (Shape{2, 6, 40}));
+  EXPECT_EQ(g.tensor(unit.inputs[1]).shape, (Shape{12, 1, 5}));
+
+  const Node& relu = producer(g, producer(g, "rf").inputs[0]);
+  ASSERT_EQ(relu.op, "Relu");
+  const Node& fold = producer(g, relu.inputs[0]);
+  ASSERT_EQ(fold.op, "Conv");
+  EXPECT_EQ(fold.attr_ints("strides"), V{2});
+  EXPECT_EQ(g.tensor(fold.inputs[0]).shape, (Shape{2, 42, 30}));
+  EXPECT_EQ(g.tensor(fold.inputs[1]).shape, (Shape{10, 21, 1}));
+  EXPECT_EQ(producer(g, producer(g, fold.inputs[0]).inputs[0]).op, "Transpose");
+  EXPECT_EQ(g.tensor("rf").shape, (Shape{2, 10, 15, 1}));
+
+  EXPECT_EQ(producer(g, "p").op, "Conv");
+  for (const std::string y : {"n", "d"}) {
+    const Node& conv = producer(g, producer(g, y).inputs[0]);
+    ASSERT_EQ(conv.op, "Conv") << y;
+    EXPECT_EQ(g.tensor(conv.inputs[0]).shape, (Shape{2, 28, 30})) << y;
+    const Node& transpose = producer(g, producer(g, conv.inputs[0]).inputs[0]);
+    ASSERT_EQ(transpose.op, "Transpose") << y;
+    const Node& slice = producer(g, transpose.inputs[0]);
+    ASSERT_EQ(slice.op, "Slice") << y;
+    EXPECT_EQ(g.tensor(slice.outputs[0]).shape, (Shape{2, 14, 30, 2})) << y;
+  }
+  expect_matches(plain, g, 10);
 }
 
 }  // namespace

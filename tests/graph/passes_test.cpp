@@ -352,7 +352,8 @@ TEST(Passes, ConvTapsThatReadOnlyPaddingAreDropped) {
 
 // Strided ConvTransposes become phase convs with the same outputs: strides that divide the
 // kernel and that do not (missing taps), output padding, pads cut by a Slice, output_shape and
-// SAME padding, 1-D and 3-D; a stride-1 one, a grouped one and a dilated one stay.
+// SAME padding, 1-D and 3-D, dilations that share a factor with the stride (phases of zeros
+// only) and that do not; a stride-1 one and a grouped one stay.
 TEST(Passes, StridedConvTransposesBecomePhaseConvs) {
   struct Case {
     Shape x, w;
@@ -372,7 +373,9 @@ TEST(Passes, StridedConvTransposesBecomePhaseConvs) {
       {{1, 2, 3, 3, 4}, {2, 2, 2, 3, 3}, {{"strides", V{2, 2, 1}}, {"pads", V{0, 1, 1, 0, 1, 1}}}, true},  // 3-D
       {{1, 2, 5, 5}, {2, 3, 3, 3}, {{"strides", V{1, 1}}}, false},
       {{1, 4, 5, 5}, {4, 1, 3, 3}, {{"strides", V{2, 2}}, {"group", int64_t{4}}}, false},
-      {{1, 2, 5, 5}, {2, 3, 3, 3}, {{"strides", V{2, 2}}, {"dilations", V{2, 2}}}, false},
+      {{1, 2, 5, 5}, {2, 3, 3, 3}, {{"strides", V{2, 2}}, {"dilations", V{2, 2}}}, true},
+      {{1, 2, 5, 4}, {2, 3, 2, 3}, {{"strides", V{2, 3}}, {"dilations", V{3, 2}}, {"pads", V{1, 0, 0, 2}}}, true},
+      {{2, 3, 9, 2}, {3, 4, 3, 5}, {{"strides", V{2, 2}}, {"dilations", V{1, 2}}, {"pads", V{0, 3, 1, 5}}}, true},  // W 2 -> 3
   };
   for (size_t k = 0; k < cases.size(); k++) {
     const Case& c = cases[k];
