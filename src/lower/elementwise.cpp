@@ -50,7 +50,7 @@ Expr same_operand_result(const std::string& op, Expr x) {
   const Expr nan = fconst(x, std::numeric_limits<double>::quiet_NaN()), zero = fconst(x, 0), one = fconst(x, 1);
   if (op == "Sub") return Halide::select(Halide::is_finite(x), zero, nan);
   if (op == "Div") return Halide::select(Halide::is_finite(x) && x != zero, one, nan);
-  return !Halide::is_nan(x);  // Equal, LessOrEqual, GreaterOrEqual
+  return !ts_is_nan(x);  // Equal, LessOrEqual, GreaterOrEqual
 }
 
 LowerFn binary(std::function<Expr(Expr, Expr, const LowerContext&)> f) {
@@ -189,7 +189,7 @@ void register_unary_ops(std::map<std::string, LowerFn>& r) {
   // select(x < 0, 0, x) into that max, so NaN is tested for explicitly.
   r["Relu"] = unary([](Expr x, auto&) {
     const Expr zero = Halide::cast(x.type(), 0);
-    return x.type().is_float() ? Halide::select(Halide::is_nan(x), x, Halide::max(x, zero)) : Halide::max(x, zero);
+    return x.type().is_float() ? Halide::select(ts_is_nan(x), x, Halide::max(x, zero)) : Halide::max(x, zero);
   });
   r["LeakyRelu"] = unary_float([](Expr x, auto& c) { return Halide::select(x < 0, x * fconst(x, c.node.attr_float("alpha", 0.01)), x); });
   r["Elu"] = unary_float([](Expr x, auto& c) {
@@ -197,7 +197,8 @@ void register_unary_ops(std::map<std::string, LowerFn>& r) {
   });
   r["Celu"] = unary_float([](Expr x, auto& c) {
     Expr a = fconst(x, c.node.attr_float("alpha", 1.0));
-    return Halide::max(x, fconst(x, 0)) + Halide::min(fconst(x, 0), a * (ts_exp(x / a) - fconst(x, 1)));
+    const Expr y = Halide::max(x, fconst(x, 0)) + Halide::min(fconst(x, 0), a * (ts_exp(x / a) - fconst(x, 1)));
+    return Halide::select(ts_is_nan(x), x, y);  // max and min drop NaN
   });
   r["Selu"] = unary_float([](Expr x, auto& c) {
     Expr a = fconst(x, c.node.attr_float("alpha", 1.67326319217681884765625));
@@ -245,7 +246,7 @@ void register_unary_ops(std::map<std::string, LowerFn>& r) {
       {"Acos", Halide::acos}, {"Atan", Halide::atan},   {"Sinh", Halide::sinh},   {"Cosh", Halide::cosh},
       {"Asinh", Halide::asinh}, {"Acosh", Halide::acosh}, {"Atanh", Halide::atanh}};
   for (const auto& [op, fn] : trig) r[op] = unary_float([fn = fn](Expr x, auto&) { return fn(x); });
-  r["IsNaN"] = unary_float([](Expr x, auto&) { return Halide::is_nan(x); });
+  r["IsNaN"] = unary_float([](Expr x, auto&) { return ts_is_nan(x); });
   r["IsInf"] = unary_float(onnx_is_inf);
   r["Shrink"] = unary(shrink);
   r["Abs"] = unary([](Expr x, auto&) { return x.type().is_uint() ? x : Halide::cast(x.type(), Halide::abs(x)); });
@@ -266,7 +267,7 @@ void register_unary_ops(std::map<std::string, LowerFn>& r) {
       if (!v.type().is_float()) return Halide::min(Halide::max(v, lo), hi);
       // min(max(v, lo), hi) as ONNX and ONNX Runtime define it (lo > hi gives hi); NaN passes
       // through, tested explicitly (under LLVM's no-NaN flags comparisons may become min/max).
-      return Halide::select(Halide::is_nan(v), v, Halide::min(Halide::max(v, lo), hi));
+      return Halide::select(ts_is_nan(v), v, Halide::min(Halide::max(v, lo), hi));
     })};
   };
 }
@@ -303,7 +304,7 @@ void register_binary_ops(std::map<std::string, LowerFn>& r) {
   // NaN wins, as in ONNX Runtime (and numpy): the vector min / max instructions return one
   // operand or the other, depending on the order the compiler gives them.
   auto nan_or = [](Expr a, Expr b, Expr m) {
-    return a.type().is_float() ? Halide::select(Halide::is_nan(a), a, Halide::is_nan(b), b, m) : m;
+    return a.type().is_float() ? Halide::select(ts_is_nan(a), a, ts_is_nan(b), b, m) : m;
   };
   r["Min"] = variadic([nan_or](Expr a, Expr b) { return nan_or(a, b, Halide::min(a, b)); }, false);
   r["Max"] = variadic([nan_or](Expr a, Expr b) { return nan_or(a, b, Halide::max(a, b)); }, false);

@@ -30,7 +30,7 @@ Expr ts_exp(Expr x) {
   y = Halide::select(k > 127.0f, y * 2.0f, y);
   y = Halide::select(x < -87.0f, 0.0f, y);
   y = Halide::select(x > 88.72f, std::numeric_limits<float>::infinity(), y);
-  return Halide::select(Halide::is_nan(x), x, y);  // NaN stays NaN (x != x would be simplified away)
+  return Halide::select(ts_is_nan(x), x, y);  // NaN stays NaN
 }
 
 Expr ts_log(Expr x) {
@@ -49,7 +49,7 @@ Expr ts_log(Expr x) {
   Expr y = ef * 0.693147181f + poly;
   // Denormals, zero, negatives, infinity and NaN keep IEEE semantics.
   y = Halide::select(x < 1.17549435e-38f, Halide::log(x), y);
-  return Halide::select(x > 3.4e38f || Halide::is_nan(x), x, y);
+  return Halide::select(x > 3.4e38f || ts_is_nan(x), x, y);
 }
 
 Expr ts_tanh(Expr x) {
@@ -88,12 +88,12 @@ Expr ts_erf(Expr x) {
   Expr x2 = x * x;
   Expr taylor = x * 1.12837917f * (1.0f + x2 * (-0.333333333f + x2 * (0.1f + x2 * -0.0238095238f)));
   y = Halide::select(ax < 0.1f, taylor, Halide::select(x < 0, -y, y));
-  return Halide::select(Halide::is_nan(x), x, y);  // NaN stays NaN
+  return Halide::select(ts_is_nan(x), x, y);  // NaN stays NaN
 }
 
 Expr ts_exp_nonpositive(Expr x) {
   if (!is_f32(x)) return ts_exp(x);
-  return Halide::select(Halide::is_nan(x), x, exp_in_range(Halide::max(x, -87.0f)));
+  return Halide::select(ts_is_nan(x), x, exp_in_range(Halide::max(x, -87.0f)));
 }
 
 Expr ts_sigmoid(Expr x) {
@@ -106,7 +106,28 @@ Expr ts_sigmoid(Expr x) {
   // Here -x is clamped to exp_in_range's [-87, 88], where sigmoid has long saturated (1 - 2^-24
   // at x = 17, below float's smallest normal at x = -87), and 1 / d is refined_inverse's.
   Expr inv = refined_inverse(1.0f + exp_in_range(Halide::clamp(-x, -87.0f, 88.0f)));
-  return Halide::select(Halide::is_nan(x), x, inv);
+  return Halide::select(ts_is_nan(x), x, inv);
+}
+
+Halide::Expr ts_is_nan(Halide::Expr x) {
+  const Halide::Type t = x.type();
+  if (!t.is_float()) return Halide::Internal::make_const(Halide::Bool(t.lanes()), false);
+  if (t.bits() != 32 && t.bits() != 64) return Halide::is_nan(x);
+  // NaN: every exponent bit set and a mantissa that is not 0, so |bits| > the bits of Inf.
+  const Halide::Type u = Halide::UInt(t.bits(), t.lanes());
+  const uint64_t abs_mask = t.bits() == 32 ? 0x7fffffffull : 0x7fffffffffffffffull;
+  const uint64_t inf = t.bits() == 32 ? 0x7f800000ull : 0x7ff0000000000000ull;
+  return (Halide::reinterpret(u, x) & Halide::Internal::make_const(u, abs_mask)) > Halide::Internal::make_const(u, inf);
+}
+
+Halide::Expr nan_max(Halide::Expr a, Halide::Expr b) {
+  if (!a.type().is_float()) return Halide::max(a, b);
+  return Halide::select(ts_is_nan(a), a, ts_is_nan(b), b, Halide::max(a, b));
+}
+
+Halide::Expr nan_min(Halide::Expr a, Halide::Expr b) {
+  if (!a.type().is_float()) return Halide::min(a, b);
+  return Halide::select(ts_is_nan(a), a, ts_is_nan(b), b, Halide::min(a, b));
 }
 
 }  // namespace ts

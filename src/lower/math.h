@@ -17,4 +17,15 @@ Halide::Expr ts_tanh(Halide::Expr x);     // odd Taylor polynomial near 0, exp f
 Halide::Expr ts_erf(Halide::Expr x);      // Abramowitz-Stegun 7.1.26 (abs error < 1.5e-7)
 Halide::Expr ts_sigmoid(Halide::Expr x);  // 1 / (1 + exp(-x))
 
+// Whether x is NaN, tested on its bits: Halide compiles float arithmetic as never NaN, so LLVM
+// folds a float NaN test of a value computed in the same loop (an inlined Add before a Relu) to
+// false. Non-float types: false.
+Halide::Expr ts_is_nan(Halide::Expr x);
+
+// max and min that return NaN when either operand is NaN (numpy's, PyTorch's), for a reduction's
+// update: the vector instructions return one operand or the other by their order. Other types:
+// plain max and min.
+Halide::Expr nan_max(Halide::Expr a, Halide::Expr b);
+Halide::Expr nan_min(Halide::Expr a, Halide::Expr b);
+
 }  // namespace ts

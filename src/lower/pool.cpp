@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "lower/math.h"
 #include "lower/window.h"
 
 namespace ts {
@@ -140,7 +141,7 @@ std::vector<LTensor> lower_pool(const LowerContext& c, PoolKind kind, bool globa
   if (kind == PoolKind::Lp && p < 1) c.fail(fmt::format("p={} (must be >= 1)", p));
   Func acc(c.name("_acc"));
   acc(args) = fill;
-  if (kind == PoolKind::Max) acc(args) = Halide::max(acc(args), v);
+  if (kind == PoolKind::Max) acc(args) = nan_max(acc(args), v);  // a window with a NaN pools to NaN
   else if (kind == PoolKind::Average || p == 1) acc(args) += kind == PoolKind::Lp ? Halide::abs(v) : v;
   else if (p == 2) acc(args) += v * v;
   else acc(args) += Halide::pow(Halide::abs(v), Halide::cast(t, static_cast<int>(p)));

@@ -159,8 +159,8 @@ void register_reduce_ops(std::map<std::string, LowerFn>& r) {
   auto square = [](Expr x) { return x * x; };
   r["ReduceSum"] = reduce_op({zero, sum, identity, no_finish});
   r["ReduceMean"] = reduce_op({zero, sum, identity, [](Expr v, int64_t n) { return v / typed_const(v.type(), n); }});
-  r["ReduceMax"] = reduce_op({lowest, [](Expr a, Expr b) { return Halide::max(a, b); }, identity, no_finish});
-  r["ReduceMin"] = reduce_op({highest, [](Expr a, Expr b) { return Halide::min(a, b); }, identity, no_finish});
+  r["ReduceMax"] = reduce_op({lowest, nan_max, identity, no_finish});  // a NaN makes the result NaN
+  r["ReduceMin"] = reduce_op({highest, nan_min, identity, no_finish});
   r["ReduceProd"] = reduce_op({one, [](Expr a, Expr b) { return a * b; }, identity, no_finish});
   r["ReduceL1"] = reduce_op({zero, sum, [](Expr x) { return Halide::cast(x.type(), Halide::abs(x)); }, no_finish});
   r["ReduceL2"] = reduce_op({zero, sum, square, [](Expr v, int64_t) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "lower/lower_test_util.h"
+#include "runtime/compiled_model.h"
 
 namespace ts {
 namespace {
@@ -53,14 +54,18 @@ TEST(LowerElementwise, GeluExactAndTanhApproximation) {
   EXPECT_THROW(gelu(x, "sigmoid"), Error);
 }
 
-TEST(LowerElementwise, ReluAndClipLetNaNThrough) {
-  // ONNX Runtime's Relu and Clip propagate NaN; max(NaN, 0) would give 0.
+TEST(LowerElementwise, ReluCeluAndClipLetNaNThrough) {
+  // ONNX Runtime's Relu, Celu and Clip propagate NaN; max(NaN, 0) would give 0.
   Tensor x = Tensor::from_i64({-2, 0, 3, 7}, {4}).cast(DType::Float32);
   x.set_f64(1, std::nan(""));
   Tensor relu = unary("Relu", x);
   EXPECT_EQ(relu.get_f64(0), 0);
   EXPECT_TRUE(std::isnan(relu.get_f64(1)));
   EXPECT_EQ(relu.get_f64(2), 3);
+  Tensor celu = unary("Celu", x, {{"alpha", 2.0}});
+  EXPECT_NEAR(celu.get_f64(0), 2 * (std::exp(-1.0) - 1), 1e-6);
+  EXPECT_TRUE(std::isnan(celu.get_f64(1)));
+  EXPECT_EQ(celu.get_f64(2), 3);
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {4})
       .initializer("lo", Tensor::scalar_f32(-1))
@@ -71,6 +76,34 @@ TEST(LowerElementwise, ReluAndClipLetNaNThrough) {
   EXPECT_EQ(clip.get_f64(0), -1);
   EXPECT_TRUE(std::isnan(clip.get_f64(1)));
   EXPECT_EQ(clip.get_f64(3), 5);
+}
+
+// A NaN computed in the same loop (Inf - Inf of one tensor, or Inf + -Inf, fused with what
+// reads it) passes Relu, Max and IsNaN, in the JIT and in the compiled model's vectorized
+// workloads: Halide compiles float arithmetic as never NaN, so LLVM folded a float NaN test of
+// such a value to false.
+TEST(LowerElementwise, ANaNComputedInTheSameLoopPassesReluMaxAndIsNaN) {
+  Tensor a = test::rand_f32({64}, 7), b = test::rand_f32({64}, 8);
+  a.set_f64(0, INFINITY), b.set_f64(0, -INFINITY);
+  a.set_f64(1, 1), b.set_f64(1, 2);
+  OnnxBuilder m(13);
+  m.input("a", DType::Float32, {64}).input("b", DType::Float32, {64});
+  m.node("Sub", {"a", "a"}, {"d"}).node("Relu", {"d"}, {"relu"}).node("Add", {"a", "b"}, {"s"});
+  m.node("Max", {"s", "b"}, {"max"}).node("IsNaN", {"s"}, {"nan"});
+  m.output("relu").output("max").output("nan", DType::Bool);
+  const Graph g = test::import_model(m.save("computed_nan.onnx"));
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  CompiledModel compiled(g, opts);
+  const std::map<std::string, Tensor> in{{"a", a}, {"b", b}};
+  for (const auto& out : {GraphRunner(g).run(in), compiled.run(in)}) {
+    EXPECT_TRUE(std::isnan(out[0].get_f64(0)));
+    EXPECT_EQ(out[0].get_f64(1), 0);
+    EXPECT_TRUE(std::isnan(out[1].get_f64(0)));
+    EXPECT_EQ(out[1].get_f64(1), 3);
+    EXPECT_EQ(out[2].get_f64(0), 1);
+    EXPECT_EQ(out[2].get_f64(1), 0);
+  }
 }
 
 // Min and Max return NaN when either operand is NaN, as ONNX Runtime does; the vector

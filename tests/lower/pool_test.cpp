@@ -74,5 +74,23 @@ TEST(LowerPool, GlobalAverageAndMax) {
   }
 }
 
+// A window holding a NaN pools to NaN wherever the NaN lies in it, first or last, and with
+// padding in the window; windows without one pool as before.
+TEST(LowerPool, MaxPoolOfAWindowWithANaNIsNaN) {
+  Tensor x = test::rand_f32({1, 1, 4, 4}, 4);
+  x.set_f64(0, std::nan(""));   // row 0, column 0: the first element of window (0, 0)
+  x.set_f64(15, std::nan(""));  // row 3, column 3: the last element of window (1, 1)
+  const Tensor y = run_pool("MaxPool", x, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  EXPECT_TRUE(std::isnan(y.get_f64(0)));
+  EXPECT_TRUE(std::isnan(y.get_f64(3)));
+  const Tensor want = pool_ref(x, 2, 2, 0, false, "max", false);
+  EXPECT_EQ(y.get_f64(1), want.get_f64(1));
+  EXPECT_EQ(y.get_f64(2), want.get_f64(2));
+  const Tensor padded = run_pool("MaxPool", x, {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  EXPECT_TRUE(std::isnan(padded.get_f64(0)));
+  EXPECT_TRUE(std::isnan(padded.get_f64(15)));
+  EXPECT_FALSE(std::isnan(padded.get_f64(3)));  // rows 0-1, columns 2-3
+}
+
 }  // namespace
 }  // namespace ts

@@ -45,6 +45,26 @@ TEST(LowerReduce, MeanMaxL2OverAxesWithAndWithoutKeepdims) {
   test::expect_close(out[2], l2);
 }
 
+// A row holding a NaN reduces to NaN by ReduceMax and ReduceMin, the NaN first in its row or
+// last; a row without one reduces as before.
+TEST(LowerReduce, MaxAndMinOfARowWithANaNAreNaN) {
+  Tensor x = test::make_f32({3, 5}, {0, 1, 2, 3, 4, -1, 5, 2, 0, 3, 7, 1, 2, 3, 9});
+  x.set_f64(0, std::nan(""));
+  x.set_f64(9, std::nan(""));
+  OnnxBuilder m(13);
+  m.input("x", DType::Float32, x.shape);
+  m.node("ReduceMax", {"x"}, {"max"}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}});
+  m.node("ReduceMin", {"x"}, {"min"}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}});
+  m.output("max").output("min");
+  auto out = test::run_model(m.save("reduce_nan.onnx"), {{"x", x}});
+  for (const Tensor& y : out) {
+    EXPECT_TRUE(std::isnan(y.get_f64(0)));
+    EXPECT_TRUE(std::isnan(y.get_f64(1)));
+  }
+  EXPECT_EQ(out[0].get_f64(2), 9);
+  EXPECT_EQ(out[1].get_f64(2), 1);
+}
+
 TEST(LowerReduce, ArgMaxFirstAndLastIndex) {
   Tensor x = test::make_f32({2, 4}, {1, 3, 3, 0, 5, 5, 2, 5});
   OnnxBuilder m(13);
