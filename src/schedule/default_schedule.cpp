@@ -252,35 +252,19 @@ bool schedule_lane_factored_reduction(ScheduleBuilder& sb, const Halide::Func& f
   return true;
 }
 
-// A pure stage's loops with its leading unit dimensions moved outermost, so the vector runs
-// along the first dimension of more than one point ([N, C, H, 1]: along H, stride 1 since W is
-// 1); unchanged for a stage with updates or no such dimension. Reorders `F` to match.
-std::pair<std::vector<Halide::Var>, std::vector<int64_t>> skip_unit_inner_dims(FuncRef F, const Halide::Func& f,
-                                                                               std::vector<int64_t> ext) {
-  std::vector<Halide::Var> args = f.args();
-  size_t lead = 0;
-  while (lead + 1 < ext.size() && ext[lead] == 1) lead++;
-  if (lead == 0 || f.num_update_definitions() > 0) return {args, ext};
-  std::rotate(args.begin(), args.begin() + lead, args.end());
-  std::rotate(ext.begin(), ext.begin() + lead, ext.end());
-  F.reorder(std::vector<Halide::VarOrRVar>(args.begin(), args.end()));
-  return {args, ext};
-}
-
 void schedule_root(ScheduleBuilder& sb, const Halide::Func& f, const Halide::Target& target, const DefaultStructure& ds) {
   const Function& fn = f.function();
-  FuncRef F = sb.func(f);
-  const auto [args, ext] = skip_unit_inner_dims(F, f, estimate_extents(fn));
+  const std::vector<int64_t> ext = estimate_extents(fn);
+  const std::vector<Halide::Var> args = f.args();
   const int width = target.natural_vector_size(f.output_types()[0]);
   const bool vec = !args.empty() && ext[0] * 2 >= width;
   // A row shorter than a vector takes half a vector and a guarded tail, never one guarded vector
   // over the whole row: Halide 14's code generator asserts on such a vector of a reversed load
   // (a reversed Slice of 9 elements) and has faulted on such loops.
   const int row_width = vec && ext[0] < width ? width / 2 : width;
+  FuncRef F = sb.func(f);
   F.compute_root();
-  // (A stage whose unit dimensions moved is no transposing copy: its first dimension was not a vector.)
-  const bool moved = args[0].name() != f.args()[0].name();
-  if (const TransposedCopy t = vec && !moved ? transposed_copy(fn, ext, ds, width) : TransposedCopy{}; t.dim > 0)
+  if (const TransposedCopy t = vec ? transposed_copy(fn, ext, ds, width) : TransposedCopy{}; t.dim > 0)
     return schedule_transposing_copy(F, args, ext, t, width);
   vectorize_and_parallelize(F, args, ext, row_width, vec, stage_work(ext, {}));
   if (!vec && schedule_lane_factored_reduction(sb, f, ext, width)) return;
