@@ -69,7 +69,7 @@ std::optional<std::vector<ConvAxis>> conv_axes(const Graph& g, const Node& n) {
 
 // The taps [lo, hi] of axis a to keep: from its first live tap to its last, widened where the
 // cut would need a negative pad (a tap the stride skips between two that read). Empty (lo > hi)
-// when no tap reads the input: the output is the bias alone, left to the lowering.
+// when no tap reads the input: the output is the bias alone (bias_alone).
 std::pair<int64_t, int64_t> kept_taps(const ConvAxis& a) {
   int64_t lo = 0, hi = a.taps - 1;
   while (lo < a.taps && !a.live(lo)) lo++;
@@ -119,9 +119,30 @@ double conv_tap_read_fraction(const Graph& g, const Node& n) {
   return fraction;
 }
 
+// Outputs of at most this many values that are the bias alone become constants; a larger one is
+// left to the lowering (a constant of its size would be read from memory anyway).
+constexpr int64_t kMaxBiasAloneValues = int64_t{1} << 22;
+
+// The output of float conv n whose taps all read padding: its bias per output channel (0
+// without one), broadcast over the output; nullopt where it is not float or too large.
+std::optional<Tensor> bias_alone(const Graph& g, const Node& n) {
+  const TensorInfo& y = g.tensor(n.outputs[0]);
+  if (y.dtype != DType::Float32 || y.shape.size() < 3 || num_elements(y.shape) > kMaxBiasAloneValues) return std::nullopt;
+  const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+  if (has_bias && !g.is_constant(n.inputs[2])) return std::nullopt;
+  Tensor out(DType::Float32, y.shape);
+  const int64_t channels = y.shape[1], per_channel = num_elements(y.shape) / std::max<int64_t>(1, y.shape[0] * channels);
+  for (int64_t e = 0; e < out.size(); e++)
+    out.data<float>()[e] = has_bias ? static_cast<float>(g.tensor(n.inputs[2]).value->get_f64(e / per_channel % channels)) : 0.f;
+  return out;
+}
+
 int drop_padding_taps(Graph& g) {
   int done = 0;
-  for (Node& n : g.nodes) {
+  std::vector<Node> kept;
+  for (Node& node : g.nodes) {
+    kept.push_back(std::move(node));
+    Node& n = kept.back();
     if (n.op != "Conv" || n.inputs.size() < 2 || !g.is_constant(n.inputs[1]) || is_winograd_conv(n)) continue;
     const auto axes = conv_axes(g, n);
     if (!axes) continue;
@@ -132,7 +153,17 @@ int drop_padding_taps(Graph& g) {
       empty |= keep.back().first > keep.back().second;
       cut |= keep.back().first > 0 || keep.back().second < a.taps - 1;
     }
-    if (!cut || empty) continue;
+    if (empty) {
+      // Every output is the bias: the conv folds to a constant (a 1-D conv of 61 and 105 pads
+      // over one column, dilation 30, read padding only and ran 7 ms).
+      if (std::optional<Tensor> y = bias_alone(g, n)) {
+        g.tensor(n.outputs[0]).value = std::move(*y);
+        kept.pop_back();
+        done++;
+      }
+      continue;
+    }
+    if (!cut) continue;
     const size_t s = axes->size();
     std::vector<int64_t> pads(2 * s), dilations(s), strides(s);
     for (size_t i = 0; i < s; i++) {
@@ -153,6 +184,7 @@ int drop_padding_taps(Graph& g) {
     n.attrs["kernel_shape"] = Attribute{std::vector<int64_t>(w.shape.begin() + 2, w.shape.end())};
     done++;
   }
+  g.nodes = std::move(kept);
   return done;
 }
 

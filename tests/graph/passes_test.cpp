@@ -9,6 +9,7 @@
 #include "graph/onnx_import.h"
 #include "graph/workload.h"
 #include "lower/lower.h"
+#include "runtime/compiled_model.h"
 #include "runtime/graph_runner.h"
 #include "support/onnx_builder.h"
 
@@ -348,6 +349,39 @@ TEST(Passes, ConvTapsThatReadOnlyPaddingAreDropped) {
     if (k + 1 == cases.size()) EXPECT_EQ(node_flops(before, before.nodes[0]), 2 * 4 * 3 * 16 * 16) << "taps read: 16 of 18 per axis";
     expect_same_results(before, after, 3, fmt::format("case {}", k));
   }
+}
+
+// A conv whose every tap reads padding (one column, 61 and 105 pads, dilation 30, stride 3: no
+// output lands a tap on it) folds to its bias broadcast over the output, a graph output read by
+// a Relu too; the compiled model computes what the JIT of the conv computes.
+TEST(Passes, AConvReadingOnlyPaddingFoldsToItsBias) {
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {2, 5, 1})
+      .initializer("w", test::rand_f32({3, 5, 5}, 1))
+      .initializer("bias", test::rand_f32({3}, 2))
+      .node("Conv", {"x", "w", "bias"}, {"y"}, {{"strides", std::vector<int64_t>{3}}, {"dilations", std::vector<int64_t>{30}},
+                                               {"pads", std::vector<int64_t>{61, 105}}})
+      .node("Relu", {"y"}, {"z"})
+      .output("y")
+      .output("z");
+  const std::string path = b.save("padding_only.onnx");
+  Graph before = import_raw(path);
+  Graph after = before;
+  EXPECT_EQ(drop_padding_taps(after), 1);
+  ASSERT_EQ(after.nodes.size(), 1u);
+  EXPECT_EQ(after.nodes[0].op, "Relu");
+  ASSERT_TRUE(after.tensor("y").value);
+  EXPECT_EQ(after.tensor("y").shape, (Shape{2, 3, 16}));
+  const Tensor& bias = *before.tensor("bias").value;
+  for (int64_t e = 0; e < 2 * 3 * 16; e++) EXPECT_EQ(after.tensor("y").value->get_f64(e), bias.get_f64(e / 16 % 3)) << e;
+  expect_same_results(before, after, 3, "padding only");
+  const auto in = random_inputs(before, 4);
+  const auto want = GraphRunner(before).run(in);
+  CompileOptions opts;
+  opts.cache_root = (test::temp_dir() / "cache").string();
+  const auto got = CompiledModel(test::import_model(path), opts).run(in);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; i++) EXPECT_TRUE(compare_tensors(got[i], want[i], 1e-6, 1e-6).ok) << i;
 }
 
 // Strided ConvTransposes become phase convs with the same outputs: strides that divide the
