@@ -204,19 +204,15 @@ bool is_pointwise_conv(const Graph& g, const Node& n) {
 
 int flatten_plain_convs(Graph& g) {
   int done = 0;
+  // One pass in graph order, both rules: a conv flattened before its producer made a Reshape to
+  // the twin the producer then wrote too (two producers of t::pixels).
   for (size_t k = 0; k < g.nodes.size(); k++) {
-    if (!pointwise_plain_conv(g, g.nodes[k])) continue;
+    const bool pointwise = pointwise_plain_conv(g, g.nodes[k]);
+    if (!pointwise && !spans_last_axis(g, g.nodes[k])) continue;
     const std::vector<size_t> chain = elementwise_chain(g, k);
-    const size_t inserted = flatten(g, k, chain, over_pixels(g, g.nodes[k]));
+    const size_t inserted = flatten(g, k, chain, pointwise ? over_pixels(g, g.nodes[k]) : over_rows(g, g.nodes[k]));
     done++;
     k = (chain.empty() ? k : chain.back()) + inserted;  // past the region, its reshapes and conversion
-  }
-  for (size_t k = 0; k < g.nodes.size(); k++) {
-    if (!spans_last_axis(g, g.nodes[k])) continue;
-    const std::vector<size_t> chain = elementwise_chain(g, k);
-    const size_t inserted = flatten(g, k, chain, over_rows(g, g.nodes[k]));
-    done++;
-    k = (chain.empty() ? k : chain.back()) + inserted;
   }
   // A Reshape back from pixels that every reader now bypasses (they read the pixel twin) is dead.
   if (done) remove_dead_nodes(g);

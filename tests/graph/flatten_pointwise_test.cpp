@@ -235,5 +235,28 @@ TEST(FlattenPointwise, ConvsOneColumnWideRunOverRows) {
   expect_matches(plain, g, 10);
 }
 
+// A pointwise conv reading a conv one column wide: both rules run in one pass in graph order, so
+// the reader takes the twin its producer writes (a Reshape of its own to that twin made a second
+// producer of it, and its workload an unbound input).
+TEST(FlattenPointwise, APointwiseConvReadsAOneColumnConvsTwin) {
+  OnnxBuilder m(17);
+  m.input("x", DType::Float32, {2, 6, 8, 4})
+      .initializer("w_wide", test::rand_f32({10, 6, 3, 3}, 31))
+      .initializer("w_point", test::rand_f32({3, 10, 1, 1}, 32))
+      .node("Relu", {"x"}, {"rx"})
+      .node("Conv", {"rx", "w_wide"}, {"c"}, {{"pads", V{1, 0, 1, 0}}, {"strides", V{1, 3}}})
+      .node("Conv", {"c", "w_point"}, {"y"})
+      .output("y");
+  const Graph plain = test::import_model(m.save("one_column_then_pointwise.onnx"));
+  Graph g = plain;
+  plan_layouts(g, 16);
+  EXPECT_EQ(flatten_plain_convs(g), 2);
+  int to_c_pixels = 0;
+  for (const Node& n : g.nodes)
+    if (std::find(n.outputs.begin(), n.outputs.end(), "c::pixels") != n.outputs.end()) to_c_pixels++;
+  EXPECT_EQ(to_c_pixels, 1) << "c::pixels has one producer, the one-column conv";
+  expect_matches(plain, g, 11);
+}
+
 }  // namespace
 }  // namespace ts
