@@ -321,7 +321,7 @@ Record normalized(const Record& in, const std::string& path) {
 
 // NULL median/min/noise (a record without times) read as 0.
 Record read_record(const Stmt& s) {
-  return {s.integer(0),  {s.text(1), s.text(2), s.text(3), s.integer(4), s.text(5), s.text(6)},
+  return {s.integer(0),  {s.text(1), s.text(2), s.text(3), s.integer(4), s.text(5), s.text(6), {}},
           s.text(7),     s.text(8), json::parse(s.text(9)).get<std::vector<double>>(),
           s.real(10),    s.real(11), s.real(12), s.text(13), s.text(14), static_cast<int>(s.integer(15)),
           s.text(16),    s.text(17), s.text(18), s.integer(19), s.floats(20), static_cast<int>(s.integer(21))};
@@ -696,7 +696,7 @@ std::vector<ModelWorkload> RecordsDB::model_workloads(const std::string& model) 
   s.bind(1, model);
   std::vector<ModelWorkload> out;
   while (s.step())
-    out.push_back({s.text(0), {s.text(1), s.text(2), s.text(3), s.integer(4), s.text(5), s.text(6)},
+    out.push_back({s.text(0), {s.text(1), s.text(2), s.text(3), s.integer(4), s.text(5), s.text(6), {}},
                    static_cast<int>(s.integer(7))});
   return out;
 }
@@ -706,7 +706,7 @@ std::vector<WorkloadEntry> RecordsDB::workloads() const {
   Stmt s(db_.get(), path_,
          "SELECT exact_key, class_key, name, flops, key_hash, class_hash FROM workloads ORDER BY rowid");
   std::vector<WorkloadEntry> out;
-  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.integer(3), s.text(4), s.text(5)});
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.integer(3), s.text(4), s.text(5), {}});
   return out;
 }
 
