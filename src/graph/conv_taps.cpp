@@ -130,10 +130,11 @@ std::optional<Tensor> bias_alone(const Graph& g, const Node& n) {
   if (y.dtype != DType::Float32 || y.shape.size() < 3 || num_elements(y.shape) > kMaxBiasAloneValues) return std::nullopt;
   const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
   if (has_bias && !g.is_constant(n.inputs[2])) return std::nullopt;
+  const Tensor* bias = has_bias ? &*g.tensor(n.inputs[2]).value : nullptr;
   Tensor out(DType::Float32, y.shape);
   const int64_t channels = y.shape[1], per_channel = num_elements(y.shape) / std::max<int64_t>(1, y.shape[0] * channels);
   for (int64_t e = 0; e < out.size(); e++)
-    out.data<float>()[e] = has_bias ? static_cast<float>(g.tensor(n.inputs[2]).value->get_f64(e / per_channel % channels)) : 0.f;
+    out.data<float>()[e] = bias ? static_cast<float>(bias->get_f64(e / per_channel % channels)) : 0.f;
   return out;
 }
 

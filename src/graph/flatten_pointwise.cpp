@@ -16,17 +16,21 @@ bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   return std::all_of(v.begin(), v.end(), [&](int64_t d) { return d == x; });
 }
 
-// Whether conv n is one the rule flattens (see the header).
-bool pointwise_plain_conv(const Graph& g, const Node& n) {
-  if (!is_pointwise_conv(g, n)) return false;
+// What both rules ask of conv n: a float input that is not a graph input (blocked only where
+// the conv has kMinChannelsToConvert outputs to pay for converting it), constant plain weights
+// and bias, a plain output.
+bool flattenable_conv(const Graph& g, const Node& n) {
   const TensorInfo& x = g.tensor(n.inputs[0]);
   const TensorInfo& w = g.tensor(n.inputs[1]);
-  if (x.dtype != DType::Float32 || g.tensor(n.outputs[0]).layout.blocked() || !w.value ||
-      w.layout.blocked() || x.shape[2] < 2)
-    return false;
+  if (x.dtype != DType::Float32 || g.tensor(n.outputs[0]).layout.blocked() || !w.value || w.layout.blocked()) return false;
   if (n.inputs.size() > 2 && !n.inputs[2].empty() && !g.is_constant(n.inputs[2])) return false;
   if (x.layout.blocked() && w.shape[0] < kMinChannelsToConvert) return false;
   return std::find(g.inputs.begin(), g.inputs.end(), n.inputs[0]) == g.inputs.end();
+}
+
+// Whether conv n is one the pointwise rule flattens (see the header).
+bool pointwise_plain_conv(const Graph& g, const Node& n) {
+  return is_pointwise_conv(g, n) && g.tensor(n.inputs[0]).shape[2] >= 2 && flattenable_conv(g, n);
 }
 
 // Node indices of the fusable elementwise ops after conv k that keep its output's shape and read
@@ -155,20 +159,15 @@ Flattening over_pixels(const Graph& g, const Node& conv) {
 // input (see the header): its taps read columns 0, d, ... (k - 1) * d only.
 bool spans_last_axis(const Graph& g, const Node& n) {
   if (n.op != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1 || is_pointwise_conv(g, n)) return false;
-  const TensorInfo& x = g.tensor(n.inputs[0]);
-  const TensorInfo& w = g.tensor(n.inputs[1]);
-  const TensorInfo& y = g.tensor(n.outputs[0]);
-  if (x.shape.size() != 4 || w.shape.size() != 4 || x.dtype != DType::Float32 || !w.value || w.layout.blocked() ||
-      y.layout.blocked() || y.shape[3] != 1 || y.shape[2] < 2)
-    return false;
-  if (n.inputs.size() > 2 && !n.inputs[2].empty() && !g.is_constant(n.inputs[2])) return false;
-  if (x.layout.blocked() && w.shape[0] < kMinChannelsToConvert) return false;
+  const Shape& x = g.tensor(n.inputs[0]).shape;
+  const Shape& w = g.tensor(n.inputs[1]).shape;
+  const Shape& y = g.tensor(n.outputs[0]).shape;
+  if (x.size() != 4 || w.size() != 4 || y[3] != 1 || y[2] < 2 || !flattenable_conv(g, n)) return false;
   const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   if (pads.size() != 4 || pads[1] != 0 || pads[3] != 0 || (auto_pad != "NOTSET" && auto_pad != "VALID")) return false;
-  const int64_t kw = w.shape[3], dw = n.attr_ints("dilations", {1, 1}).at(1);
-  if ((kw - 1) * dw >= x.shape[3] || (kw > 1 && dw > 1 && g.opset < 10)) return false;  // Slice steps: opset 10
-  return std::find(g.inputs.begin(), g.inputs.end(), n.inputs[0]) == g.inputs.end();
+  const int64_t kw = w[3], dw = n.attr_ints("dilations", {1, 1}).at(1);
+  return (kw - 1) * dw < x[3] && !(kw > 1 && dw > 1 && g.opset < 10);  // Slice steps: opset 10
 }
 
 // A conv one column wide as a 1-D conv over H: the columns its taps read sliced out where they are

@@ -303,11 +303,8 @@ void register_binary_ops(std::map<std::string, LowerFn>& r) {
 
   // NaN wins, as in ONNX Runtime (and numpy): the vector min / max instructions return one
   // operand or the other, depending on the order the compiler gives them.
-  auto nan_or = [](Expr a, Expr b, Expr m) {
-    return a.type().is_float() ? Halide::select(ts_is_nan(a), a, ts_is_nan(b), b, m) : m;
-  };
-  r["Min"] = variadic([nan_or](Expr a, Expr b) { return nan_or(a, b, Halide::min(a, b)); }, false);
-  r["Max"] = variadic([nan_or](Expr a, Expr b) { return nan_or(a, b, Halide::max(a, b)); }, false);
+  r["Min"] = variadic(nan_min, false);
+  r["Max"] = variadic(nan_max, false);
   r["Sum"] = variadic([](Expr a, Expr b) { return a + b; }, false);
   r["Mean"] = variadic([](Expr a, Expr b) { return a + b; }, true);
 

@@ -22,9 +22,9 @@ Halide::Expr ts_sigmoid(Halide::Expr x);  // 1 / (1 + exp(-x))
 // false. Non-float types: false.
 Halide::Expr ts_is_nan(Halide::Expr x);
 
-// max and min that return NaN when either operand is NaN (numpy's, PyTorch's), for a reduction's
-// update: the vector instructions return one operand or the other by their order. Other types:
-// plain max and min.
+// max and min that return NaN when either operand is NaN (numpy's, PyTorch's, and ONNX
+// Runtime's Max and Min), for elementwise ops and reductions' updates alike: the vector
+// instructions return one operand or the other by their order. Other types: plain max and min.
 Halide::Expr nan_max(Halide::Expr a, Halide::Expr b);
 Halide::Expr nan_min(Halide::Expr a, Halide::Expr b);
 

@@ -27,6 +27,13 @@ const Node& producer(const Graph& g, const std::string& t) {
   return g.nodes.front();
 }
 
+// How many nodes write t (a twin made twice has two).
+int producer_count(const Graph& g, const std::string& t) {
+  return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
+    return std::find(n.outputs.begin(), n.outputs.end(), t) != n.outputs.end();
+  }));
+}
+
 // ShuffleNetV2's shapes in small: 20 and 12 channels do not block, rows of 6 and 10 pixels.
 Graph plain_pointwise_model() {
   OnnxBuilder m(13);
@@ -114,10 +121,7 @@ TEST(FlattenPointwise, ConvsSharingATensorShareItsPixels) {
   Graph g = plain;
   plan_layouts(g, 16);
   EXPECT_EQ(flatten_plain_convs(g), 3);
-  int to_a_pixels = 0;
-  for (const Node& n : g.nodes)
-    if (std::find(n.outputs.begin(), n.outputs.end(), "a::pixels") != n.outputs.end()) to_a_pixels++;
-  EXPECT_EQ(to_a_pixels, 1) << "a::pixels has one producer, the first conv";
+  EXPECT_EQ(producer_count(g, "a::pixels"), 1) << "a::pixels has one producer, the first conv";
   EXPECT_EQ(producer(g, "b").op, "Reshape");
   EXPECT_EQ(producer(g, producer(g, "b").inputs[0]).inputs[0], "a::pixels");
   EXPECT_EQ(producer(g, producer(g, "c").inputs[0]).inputs[0], "a::pixels");
@@ -251,10 +255,7 @@ TEST(FlattenPointwise, APointwiseConvReadsAOneColumnConvsTwin) {
   Graph g = plain;
   plan_layouts(g, 16);
   EXPECT_EQ(flatten_plain_convs(g), 2);
-  int to_c_pixels = 0;
-  for (const Node& n : g.nodes)
-    if (std::find(n.outputs.begin(), n.outputs.end(), "c::pixels") != n.outputs.end()) to_c_pixels++;
-  EXPECT_EQ(to_c_pixels, 1) << "c::pixels has one producer, the one-column conv";
+  EXPECT_EQ(producer_count(g, "c::pixels"), 1) << "c::pixels has one producer, the one-column conv";
   expect_matches(plain, g, 11);
 }
 
