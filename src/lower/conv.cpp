@@ -79,12 +79,12 @@ double padded_tap_fraction(const Geometry& g, size_t i, int64_t out, int64_t in)
 constexpr double kMinPaddedColumnTaps = 0.01;  // see accumulate
 
 // Whether the reduction skips spatial dim i's taps that fall in the padding (see accumulate):
-// dim i has some, and it is not the last dim, or the last one's guards pay (a reduction across
-// channels, at most 3 columns, enough padded taps).
-bool skips_padded_taps(const Geometry& g, size_t i, int64_t cg, int64_t out, int64_t in) {
+// dim i has some, and it is not the last dim, or the last one's guards pay (a channel-blocked
+// output, a reduction across channels, at most 3 columns, enough padded taps).
+bool skips_padded_taps(const Geometry& g, size_t i, int64_t cg, int64_t out, int64_t in, bool blocked_out) {
   const double padded = padded_tap_fraction(g, i, out, in);
   const bool last = i + 1 == g.kernel.size();
-  return padded > 0 && !(last && (cg == 1 || g.kernel[i] > 3 || padded < kMinPaddedColumnTaps));
+  return padded > 0 && !(last && (!blocked_out || cg == 1 || g.kernel[i] > 3 || padded < kMinPaddedColumnTaps));
 }
 
 // The shared accumulation: acc(n, m, o...) = sum over r of
@@ -104,7 +104,9 @@ bool skips_padded_taps(const Geometry& g, size_t i, int64_t cg, int64_t out, int
 // Skipping every padded tap also drops the padded copy of a blocked input (lower_conv). Below
 // kMinPaddedColumnTaps (the widest images) the column guards cost more than they save and the
 // input keeps its copy; kernels of more than 3 columns (1x7) and depthwise convs keep the column
-// guards off (measured: docs/benchmarks.md, "The default rule").
+// guards off (measured: docs/benchmarks.md, "The default rule"). A plain output keeps every
+// column tap: its vectors run along the columns, where a guard is a masked load and a masked
+// store per FMA (a stride-3 1-D conv over [2, 355, 217] ran at 4% of peak so).
 LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, const Shape& out_shape,
                    const Geometry& g, int64_t cg, const std::function<Expr(Expr, Expr)>& in_channel,
                    const std::function<Idx(Expr, Expr, const Idx&)>& weight_idx,
@@ -137,7 +139,7 @@ LTensor accumulate(const LowerContext& c, const LTensor& src, const LTensor& w, 
     xi.push_back(o[2 + i] * static_cast<int>(g.stride[i]) + rk[i] * static_cast<int>(g.dilation[i]));
   for (size_t i = 0; i < s && !input.empty(); i++) {
     const Expr at = xi[2 + i] - static_cast<int>(g.pad_begin[i]);  // position in X
-    const bool skipped = skips_padded_taps(g, i, cg, out_shape[2 + i], input[i]);
+    const bool skipped = skips_padded_taps(g, i, cg, out_shape[2 + i], input[i], c.out_info().layout.axis == 1);
     if (skipped) r.where(at >= 0 && at < static_cast<int>(input[i]));
     // src is X itself (no padded copy): read at the position in X, clamped into X where taps are
     // skipped (Halide's bounds inference does not narrow by the `where`; the clamp of a frame's
@@ -212,7 +214,8 @@ std::vector<LTensor> lower_conv(const LowerContext& c) {
     extent[i] = (out[2 + i] - 1) * g.stride[i] + g.span(i);
     pad |= g.pad_begin[i] > 0 || extent[i] > x.shape[2 + i];
     const int64_t in = x.shape[2 + i];
-    taps_skipped &= padded_tap_fraction(g, i, out[2 + i], in) == 0 || skips_padded_taps(g, i, cg, out[2 + i], in);
+    taps_skipped &= padded_tap_fraction(g, i, out[2 + i], in) == 0 ||
+                    skips_padded_taps(g, i, cg, out[2 + i], in, c.out_info().layout.axis == 1);
   }
   const bool unpadded = pad && taps_skipped && x.layout.axis == 1;
   const LTensor src = !pad || unpadded ? x : pad_input(c, x, extent, [&](size_t i, Expr j) {
