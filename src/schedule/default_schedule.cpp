@@ -288,6 +288,13 @@ void schedule_root(ScheduleBuilder& sb, const Halide::Func& f, const Halide::Tar
     for (size_t k = 1; k < args.size(); k++) order.push_back(outer_args[k]);
     if (order.size() > 1) st.reorder(order);
     vectorize_and_parallelize(st, outer_args, outer_ext, row_width, vec, stage_work(ext, rvars));
+    // A row too short for a vector is unrolled inside the reduction loops (never parallel: the
+    // parallel loops are outer ones): its points accumulate independently, and LLVM's loop
+    // vectorizer, which Halide 14 still runs, does not see the short loop. Over a 2 x 3
+    // AveragePool at stride 2 (rows of 2, 16 planes) it turned it into gathers and scatters that
+    // summed the second window without its first column.
+    if (!vec && !rvars.empty() && args.size() >= 2 && ext[0] >= 2)
+      st.unroll(args[0], static_cast<int>(ext[0]), Halide::TailStrategy::GuardWithIf);
   }
 }
 
