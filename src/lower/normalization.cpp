@@ -1,5 +1,5 @@
 // Normalizations (BatchNormalization, InstanceNormalization, LayerNormalization,
-// MeanVarianceNormalization, LRN) and the softmax family (Softmax, LogSoftmax, Hardmax), all on
+// MeanVarianceNormalization, LpNormalization, LRN) and the softmax family (Softmax, LogSoftmax, Hardmax), all on
 // the shared reduction stage.
 #include <fmt/format.h>
 
@@ -121,6 +121,30 @@ std::vector<LTensor> mean_variance_norm(const LowerContext& c) {
   })};
 }
 
+// LpNormalization: x / (sum of |x|^p over `axis`)^(1/p), p 1 or 2. A vector of zeros stays zeros,
+// as in ONNX Runtime (the spec's formula would give 0 / 0).
+std::vector<LTensor> lp_norm(const LowerContext& c) {
+  const LTensor& x = c.in(0);
+  if (!x.type().is_float()) c.unsupported(fmt::format("input type {} (float only)", dtype_name(x.dtype)));
+  const int64_t p = c.node.attr_int("p", 2);
+  if (p != 1 && p != 2) c.fail(fmt::format("p={} (1 or 2)", p));
+  const std::set<int> axes = {static_cast<int>(normalize_axis(c.node.attr_int("axis", -1), x.rank(), c.node))};
+  ReduceSpec s = spec_over(x, axes);
+  const Halide::Type t = x.type();
+  const auto sum = [](Expr a, Expr b) { return a + b; };
+  const auto power = [&](const Idx& i) {
+    Expr v = x.at(i);
+    return p == 1 ? Halide::abs(v) : v * v;
+  };
+  LTensor total = *axes.begin() == x.rank() - 1 ? reduce_last_axis(c.name("_sum"), s, fconst(t, 0), sum, power)
+                                                : reduce_tensor(c.name("_sum"), s, fconst(t, 0), sum, power);
+  LTensor inv = define_tensor(c.name("_inv"), total.shape, x.dtype, [&](const Idx& i) {
+    Expr norm = p == 1 ? total.at(i) : Halide::sqrt(total.at(i));
+    return Halide::select(norm == fconst(t, 0), fconst(t, 0), fconst(t, 1) / norm);
+  });
+  return {c.output([&](const Idx& i) { return x.at(i) * read_reduced(inv, i, axes); })};
+}
+
 // LRN: x / (bias + alpha / size * (sum of x^2 over the `size` channels around))^beta; the
 // window is an extra reduction axis, its channels outside the tensor count 0.
 std::vector<LTensor> local_response_norm(const LowerContext& c) {
@@ -220,6 +244,7 @@ void register_normalization_ops(std::map<std::string, LowerFn>& r) {
   r["InstanceNormalization"] = instance_norm;
   r["LayerNormalization"] = layer_norm;
   r["MeanVarianceNormalization"] = mean_variance_norm;
+  r["LpNormalization"] = lp_norm;
   r["LRN"] = local_response_norm;
   r["Softmax"] = softmax(false);
   r["LogSoftmax"] = softmax(true);

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -208,6 +209,47 @@ TEST(LowerNormalization, MeanVarianceNormalizationPerChannel) {
       }
     EXPECT_NEAR(sum / 40, 0.0, 1e-5) << "channel " << c;
     EXPECT_NEAR(sq / 40, c == 2 ? 0.0 : 1.0, 1e-4) << "channel " << c;
+  }
+}
+
+// LpNormalization: L2 over the channels of [2, 3, 4] and L1 over rows of 40 (the last axis,
+// reduced in two stages), each against a float64 reference; a row of zeros stays zeros, as in
+// ONNX Runtime.
+TEST(LowerNormalization, LpNormalizationL1AndL2) {
+  struct Case {
+    Shape shape;
+    int64_t axis, p;
+  };
+  for (const Case& k : {Case{{2, 3, 4}, 1, 2}, Case{{2, 3, 40}, -1, 1}}) {
+    SCOPED_TRACE(fmt::format("{} axis {} p {}", shape_str(k.shape), k.axis, k.p));
+    Tensor x = test::rand_f32(k.shape, 14);
+    // Vectors (o, i) over the axis: elements (o * n + j) * inner + i, j < n.
+    const size_t axis = k.axis < 0 ? k.shape.size() - 1 : static_cast<size_t>(k.axis);
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < k.shape.size(); d++) {
+      if (d < axis) outer *= k.shape[d];
+      if (d > axis) inner *= k.shape[d];
+    }
+    const int64_t n = k.shape[axis];
+    const auto at = [&](int64_t o, int64_t j, int64_t i) { return (o * n + j) * inner + i; };
+    for (int64_t j = 0; j < n; j++) x.data<float>()[at(0, j, 0)] = 0;  // vector (0, 0) is zeros
+    OnnxBuilder m(13);
+    m.input("x", DType::Float32, x.shape).node("LpNormalization", {"x"}, {"y"}, {{"axis", k.axis}, {"p", k.p}}).output("y");
+    const Tensor y = test::run_model(m.save("lp_norm.onnx"), {{"x", x}})[0];
+    ASSERT_EQ(y.shape, x.shape);
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t i = 0; i < inner; i++) {
+        double norm = 0;
+        for (int64_t j = 0; j < n; j++) {
+          const double v = x.data<float>()[at(o, j, i)];
+          norm += k.p == 1 ? std::fabs(v) : v * v;
+        }
+        if (k.p == 2) norm = std::sqrt(norm);
+        for (int64_t j = 0; j < n; j++) {
+          const double want = norm == 0 ? 0 : x.data<float>()[at(o, j, i)] / norm;
+          EXPECT_NEAR(y.data<float>()[at(o, j, i)], want, 1e-6) << "vector (" << o << ", " << i << "), element " << j;
+        }
+      }
   }
 }
 
