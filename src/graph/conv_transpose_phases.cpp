@@ -9,6 +9,8 @@
 // at q * s + r, and a Slice drops ConvTranspose's pads. A dilated kernel is a kernel with
 // d - 1 zero taps between its taps; where gcd(d, s) > 1 some phases get only zeros, which costs
 // their share of the conv but stays far ahead of the zero-stuffed direct lowering.
+// A ConvTranspose of stride 1 on every axis is one phase: a Conv (of its groups) with the kernel
+// flipped and transposed and pads taps - 1 - pad, with no copy after.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -33,7 +35,7 @@ struct PhaseAxis {
 };
 
 // The axes of ConvTranspose n with output_shape and auto_pad resolved as lower/conv.cpp resolves
-// them; nullopt where the pass does not apply (groups, no stride, pads that add zeros,
+// them; nullopt where the pass does not apply (groups on strided axes, pads that add zeros,
 // non-constant parameters, attributes the lowering must judge).
 std::optional<std::vector<PhaseAxis>> phase_axes(const Graph& g, const Node& n) {
   if (n.op != "ConvTranspose" || n.inputs.size() < 2 || n.outputs.size() != 1 || !g.is_constant(n.inputs[1])) return std::nullopt;
@@ -42,8 +44,9 @@ std::optional<std::vector<PhaseAxis>> phase_axes(const Graph& g, const Node& n) 
   const Shape& x = xi.shape;
   const Shape& w = g.tensor(n.inputs[1]).shape;
   const Shape& y = g.tensor(n.outputs[0]).shape;
-  if (xi.dtype != DType::Float32 || x.size() < 3 || w.size() != x.size() || y.size() != x.size() ||
-      n.attr_int("group", 1) != 1 || w[0] != x[1])
+  const int64_t group = n.attr_int("group", 1);
+  if (xi.dtype != DType::Float32 || x.size() < 3 || w.size() != x.size() || y.size() != x.size() || group < 1 ||
+      w[0] != x[1] || x[1] % group != 0 || y[1] != w[1] * group)
     return std::nullopt;
   const size_t s = x.size() - 2;
   const auto strides = n.attr_ints("strides", std::vector<int64_t>(s, 1));
@@ -76,8 +79,55 @@ std::optional<std::vector<PhaseAxis>> phase_axes(const Graph& g, const Node& n) 
     // Outputs past the full length (pads that add zeros) are left to the lowering.
     if (a.pad_begin < 0 || a.pad_begin + a.out > full || a.out < 1) return std::nullopt;
   }
-  if (!strided) return std::nullopt;
+  if (strided && group != 1) return std::nullopt;
   return axes;
+}
+
+bool strided(const std::vector<PhaseAxis>& axes) {
+  return std::any_of(axes.begin(), axes.end(), [](const PhaseAxis& a) { return a.stride > 1; });
+}
+
+// The Conv of a stride-1 ConvTranspose n over `axes`, or nullopt where its output needs pads
+// below 0 (a crop) on some axis: weight [Cin, Cout / G, K...] -> [Cout, Cin / G, K... flipped],
+// dilations kept; pads taps - 1 - pad_begin before, and what makes the output length after.
+std::optional<Node> stride_one_conv(Graph& g, const Node& n, const std::vector<PhaseAxis>& axes) {
+  const size_t s = axes.size();
+  std::vector<int64_t> pads(2 * s);
+  for (size_t i = 0; i < s; i++) {
+    const PhaseAxis& a = axes[i];
+    pads[i] = a.taps - 1 - a.pad_begin;
+    pads[s + i] = a.out - a.in - pads[i] + a.taps - 1;
+    if (pads[i] < 0 || pads[s + i] < 0) return std::nullopt;
+  }
+  const Tensor& w = *g.tensor(n.inputs[1]).value;
+  const int64_t group = n.attr_int("group", 1), cin = w.shape[0], cout_g = w.shape[1], cin_g = cin / group;
+  Shape shape{cout_g * group, cin_g};
+  int64_t taps = 1;
+  for (size_t i = 0; i < s; i++) shape.push_back(w.shape[2 + i]), taps *= w.shape[2 + i];
+  Tensor flipped(DType::Float32, shape);
+  for (int64_t ci = 0; ci < cin; ci++)
+    for (int64_t co = 0; co < cout_g; co++)
+      for (int64_t t = 0; t < taps; t++) {
+        // Tap t flipped on every axis is taps - 1 - t (row-major with each axis reversed).
+        const int64_t oc = (ci / cin_g) * cout_g + co;
+        flipped.data<float>()[(oc * cin_g + ci % cin_g) * taps + (taps - 1 - t)] = w.data<float>()[(ci * cout_g + co) * taps + t];
+      }
+  const std::string name = n.outputs[0] + "::flipped_weights";
+  g.tensors[name] = TensorInfo{name, flipped.dtype, flipped.shape, flipped, {}};
+  Node conv;
+  conv.name = n.name;
+  conv.op = "Conv";
+  conv.inputs = {n.inputs[0], name};
+  if (n.inputs.size() > 2 && !n.inputs[2].empty()) conv.inputs.push_back(n.inputs[2]);
+  conv.outputs = n.outputs;
+  std::vector<int64_t> kernel(shape.begin() + 2, shape.end()), dilations;
+  for (const auto& a : axes) dilations.push_back(a.dilation);
+  conv.attrs["kernel_shape"] = Attribute{kernel};
+  conv.attrs["pads"] = Attribute{pads};
+  conv.attrs["strides"] = Attribute{std::vector<int64_t>(s, 1)};
+  conv.attrs["dilations"] = Attribute{dilations};
+  conv.attrs["group"] = Attribute{group};
+  return conv;
 }
 
 // The phase conv's weight [Cout * S, Cin, M...] from ConvTranspose's [Cin, Cout, K...].
@@ -120,6 +170,12 @@ int transposed_convs_to_phases(Graph& g) {
   std::vector<Node> out;
   for (Node& n : g.nodes) {
     const auto axes = phase_axes(g, n);
+    if (axes && !strided(*axes)) {
+      std::optional<Node> conv = stride_one_conv(g, n, *axes);
+      out.push_back(conv ? std::move(*conv) : std::move(n));
+      done += conv.has_value();
+      continue;
+    }
     if (!axes) {
       out.push_back(std::move(n));
       continue;

@@ -23,12 +23,14 @@ int drop_padding_taps(Graph& g);
 // The share of Conv n's (output position, kernel tap) pairs whose tap reads the input rather than
 // its padding: the multiply-adds that do work. 1 for other ops and for convs it cannot read.
 double conv_tap_read_fraction(const Graph& g, const Node& n);
-// A strided ConvTranspose (one group, no dilation, constant weights and bias, pads that only cut)
-// becomes one Conv per output phase (graph/conv_transpose_phases.cpp): a stride-1 Conv of Cout x
-// S output channels (S = the product of the strides) whose ceil(K / s) taps per axis are the
-// kernel's taps of that phase, flipped; Reshape, Transpose and Reshape interleave the phases (one
-// copy step) and a Slice drops the pads. Lowered directly it was a correlation over the input
-// stuffed with zeros, S times the multiply-adds, most of them on zeros. Returns the rewrites.
+// A strided ConvTranspose (one group, constant weights and bias, pads that only cut) becomes one
+// Conv per output phase (graph/conv_transpose_phases.cpp): a stride-1 Conv of Cout x S output
+// channels (S = the product of the strides) whose ceil(K / s) taps per axis are the kernel's taps
+// of that phase, flipped; Reshape, Transpose and Reshape interleave the phases (one copy step)
+// and a Slice drops the pads. Lowered directly it was a correlation over the input stuffed with
+// zeros, S times the multiply-adds, most of them on zeros. A stride-1 ConvTranspose (any groups)
+// whose pads do not crop becomes a Conv with the kernel flipped, which the conv rules tile
+// (lowered as itself it ran at 20% of the peak). Returns the rewrites.
 int transposed_convs_to_phases(Graph& g);
 // Gemm with transB = 1 and a constant B over more than 4 rows of A: B is transposed once here
 // and transB cleared, so the product reads B's rows along the output columns (dense vectors)

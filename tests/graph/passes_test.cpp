@@ -387,8 +387,9 @@ TEST(Passes, AConvReadingOnlyPaddingFoldsToItsBias) {
 // Strided ConvTransposes become phase convs with the same outputs: strides that divide the
 // kernel and that do not (missing taps), output padding, pads cut by a Slice, output_shape and
 // SAME padding, 1-D and 3-D, dilations that share a factor with the stride (phases of zeros
-// only) and that do not; a stride-1 one and a grouped one stay.
-TEST(Passes, StridedConvTransposesBecomePhaseConvs) {
+// only) and that do not; a grouped strided one stays. Stride-1 ones become one Conv of their
+// groups with the kernel flipped, unless their pads crop the input.
+TEST(Passes, ConvTransposesBecomePhaseConvs) {
   struct Case {
     Shape x, w;
     std::map<std::string, test::AttrValue> attrs;
@@ -405,7 +406,13 @@ TEST(Passes, StridedConvTransposesBecomePhaseConvs) {
       {{1, 2, 7}, {2, 4, 5}, {{"strides", V{2}}, {"pads", V{2, 1}}}, true},                           // 1-D
       {{1, 3, 5, 4}, {3, 2, 3, 3}, {{"strides", V{3, 2}}, {"pads", V{1, 0, 2, 1}}}, true, 9},       // Slice by attributes
       {{1, 2, 3, 3, 4}, {2, 2, 2, 3, 3}, {{"strides", V{2, 2, 1}}, {"pads", V{0, 1, 1, 0, 1, 1}}}, true},  // 3-D
-      {{1, 2, 5, 5}, {2, 3, 3, 3}, {{"strides", V{1, 1}}}, false},
+      // Stride 1: one Conv, the kernel flipped; groups too; pads beyond the kernel (a crop) stay.
+      {{1, 2, 5, 5}, {2, 3, 3, 3}, {{"strides", V{1, 1}}}, true},
+      {{2, 37, 9, 6}, {37, 27, 3, 3}, {{"pads", V{1, 2, 0, 0}}}, true},
+      {{1, 4, 5, 5}, {4, 1, 3, 3}, {{"group", int64_t{4}}, {"pads", V{1, 1, 1, 1}}}, true},
+      {{1, 4, 6, 5}, {4, 1, 2, 3}, {{"group", int64_t{4}}, {"dilations", V{2, 3}}, {"pads", V{0, 2, 1, 3}}}, true},
+      {{1, 3, 7}, {3, 2, 4}, {{"dilations", V{2}}, {"output_padding", V{0}}, {"pads", V{3, 1}}}, true},
+      {{1, 2, 5, 5}, {2, 3, 3, 3}, {{"pads", V{3, 0, 0, 0}}}, false},
       {{1, 4, 5, 5}, {4, 1, 3, 3}, {{"strides", V{2, 2}}, {"group", int64_t{4}}}, false},
       {{1, 2, 5, 5}, {2, 3, 3, 3}, {{"strides", V{2, 2}}, {"dilations", V{2, 2}}}, true},
       {{1, 2, 5, 4}, {2, 3, 2, 3}, {{"strides", V{2, 3}}, {"dilations", V{3, 2}}, {"pads", V{1, 0, 0, 2}}}, true},
