@@ -118,11 +118,16 @@ void check_schema(const onnx::ModelProto& m, const std::string& path) {
   std::unordered_map<std::string, int> opsets;
   for (const auto& o : m.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
   ctx.set_opset_imports(opsets);
+  // The names a node's subgraphs (an If's branches) may read: the graph's inputs and
+  // initializers, and the outputs of the nodes before it (the nodes are sorted by now).
   onnx::checker::LexicalScopeContext lex;
   const auto& g = m.graph();
+  for (const auto& v : g.input()) lex.add(v.name());
+  for (const auto& t : g.initializer()) lex.add(t.name());
   for (int i = 0; i < g.node_size(); i++) {
     try {
       onnx::checker::check_node(g.node(i), ctx, lex);
+      for (const auto& o : g.node(i).output()) lex.add(o);
     } catch (const std::exception& e) {
       std::string why = e.what();
       if (auto cut = why.find("\n\n==> Context:"); cut != std::string::npos) why.resize(cut);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <cmath>
 #include <filesystem>
@@ -38,6 +39,52 @@ Node convert_node(const onnx::NodeProto& p, size_t index) {
   n.outputs.assign(p.output().begin(), p.output().end());
   for (const auto& a : p.attribute()) n.attrs[a.name()] = attribute_from_proto(a, n.describe());
   return n;
+}
+
+// The branch an If takes when its condition is a constant (an exporter's test of a dimension,
+// folded once --shape fixed it), spliced in place of the If: the branch's nodes and initializers
+// with the names they produce prefixed by the If's first output and branch (two inlined
+// branches never collide), then an Identity from each branch output to the If's. False, leaving
+// the If, where the branch does not fit its outputs or holds graphs of its own.
+bool inline_if_branch(const onnx::NodeProto& p, bool cond, onnx::GraphProto* g,
+                      google::protobuf::RepeatedPtrField<onnx::NodeProto>& kept) {
+  const onnx::GraphProto* branch = nullptr;
+  for (const auto& a : p.attribute())
+    if (a.name() == (cond ? "then_branch" : "else_branch") && a.has_g()) branch = &a.g();
+  if (!branch || branch->output_size() != p.output_size() || p.output_size() == 0) return false;
+  for (const auto& n : branch->node())
+    for (const auto& a : n.attribute())
+      if (a.has_g() || a.graphs_size() > 0) return false;
+  const std::string prefix = p.output(0) + (cond ? "::then::" : "::else::");
+  std::map<std::string, std::string> renamed;
+  for (const auto& t : branch->initializer()) renamed[t.name()] = prefix + t.name();
+  for (const auto& n : branch->node())
+    for (const auto& o : n.output())
+      if (!o.empty()) renamed[o] = prefix + o;
+  const auto rename = [&](const std::string& name) {
+    const auto it = renamed.find(name);
+    return it == renamed.end() ? name : it->second;
+  };
+  for (const auto& t : branch->initializer()) {
+    onnx::TensorProto* c = g->add_initializer();
+    *c = t;
+    c->set_name(rename(t.name()));
+  }
+  for (const auto& n : branch->node()) {
+    onnx::NodeProto* q = kept.Add();
+    *q = n;
+    for (auto& name : *q->mutable_input()) name = rename(name);
+    for (auto& name : *q->mutable_output()) name = rename(name);
+    if (!q->name().empty()) q->set_name(prefix + q->name());
+  }
+  for (int k = 0; k < p.output_size(); k++) {
+    onnx::NodeProto* id = kept.Add();
+    id->set_op_type("Identity");
+    id->set_name(prefix + "output_" + std::to_string(k));
+    id->add_input(rename(branch->output(k).name()));
+    id->add_output(p.output(k));
+  }
+  return true;
 }
 
 // Static shape of a ValueInfo, or nullopt when any dim is symbolic/unknown.
@@ -118,6 +165,11 @@ class Importer {
       const bool folded = fold_once();
       if (!complete_einsum_shapes() && !folded) break;
     }
+    for (int i = 0; i < model_.graph().node_size(); i++)
+      if (const auto& p = model_.graph().node(i); p.op_type() == "If")
+        throw Unsupported(fmt::format("{}: node '{}': an If whose condition depends on input values (tensorsched compiles "
+                                      "one graph; a condition computed from shapes folds once they are fixed, e.g. by --shape)",
+                                      path_, printable(p.name().empty() ? fmt::format("If_{}", i) : p.name())));
     return build_graph();
   }
 
@@ -147,7 +199,7 @@ class Importer {
       std::string name = printable(p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name());
       bool default_domain = p.domain().empty() || p.domain() == "ai.onnx";
       bool folded_anyway = p.op_type() == "Constant" || p.op_type() == "Shape" || p.op_type() == "Size" ||
-                           p.op_type() == "ConstantOfShape" || p.op_type() == "Range";
+                           p.op_type() == "ConstantOfShape" || p.op_type() == "Range" || p.op_type() == "If";
       if (default_domain && (!opts_.op_supported || folded_anyway || opts_.op_supported(p.op_type()))) continue;
       const std::string op = printable((default_domain ? "" : p.domain() + ".") + p.op_type());
       auto it = std::find_if(unsupported.begin(), unsupported.end(), [&](const auto& u) { return u.first == op; });
@@ -359,6 +411,12 @@ class Importer {
     bool changed = false;
     for (int i = 0; i < g->node_size(); i++) {
       const auto& p = g->node(i);
+      if (p.op_type() == "If") {
+        const Tensor* cond = p.input_size() == 1 && init_names.count(p.input(0)) ? constant(p.input(0)) : nullptr;
+        if (cond && cond->size() == 1 && inline_if_branch(p, cond->get_f64(0) != 0, g, kept)) changed = true;
+        else *kept.Add() = p;
+        continue;
+      }
       Node n = convert_node(p, i);
       std::vector<const Tensor*> ins;
       std::vector<std::optional<Shape>> shapes;

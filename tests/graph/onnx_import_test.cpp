@@ -82,6 +82,59 @@ TEST(OnnxImport, FoldsShapeArithmeticThroughManyBlocks) {
   EXPECT_EQ(g.tensor("y22").shape, (Shape{2, 12}));
 }
 
+// An If node whose then / else branch reads outer tensor `x` through one op each.
+void add_if(OnnxBuilder& b, const std::string& cond, const std::string& then_op, const std::string& else_op) {
+  onnx::NodeProto* n = b.proto().mutable_graph()->add_node();
+  n->set_op_type("If");
+  n->set_name("pick");
+  n->add_input(cond);
+  n->add_output("y");
+  for (const auto& [attr, op] : {std::pair{"then_branch", then_op}, std::pair{"else_branch", else_op}}) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(attr);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* g = a->mutable_g();
+    g->set_name(attr);
+    onnx::NodeProto* inner = g->add_node();
+    inner->set_op_type(op);
+    inner->add_input("x");
+    inner->add_output("branch_out");  // the same name in both branches
+    onnx::ValueInfoProto* out = g->add_output();
+    out->set_name("branch_out");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+}
+
+// An If on a dimension (as exporters test one) takes its branch once --shape fixes the
+// dimension: the branch's nodes replace it. An If on input values is refused, naming it.
+TEST(OnnxImport, AnIfOnAShapeTakesItsBranch) {
+  for (const int64_t rows : {2, 4}) {
+    OnnxBuilder b(13);
+    b.dynamic_input("x", DType::Float32, {-1, 3})
+        .initializer("zero", Tensor::from_i64({0}, {}))
+        .initializer("two", Tensor::from_i64({2}, {}))
+        .node("Shape", {"x"}, {"s"})
+        .node("Gather", {"s", "zero"}, {"rows"}, {{"axis", int64_t{0}}})
+        .node("Equal", {"rows", "two"}, {"cond"});
+    add_if(b, "cond", "Relu", "Neg");
+    b.output("y");
+    ImportOptions o = strict();
+    o.shape_overrides["x"] = {rows, 3};
+    const Graph g = import_onnx(b.save("if_on_shape.onnx"), o);
+    std::vector<std::string> ops;
+    for (const Node& n : g.nodes) ops.push_back(n.op);
+    EXPECT_EQ(ops, (std::vector<std::string>{rows == 2 ? "Relu" : "Neg", "Identity"})) << rows;
+    EXPECT_EQ(g.tensor("y").shape, (Shape{rows, 3}));
+  }
+  OnnxBuilder b(13);
+  b.input("x", DType::Float32, {2, 3}).node("ReduceSum", {"x"}, {"sum"}, {{"keepdims", int64_t{0}}});
+  b.initializer("zero", test::make_f32({}, {0.0f})).node("Greater", {"sum", "zero"}, {"cond"});
+  add_if(b, "cond", "Relu", "Neg");
+  b.output("y");
+  EXPECT_TRUE(test::throws_naming<Unsupported>([&] { import_onnx(b.save("if_on_values.onnx"), strict()); },
+                                               {"node 'pick'", "If whose condition depends on input values"}));
+}
+
 TEST(OnnxImport, GraphOnlyModelGetsDeterministicWeights) {
   OnnxBuilder b(13);
   b.input("x", DType::Float32, {1, 3, 8, 8})
