@@ -1,6 +1,6 @@
 // Normalizations (BatchNormalization, InstanceNormalization, LayerNormalization,
-// MeanVarianceNormalization, LpNormalization, LRN) and the softmax family (Softmax, LogSoftmax, Hardmax), all on
-// the shared reduction stage.
+// MeanVarianceNormalization, LpNormalization, LRN) and the softmax family (Softmax, LogSoftmax,
+// Hardmax), all on the shared reduction stage.
 #include <fmt/format.h>
 
 #include <limits>
@@ -136,8 +136,8 @@ std::vector<LTensor> lp_norm(const LowerContext& c) {
     Expr v = x.at(i);
     return p == 1 ? Halide::abs(v) : v * v;
   };
-  LTensor total = *axes.begin() == x.rank() - 1 ? reduce_last_axis(c.name("_sum"), s, fconst(t, 0), sum, power)
-                                                : reduce_tensor(c.name("_sum"), s, fconst(t, 0), sum, power);
+  // In two stages over the last axis; over another axis reduce_last_axis is reduce_tensor.
+  LTensor total = reduce_last_axis(c.name("_sum"), s, fconst(t, 0), sum, power);
   LTensor inv = define_tensor(c.name("_inv"), total.shape, x.dtype, [&](const Idx& i) {
     Expr norm = p == 1 ? total.at(i) : Halide::sqrt(total.at(i));
     return Halide::select(norm == fconst(t, 0), fconst(t, 0), fconst(t, 1) / norm);
