@@ -165,11 +165,15 @@ class Importer {
       const bool folded = fold_once();
       if (!complete_einsum_shapes() && !folded) break;
     }
-    for (int i = 0; i < model_.graph().node_size(); i++)
-      if (const auto& p = model_.graph().node(i); p.op_type() == "If")
-        throw Unsupported(fmt::format("{}: node '{}': an If whose condition depends on input values (tensorsched compiles "
-                                      "one graph; a condition computed from shapes folds once they are fixed, e.g. by --shape)",
-                                      path_, printable(p.name().empty() ? fmt::format("If_{}", i) : p.name())));
+    for (int i = 0; i < model_.graph().node_size(); i++) {
+      const auto& p = model_.graph().node(i);
+      if (p.op_type() != "If") continue;
+      const std::string where = fmt::format("{}: node '{}'", path_, printable(p.name().empty() ? fmt::format("If_{}", i) : p.name()));
+      if (p.input_size() == 1 && constant(p.input(0)))  // folded, but inline_if_branch left it
+        throw Unsupported(where + ": an If whose branch holds graphs of its own or does not give its outputs");
+      throw Unsupported(where + ": an If whose condition depends on input values (tensorsched compiles one graph; a "
+                                "condition computed from shapes folds once they are fixed, e.g. by --shape)");
+    }
     return build_graph();
   }
 

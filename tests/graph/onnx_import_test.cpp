@@ -106,7 +106,8 @@ void add_if(OnnxBuilder& b, const std::string& cond, const std::string& then_op,
 }
 
 // An If on a dimension (as exporters test one) takes its branch once --shape fixes the
-// dimension: the branch's nodes replace it. An If on input values is refused, naming it.
+// dimension: the branch's nodes replace it. An If on input values is refused, naming it, and so
+// is one whose branch holds an If of its own.
 TEST(OnnxImport, AnIfOnAShapeTakesItsBranch) {
   for (const int64_t rows : {2, 4}) {
     OnnxBuilder b(13);
@@ -133,6 +134,19 @@ TEST(OnnxImport, AnIfOnAShapeTakesItsBranch) {
   b.output("y");
   EXPECT_TRUE(test::throws_naming<Unsupported>([&] { import_onnx(b.save("if_on_values.onnx"), strict()); },
                                                {"node 'pick'", "If whose condition depends on input values"}));
+  // A constant condition whose branch is itself an If (a graph in a graph) is not spliced.
+  OnnxBuilder nested(13);
+  Tensor yes(DType::Bool, {});
+  yes.bytes[0] = 1;
+  nested.input("x", DType::Float32, {2, 3}).initializer("yes", yes);
+  add_if(nested, "yes", "Relu", "Neg");
+  onnx::NodeProto* outer = nested.proto().mutable_graph()->mutable_node(0);
+  onnx::NodeProto inner = *outer;
+  inner.set_output(0, "branch_out");
+  *outer->mutable_attribute(0)->mutable_g()->mutable_node(0) = inner;
+  nested.output("y");
+  EXPECT_TRUE(test::throws_naming<Unsupported>([&] { import_onnx(nested.save("if_nested.onnx"), strict()); },
+                                               {"node 'pick'", "If whose branch holds graphs of its own"}));
 }
 
 TEST(OnnxImport, GraphOnlyModelGetsDeterministicWeights) {
